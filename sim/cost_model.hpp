@@ -1,0 +1,53 @@
+// How long ops take. The roofline model (calib/roofline) and the measured-table model
+// (calib/, from the probes) implement this; the engine only asks these questions.
+// Documented in docs/cost-model.md.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sim/trace.hpp"
+#include "sim/units.hpp"
+
+namespace clustersim::sim {
+
+/// Datasheet properties of one GPU, read by cost and memory models. Platforms own the values.
+struct GpuSpec {
+  std::string name;                 ///< e.g. "H100-SXM"
+  FlopsPerSecond peak_bf16;         ///< dense BF16 tensor-core peak
+  FlopsPerSecond peak_fp8;          ///< dense FP8 tensor-core peak
+  FlopsPerSecond peak_fp32;         ///< non-tensor FP32 peak
+  Bytes hbm_capacity;
+  BytesPerSecond hbm_bandwidth;
+  Watts tdp;
+
+  /// Dense peak for a dtype. FP32 maps to peak_fp32.
+  double peak(DType dtype) const;
+};
+
+/// Where a collective's bytes travel: inside an NVLink domain or over the scale-out network.
+enum class LinkClass { NVLink, Network };
+
+/// NCCL cost parameters for one collective call.
+struct CollectiveParams {
+  double step_latency_s = 0.0;       ///< fixed cost per algorithm step (launch + protocol), s
+  double bandwidth_efficiency = 1.0; ///< achieved fraction of the link bandwidth in (0, 1]
+};
+
+/// Cost of ops on one GPU type.
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  /// Duration in seconds of a compute op (GemmShape, AttentionShape or MemBoundShape; MemBound
+  /// uses op.bytes). @throws std::invalid_argument for a communication op.
+  virtual double compute_time(const Op& op) const = 0;
+  /// NCCL parameters of a collective of `bytes` per rank over `group_size` ranks.
+  virtual CollectiveParams collective_params(CollectiveKind kind, double bytes, int group_size,
+                                             LinkClass link) const = 0;
+  /// Parameters of one point-to-point transfer.
+  virtual CollectiveParams p2p_params(double bytes, LinkClass link) const = 0;
+  /// One line naming the model and the sources of its numbers (shown in reports).
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace clustersim::sim

@@ -1,0 +1,67 @@
+// The engine: plays a costed Workload on a platform inside SimGrid and measures one training
+// step. SimGrid 3.32 allows one engine per process, so simulate_step() runs the simulation in a
+// forked child and returns its result; the caller's process never holds a SimGrid engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/cost_model.hpp"
+#include "sim/platform.hpp"
+#include "sim/workload.hpp"
+
+namespace clustersim::sim {
+
+/// One interval of one stream of one rank, for the Chrome/Perfetto trace.
+struct TimelineEvent {
+  std::int32_t rank = 0;
+  Stream stream = Stream::Compute;
+  std::string name;
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
+/// Engine options.
+struct EngineOptions {
+  bool record_timeline = false;  ///< keep every op interval (memory grows with ops x ranks)
+  bool in_process = false;       ///< run in this process (only once per process; for plugins)
+};
+
+/// Time accounting of a step, averaged over ranks. compute + exposed_comm + bubble equals the
+/// step time for every rank, hence for the average:
+///  - compute: the rank's compute stream busy;
+///  - bubble: the compute stream waiting on pipeline point-to-point exchanges (that is the
+///    pipeline fill/drain plus the transfers) or idle after the rank's last op;
+///  - exposed_comm: the compute stream waiting on any other communication.
+struct Breakdown {
+  double compute_s = 0.0;
+  double exposed_comm_s = 0.0;
+  double bubble_s = 0.0;
+};
+
+/// Result of simulating one training step.
+struct StepResult {
+  double step_time_s = 0.0;
+  Breakdown breakdown;
+  std::uint64_t events = 0;       ///< simulated activities (computes + flows) completed
+  double sim_wall_s = 0.0;        ///< wall-clock time of the simulation itself
+  std::vector<TimelineEvent> timeline;
+};
+
+/// Fills Op::duration_s of every compute op of every program from `cost`.
+void cost_workload(Workload& workload, const CostModel& cost);
+
+/// Simulates one step of a costed workload. Ranks map to platform GPUs one to one.
+/// @throws std::invalid_argument if the workload has more ranks than the platform has GPUs
+/// or is not costed; std::runtime_error if the simulation deadlocks or the child dies.
+StepResult simulate_step(const Workload& workload, const PlatformBuilder& platform,
+                         const CostModel& cost, const EngineOptions& options = {});
+
+/// Runs `fn` in a forked child process and returns the bytes it produced. Exceptions in the
+/// child come back as std::runtime_error with their message. Each child can host one SimGrid
+/// engine, so tests and sweeps can run many simulations from one process.
+std::string run_in_subprocess(const std::function<std::string()>& fn);
+
+}  // namespace clustersim::sim

@@ -1,0 +1,32 @@
+// The one error type for bad user input (job specs, platform files, model files, traces).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace clustersim {
+
+/// Bad input: names the file, the 1-based line (0 when unknown), the field (dotted path, e.g.
+/// "parallelism.tp") and the reason. what() reads "FILE:LINE: FIELD: REASON".
+/// The CLI maps it to exit code 2.
+class SpecError : public std::runtime_error {
+ public:
+  /// @param file path of the input as the user gave it ("<built-in>" for defaults)
+  /// @param line 1-based line, 0 if unknown
+  /// @param field dotted field path
+  /// @param reason what is wrong and, where useful, what is expected
+  SpecError(std::string file, int line, std::string field, std::string reason);
+
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
+  const std::string& field() const { return field_; }
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string file_;
+  int line_;
+  std::string field_;
+  std::string reason_;
+};
+
+}  // namespace clustersim

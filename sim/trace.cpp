@@ -1,0 +1,95 @@
+#include "sim/trace.hpp"
+
+#include <stdexcept>
+
+namespace clustersim::sim {
+
+std::uint16_t Program::label_id(const std::string& name) {
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] == name) return static_cast<std::uint16_t>(i);
+  }
+  if (labels.size() >= 0xFFFF) throw std::length_error("too many op labels in one program");
+  labels.push_back(name);
+  return static_cast<std::uint16_t>(labels.size() - 1);
+}
+
+const char* to_string(DType v) {
+  switch (v) {
+    case DType::BF16: return "bf16";
+    case DType::FP8: return "fp8";
+    case DType::FP32: return "fp32";
+  }
+  return "?";
+}
+
+const char* to_string(Stream v) {
+  switch (v) {
+    case Stream::Compute: return "compute";
+    case Stream::TpComm: return "tp_comm";
+    case Stream::PpComm: return "pp_comm";
+    case Stream::DpComm: return "dp_comm";
+  }
+  return "?";
+}
+
+const char* to_string(Phase v) {
+  switch (v) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const char* to_string(GroupKind v) {
+  switch (v) {
+    case GroupKind::TP: return "tp";
+    case GroupKind::CP: return "cp";
+    case GroupKind::DP: return "dp";
+    case GroupKind::PP: return "pp";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveKind v) {
+  switch (v) {
+    case CollectiveKind::AllReduce: return "all_reduce";
+    case CollectiveKind::AllGather: return "all_gather";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::AllToAll: return "all_to_all";
+  }
+  return "?";
+}
+
+const char* to_string(Peer v) {
+  switch (v) {
+    case Peer::None: return "none";
+    case Peer::PrevStage: return "prev_stage";
+    case Peer::NextStage: return "next_stage";
+  }
+  return "?";
+}
+
+const char* to_string(MemKernel v) {
+  switch (v) {
+    case MemKernel::Elementwise: return "elementwise";
+    case MemKernel::Norm: return "norm";
+    case MemKernel::Activation: return "activation";
+    case MemKernel::Rope: return "rope";
+    case MemKernel::CrossEntropy: return "cross_entropy";
+    case MemKernel::Optimizer: return "optimizer";
+    case MemKernel::Copy: return "copy";
+  }
+  return "?";
+}
+
+double dtype_bytes(DType v) {
+  switch (v) {
+    case DType::BF16: return 2.0;
+    case DType::FP8: return 1.0;
+    case DType::FP32: return 4.0;
+  }
+  return 0.0;
+}
+
+}  // namespace clustersim::sim

@@ -1,0 +1,124 @@
+// The per-rank op graph: the contract between workloads/ (which generates it), calib/ (which
+// costs its compute ops) and sim/ (which plays it). Documented for users in docs/trace-format.md.
+//
+// Ranks that run the same op sequence share one Program (in Megatron all ranks of a pipeline
+// stage do); a rank's communicators are not stored in ops but resolved through RankLayout, so a
+// 16,384-rank job holds a handful of programs, not 16,384 copies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace clustersim::sim {
+
+/// Element type a kernel computes in.
+enum class DType : std::uint8_t { BF16, FP8, FP32 };
+
+/// Execution streams. Ops of one stream run one after another in program order, as kernels
+/// on one CUDA stream do; ops of different streams overlap unless a dependency orders them.
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm };
+inline constexpr int kStreamCount = 4;
+
+/// Training phase an op belongs to (for breakdowns and the timeline).
+enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
+
+/// Communicator kinds; the ranks of each are given by RankLayout::group().
+enum class GroupKind : std::uint8_t { TP, CP, DP, PP };
+
+/// Collective operations (NCCL semantics).
+enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };
+
+/// Pipeline neighbour of a rank (RankLayout::pp_peer()).
+enum class Peer : std::uint8_t { None, PrevStage, NextStage };
+
+/// Memory-bound kernel families (each has its own measured bandwidth efficiency).
+enum class MemKernel : std::uint8_t {
+  Elementwise,   ///< residual add, dropout, bias, scaling
+  Norm,          ///< LayerNorm / RMSNorm
+  Activation,    ///< GeLU / SwiGLU
+  Rope,          ///< rotary position embedding
+  CrossEntropy,  ///< softmax + cross-entropy over the vocabulary
+  Optimizer,     ///< AdamW update of a parameter shard
+  Copy           ///< plain device copy
+};
+
+/// C[m,n] = A[m,k] * B[k,n] on one GPU.
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::BF16;
+};
+
+/// Fused (flash) attention on one GPU. FLOPs follow the causal mask when `causal`.
+struct AttentionShape {
+  std::int64_t batch = 0, heads = 0, kv_heads = 0, seq_q = 0, seq_kv = 0;
+  std::int64_t head_dim = 0;     ///< query/key head dimension
+  std::int64_t head_dim_v = 0;   ///< value head dimension (== head_dim except MLA)
+  bool causal = true;
+  bool backward = false;
+  DType dtype = DType::BF16;
+};
+
+/// A memory-bound kernel moving `bytes` (reads + writes) through HBM.
+struct MemBoundShape {
+  MemKernel kernel = MemKernel::Elementwise;
+};
+
+/// A collective over the rank's communicator of kind `group`. Op::bytes is the NCCL buffer
+/// size per rank: the whole buffer for AllReduce, the gathered output for AllGather, the input
+/// for ReduceScatter, the whole send buffer for AllToAll.
+struct CollectiveSpec {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  GroupKind group = GroupKind::TP;
+};
+
+/// Batched point-to-point exchange with pipeline neighbours (Megatron's combined
+/// send_forward_recv_backward etc.): everything is posted, then waited on together.
+/// Op::bytes is the size of each transfer.
+struct P2PSpec {
+  Peer send_to = Peer::None;
+  Peer recv_from = Peer::None;
+};
+
+using OpShape = std::variant<GemmShape, AttentionShape, MemBoundShape, CollectiveSpec, P2PSpec>;
+
+/// One op of a rank's program.
+struct Op {
+  OpShape shape;
+  Stream stream = Stream::Compute;
+  Phase phase = Phase::Forward;
+  std::int32_t layer = -1;       ///< transformer layer (global index), -1 for none
+  std::int32_t microbatch = -1;  ///< microbatch index, -1 for none
+  std::uint16_t label = 0;       ///< index into Program::labels ("qkv", "fc1", "tp_ag", ...)
+  bool recompute = false;        ///< true for recomputed forward work (counts in HFU, not MFU)
+  double flops = 0.0;            ///< floating-point operations this op executes
+  double bytes = 0.0;            ///< HBM traffic (compute ops) or message size (comm ops), bytes
+  std::vector<std::uint32_t> deps;  ///< earlier ops (index in Program::ops) that must finish first
+  double duration_s = -1.0;      ///< compute time from the CostModel; -1 until costed
+
+  bool is_compute() const { return shape.index() <= 2; }
+  bool is_collective() const { return std::holds_alternative<CollectiveSpec>(shape); }
+  bool is_p2p() const { return std::holds_alternative<P2PSpec>(shape); }
+};
+
+/// The op sequence of one or more ranks.
+struct Program {
+  std::vector<Op> ops;
+  std::vector<std::string> labels;  ///< names referenced by Op::label
+  /// Returns the label id for `name`, adding it if new.
+  std::uint16_t label_id(const std::string& name);
+};
+
+/// Names for enums (used by the trace writer, reports and error messages).
+const char* to_string(DType v);
+const char* to_string(Stream v);
+const char* to_string(Phase v);
+const char* to_string(GroupKind v);
+const char* to_string(CollectiveKind v);
+const char* to_string(Peer v);
+const char* to_string(MemKernel v);
+/// Bytes per element of a dtype.
+double dtype_bytes(DType v);
+
+}  // namespace clustersim::sim

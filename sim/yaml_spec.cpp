@@ -1,0 +1,246 @@
+#include "sim/yaml_spec.hpp"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <utility>
+
+namespace clustersim {
+namespace {
+
+int node_line(const YAML::Node& node) {
+  const auto mark = node.Mark();
+  return mark.line >= 0 ? mark.line + 1 : 0;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += ", ";
+    out += item;
+  }
+  return out;
+}
+
+}  // namespace
+
+YamlMap::YamlMap(YAML::Node node, std::string file, std::string path)
+    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {
+  if (!node_.IsMap()) {
+    throw SpecError(file_, node_line(node_), path_.empty() ? "(top level)" : path_,
+                    "expected a mapping of key: value");
+  }
+}
+
+YamlMap YamlMap::load_file(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw SpecError(file, 0, "", "cannot open file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return load_string(buffer.str(), file);
+}
+
+YamlMap YamlMap::load_string(const std::string& text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw SpecError(origin, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "invalid YAML: " + e.msg);
+  }
+  if (!root.IsDefined() || root.IsNull()) throw SpecError(origin, 0, "", "empty document");
+  return YamlMap(root, origin, "");
+}
+
+std::string YamlMap::field(const std::string& key) const {
+  if (path_.empty()) return key;
+  if (key.empty()) return path_;
+  return path_ + "." + key;
+}
+
+int YamlMap::line() const { return node_line(node_); }
+
+int YamlMap::line_of(const std::string& key) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (it->first.Scalar() == key) return node_line(it->first);
+  }
+  return line();
+}
+
+SpecError YamlMap::error(const std::string& key, const std::string& reason) const {
+  return SpecError(file_, key.empty() ? line() : line_of(key), field(key), reason);
+}
+
+bool YamlMap::has(const std::string& key) {
+  known_.insert(key);
+  return static_cast<bool>(node_[key]);
+}
+
+YAML::Node YamlMap::require(const std::string& key) {
+  known_.insert(key);
+  YAML::Node value = node_[key];
+  if (!value) throw error("", "missing required field '" + key + "'");
+  if (value.IsNull()) throw error(key, "has no value");
+  return value;
+}
+
+std::int64_t YamlMap::get_int(const std::string& key, std::int64_t min, std::int64_t max) {
+  YAML::Node value = require(key);
+  std::int64_t parsed = 0;
+  if (!value.IsScalar() || !YAML::convert<std::int64_t>::decode(value, parsed)) {
+    throw error(key, "expected an integer, got '" + (value.IsScalar() ? value.Scalar() : "a collection") + "'");
+  }
+  if (parsed < min || parsed > max) {
+    throw error(key, "value " + std::to_string(parsed) + " is out of range [" + std::to_string(min) +
+                         ", " + std::to_string(max) + "]");
+  }
+  return parsed;
+}
+
+std::int64_t YamlMap::get_int_or(const std::string& key, std::int64_t fallback, std::int64_t min,
+                                 std::int64_t max) {
+  return has(key) ? get_int(key, min, max) : fallback;
+}
+
+double YamlMap::get_double(const std::string& key, double min, double max) {
+  YAML::Node value = require(key);
+  double parsed = 0.0;
+  if (!value.IsScalar() || !YAML::convert<double>::decode(value, parsed)) {
+    throw error(key, "expected a number, got '" + (value.IsScalar() ? value.Scalar() : "a collection") + "'");
+  }
+  if (!(parsed >= min && parsed <= max)) {
+    std::ostringstream msg;
+    msg << "value " << parsed << " is out of range [" << min << ", " << max << "]";
+    throw error(key, msg.str());
+  }
+  return parsed;
+}
+
+double YamlMap::get_double_or(const std::string& key, double fallback, double min, double max) {
+  return has(key) ? get_double(key, min, max) : fallback;
+}
+
+bool YamlMap::get_bool(const std::string& key) {
+  YAML::Node value = require(key);
+  bool parsed = false;
+  if (!value.IsScalar() || !YAML::convert<bool>::decode(value, parsed)) {
+    throw error(key, "expected true or false");
+  }
+  return parsed;
+}
+
+bool YamlMap::get_bool_or(const std::string& key, bool fallback) {
+  return has(key) ? get_bool(key) : fallback;
+}
+
+std::string YamlMap::get_string(const std::string& key) {
+  YAML::Node value = require(key);
+  if (!value.IsScalar()) throw error(key, "expected a string");
+  return value.Scalar();
+}
+
+std::string YamlMap::get_string_or(const std::string& key, const std::string& fallback) {
+  return has(key) ? get_string(key) : fallback;
+}
+
+std::string YamlMap::get_enum(const std::string& key, const std::vector<std::string>& allowed) {
+  std::string value = get_string(key);
+  for (const auto& option : allowed) {
+    if (value == option) return value;
+  }
+  throw error(key, "'" + value + "' is not one of: " + join(allowed));
+}
+
+std::string YamlMap::get_enum_or(const std::string& key, const std::string& fallback,
+                                 const std::vector<std::string>& allowed) {
+  return has(key) ? get_enum(key, allowed) : fallback;
+}
+
+template <typename T, typename Parse>
+T YamlMap::get_quantity(const std::string& key, Parse parse) {
+  const std::string text = get_string(key);
+  try {
+    return parse(text);
+  } catch (const UnitError& e) {
+    throw error(key, e.what());
+  }
+}
+
+Bytes YamlMap::get_bytes(const std::string& key) {
+  return get_quantity<Bytes>(key, parse_bytes);
+}
+BytesPerSecond YamlMap::get_bandwidth(const std::string& key) {
+  return get_quantity<BytesPerSecond>(key, parse_bandwidth);
+}
+Seconds YamlMap::get_duration(const std::string& key) {
+  return get_quantity<Seconds>(key, parse_duration);
+}
+FlopsPerSecond YamlMap::get_flops(const std::string& key) {
+  return get_quantity<FlopsPerSecond>(key, parse_flops);
+}
+Watts YamlMap::get_power(const std::string& key) {
+  return get_quantity<Watts>(key, parse_power);
+}
+
+YamlMap YamlMap::get_map(const std::string& key) {
+  YAML::Node value = require(key);
+  if (!value.IsMap()) throw error(key, "expected a mapping");
+  return YamlMap(value, file_, field(key));
+}
+
+std::optional<YamlMap> YamlMap::get_map_opt(const std::string& key) {
+  if (!has(key)) return std::nullopt;
+  return get_map(key);
+}
+
+std::vector<YamlMap> YamlMap::get_map_list(const std::string& key) {
+  YAML::Node value = require(key);
+  if (!value.IsSequence()) throw error(key, "expected a list");
+  std::vector<YamlMap> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    out.emplace_back(value[i], file_, field(key) + "[" + std::to_string(i) + "]");
+  }
+  return out;
+}
+
+std::vector<std::int64_t> YamlMap::get_int_list(const std::string& key, std::int64_t min,
+                                                std::int64_t max) {
+  YAML::Node value = require(key);
+  if (!value.IsSequence()) throw error(key, "expected a list of integers");
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    std::int64_t parsed = 0;
+    if (!value[i].IsScalar() || !YAML::convert<std::int64_t>::decode(value[i], parsed) ||
+        parsed < min || parsed > max) {
+      throw SpecError(file_, node_line(value[i]), field(key) + "[" + std::to_string(i) + "]",
+                      "expected an integer in [" + std::to_string(min) + ", " +
+                          std::to_string(max) + "]");
+    }
+    out.push_back(parsed);
+  }
+  return out;
+}
+
+bool YamlMap::is_scalar(const std::string& key) {
+  known_.insert(key);
+  YAML::Node value = node_[key];
+  return value && value.IsScalar();
+}
+
+std::vector<std::string> YamlMap::keys() const {
+  std::vector<std::string> out;
+  for (auto it = node_.begin(); it != node_.end(); ++it) out.push_back(it->first.Scalar());
+  return out;
+}
+
+void YamlMap::finish() const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    if (known_.count(key) == 0) {
+      std::vector<std::string> known(known_.begin(), known_.end());
+      throw SpecError(file_, node_line(it->first), field(key),
+                      "unknown key '" + key + "' (known keys here: " + join(known) + ")");
+    }
+  }
+}
+
+}  // namespace clustersim
