@@ -1,0 +1,16 @@
+// Subcommands of the clustersim CLI. Each registers itself on the CLI11 app and, when run,
+// stores its process exit code in `exit_code` (0 ok, 1 simulation/runtime failure, 2 bad input).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace clustersim::tools {
+
+/// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE]`
+void register_run_command(CLI::App& app, int& exit_code);
+/// `clustersim platform show NAME --gpus N [--xml FILE]`
+void register_platform_command(CLI::App& app, int& exit_code);
+/// `clustersim trace JOB.yaml --rank R --out FILE`
+void register_trace_command(CLI::App& app, int& exit_code);
+
+}  // namespace clustersim::tools
