@@ -29,8 +29,12 @@ struct GpuSpec {
 enum class LinkClass { NVLink, Network };
 
 /// NCCL cost parameters for one collective call.
+/// The engine charges base_latency_s once per call plus step_latency_s per algorithm step over
+/// links of this class (NCCL's own tuning model: latency = base + steps x hw latency), and
+/// sends bytes / bandwidth_efficiency through the platform's links.
 struct CollectiveParams {
-  double step_latency_s = 0.0;       ///< fixed cost per algorithm step (launch + protocol), s
+  double base_latency_s = 0.0;       ///< fixed cost per call (kernel launch, protocol setup), s
+  double step_latency_s = 0.0;       ///< cost per algorithm step over this link class, s
   double bandwidth_efficiency = 1.0; ///< achieved fraction of the link bandwidth in (0, 1]
 };
 

@@ -1,1 +1,187 @@
+// Engine entry points: costing, planning programs into units, and running one simulation in
+// a child process (SimGrid 3.32 allows one engine per process).
 #include "sim/engine.hpp"
+
+#include <simgrid/s4u/Engine.hpp>
+#include <xbt/log.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "sim/detail/engine_impl.hpp"
+#include "sim/log.hpp"
+
+namespace clustersim::sim {
+namespace detail {
+
+ProgramPlan plan_program(const Program& program) {
+  const auto n = static_cast<std::uint32_t>(program.ops.size());
+  std::vector<bool> external_dependents(n, false);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t d : program.ops[i].deps) {
+      if (d >= i) {
+        throw std::invalid_argument("op " + std::to_string(i) + " depends on op " +
+                                    std::to_string(d) + ", which is not earlier in the program");
+      }
+      if (program.ops[d].stream != program.ops[i].stream) external_dependents[d] = true;
+    }
+  }
+  ProgramPlan plan;
+  std::vector<int> stream_slot(kStreamCount, -1);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Op& op = program.ops[i];
+    const int s = static_cast<int>(op.stream);
+    if (stream_slot[s] < 0) {
+      stream_slot[s] = static_cast<int>(plan.streams.size());
+      plan.streams.push_back(StreamPlan{op.stream, {}, {}});
+    }
+    StreamPlan& sp = plan.streams[static_cast<size_t>(stream_slot[s])];
+    const auto pos = static_cast<std::uint32_t>(sp.ops.size());
+    sp.ops.push_back(i);
+    std::vector<std::uint32_t> cross;
+    for (std::uint32_t d : op.deps) {
+      if (program.ops[d].stream != op.stream) cross.push_back(d);
+    }
+    if (op.is_compute() && op.duration_s < 0.0) {
+      throw std::invalid_argument("op " + std::to_string(i) + " was not costed");
+    }
+    // Fuse into the current compute run unless this op waits on another stream or the run's
+    // last op is awaited by another stream (its completion time must then be exact).
+    const bool fuse = op.is_compute() && !sp.units.empty() && sp.units.back().compute &&
+                      cross.empty() && !sp.units.back().notify;
+    if (fuse) {
+      Unit& u = sp.units.back();
+      u.end = pos + 1;
+      u.duration_s += op.duration_s;
+    } else {
+      Unit u;
+      u.begin = pos;
+      u.end = pos + 1;
+      u.compute = op.is_compute();
+      u.duration_s = op.is_compute() ? op.duration_s : 0.0;
+      u.deps = std::move(cross);
+      sp.units.push_back(std::move(u));
+    }
+    sp.units.back().notify = external_dependents[i];
+  }
+  return plan;
+}
+
+}  // namespace detail
+
+void cost_workload(Workload& workload, const CostModel& cost) {
+  for (Program& program : workload.programs) {
+    for (Op& op : program.ops) {
+      if (op.is_compute()) op.duration_s = cost.compute_time(op);
+    }
+  }
+}
+
+namespace {
+
+// --- Minimal binary serialization of StepResult across the pipe (exact doubles). ---
+template <typename T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+void put_string(std::string& out, const std::string& s) {
+  put<std::uint64_t>(out, s.size());
+  out += s;
+}
+template <typename T>
+T get(const std::string& in, size_t& pos) {
+  if (pos + sizeof(T) > in.size()) throw std::runtime_error("truncated simulation result");
+  T v;
+  std::memcpy(&v, in.data() + pos, sizeof v);
+  pos += sizeof v;
+  return v;
+}
+std::string get_string(const std::string& in, size_t& pos) {
+  const auto n = get<std::uint64_t>(in, pos);
+  if (pos + n > in.size()) throw std::runtime_error("truncated simulation result");
+  std::string s = in.substr(pos, n);
+  pos += n;
+  return s;
+}
+
+std::string serialize(const StepResult& r) {
+  std::string out;
+  put(out, r.step_time_s);
+  put(out, r.breakdown.compute_s);
+  put(out, r.breakdown.exposed_comm_s);
+  put(out, r.breakdown.bubble_s);
+  put(out, r.events);
+  put(out, r.sim_wall_s);
+  put<std::uint64_t>(out, r.timeline.size());
+  for (const auto& e : r.timeline) {
+    put(out, e.rank);
+    put(out, e.stream);
+    put_string(out, e.name);
+    put(out, e.start_s);
+    put(out, e.end_s);
+  }
+  return out;
+}
+
+StepResult deserialize(const std::string& in) {
+  StepResult r;
+  size_t pos = 0;
+  r.step_time_s = get<double>(in, pos);
+  r.breakdown.compute_s = get<double>(in, pos);
+  r.breakdown.exposed_comm_s = get<double>(in, pos);
+  r.breakdown.bubble_s = get<double>(in, pos);
+  r.events = get<std::uint64_t>(in, pos);
+  r.sim_wall_s = get<double>(in, pos);
+  const auto n = get<std::uint64_t>(in, pos);
+  r.timeline.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    TimelineEvent e;
+    e.rank = get<std::int32_t>(in, pos);
+    e.stream = get<Stream>(in, pos);
+    e.name = get_string(in, pos);
+    e.start_s = get<double>(in, pos);
+    e.end_s = get<double>(in, pos);
+    r.timeline.push_back(std::move(e));
+  }
+  return r;
+}
+
+StepResult simulate_here(const Workload& workload, const PlatformBuilder& platform,
+                         const CostModel& cost, const EngineOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int argc = 1;
+  char name[] = "clustersim";
+  char* argv[] = {name, nullptr};
+  // SimGrid prints configuration changes at INFO level; keep stderr for real problems.
+  xbt_log_control_set("root.thresh:critical");
+  simgrid::s4u::Engine engine(&argc, argv);
+  apply_network_config(engine);
+  const BuiltPlatform built = platform.build(engine);
+  StepResult result;
+  detail::play(engine, workload, built, cost, options, result);
+  result.sim_wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace
+
+StepResult simulate_step(const Workload& workload, const PlatformBuilder& platform,
+                         const CostModel& cost, const EngineOptions& options) {
+  if (workload.layout.world() > platform.gpu_count()) {
+    throw std::invalid_argument("the job has " + std::to_string(workload.layout.world()) +
+                                " ranks but the platform only " +
+                                std::to_string(platform.gpu_count()) + " GPUs");
+  }
+  if (workload.program_of_rank.size() != static_cast<size_t>(workload.layout.world())) {
+    throw std::invalid_argument("program_of_rank must have one entry per rank");
+  }
+  for (const Program& p : workload.programs) (void)detail::plan_program(p);  // validate early
+  if (options.in_process) return simulate_here(workload, platform, cost, options);
+  return deserialize(run_in_subprocess(
+      [&] { return serialize(simulate_here(workload, platform, cost, options)); }));
+}
+
+}  // namespace clustersim::sim

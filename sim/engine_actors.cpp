@@ -1,1 +1,325 @@
-#include "sim/engine.hpp"
+// The engine's SimGrid actors. Each rank runs one actor per stream its program uses; an actor
+// plays its stream's units in order, waiting on cross-stream dependencies through the rank's
+// condition variable. Collectives are ring macro-flows (one flow per rank per collective,
+// carrying the rank's whole ring share) between per-(rank, communicator, stream) mailboxes, with
+// NCCL's latency terms added analytically (../shared/notes/simgrid-3.32.md: few, equal flows).
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "sim/detail/engine_impl.hpp"
+
+namespace clustersim::sim::detail {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+constexpr int kGroupKinds = 4;
+constexpr int kSlotFromPrevStage = kGroupKinds * kStreamCount;
+constexpr int kSlotFromNextStage = kSlotFromPrevStage + 1;
+constexpr int kSlots = kSlotFromNextStage + 1;
+
+int payload_token = 0;  // flows carry no data; mailboxes need a pointer
+
+struct GroupInfo {
+  int size = 1;
+  int index = 0;
+  int next = -1;
+  int prev = -1;
+  int domains = 1;  // distinct NVLink domains the group spans
+  std::vector<int> members;
+};
+
+struct RankState {
+  int rank = 0;
+  const Program* program = nullptr;
+  const ProgramPlan* plan = nullptr;
+  std::vector<std::uint8_t> done;
+  sg4::MutexPtr mutex;
+  sg4::ConditionVariablePtr cv;
+  std::array<sg4::Mailbox*, kSlots> mailboxes{};
+  std::array<std::unique_ptr<GroupInfo>, kGroupKinds> groups;
+  std::vector<std::int64_t> current_op;  // per stream slot, -1 when finished
+  double busy = 0, exposed = 0, bubble = 0, compute_end = 0, end = 0;
+};
+
+struct Shared {
+  const Workload* workload = nullptr;
+  const CostModel* cost = nullptr;
+  const BuiltPlatform* platform = nullptr;
+  const EngineOptions* options = nullptr;
+  std::vector<ProgramPlan> plans;
+  std::vector<RankState> ranks;
+  std::uint64_t events = 0;
+  std::vector<TimelineEvent> timeline;
+
+  sg4::Mailbox* mailbox(int rank, int slot) {
+    auto& m = ranks[static_cast<size_t>(rank)].mailboxes[static_cast<size_t>(slot)];
+    if (m == nullptr) m = sg4::Mailbox::by_name("r" + std::to_string(rank) + "." + std::to_string(slot));
+    return m;
+  }
+  int domain(int rank) const { return rank / platform->nvlink_domain_size; }
+  const GroupInfo& group(int rank, GroupKind kind);
+};
+
+const GroupInfo& Shared::group(int rank, GroupKind kind) {
+  auto& slot = ranks[static_cast<size_t>(rank)].groups[static_cast<size_t>(kind)];
+  if (!slot) {
+    auto g = std::make_unique<GroupInfo>();
+    g->members = workload->layout.group(rank, kind);
+    g->size = static_cast<int>(g->members.size());
+    g->index = workload->layout.coord(rank, kind);
+    g->next = g->members[static_cast<size_t>((g->index + 1) % g->size)];
+    g->prev = g->members[static_cast<size_t>((g->index + g->size - 1) % g->size)];
+    std::set<int> doms;
+    for (int m : g->members) doms.insert(domain(m));
+    g->domains = static_cast<int>(doms.size());
+    slot = std::move(g);
+  }
+  return *slot;
+}
+
+std::uint64_t wire_size(double bytes) {
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
+}
+
+// Ring steps of a collective over p ranks in n NVLink domains (NCCL tuning.cc's counts).
+void collective_steps(CollectiveKind kind, int p, int n, int& steps, int& inter) {
+  switch (kind) {
+    case CollectiveKind::AllReduce:
+      steps = 2 * (p - 1);
+      inter = 2 * (n - 1);
+      return;
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter:
+      steps = p - 1;
+      inter = n - 1;
+      return;
+    case CollectiveKind::AllToAll:  // all pairs exchange concurrently: one step
+      steps = 1;
+      inter = n > 1 ? 1 : 0;
+      return;
+  }
+}
+
+class StreamActor {
+ public:
+  StreamActor(Shared* shared, int rank, int slot) : sh_(shared), rank_(rank), slot_(slot) {}
+  void operator()();
+
+ private:
+  void wait_deps(RankState& r, const Unit& u);
+  void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
+  void run_collective(const Op& op, Stream stream);
+  void run_p2p(const Op& op);
+  void record(Stream stream, const Op& op, double start, double end);
+
+  Shared* sh_;
+  int rank_;
+  int slot_;
+};
+
+void StreamActor::operator()() {
+  RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
+  const StreamPlan& sp = r.plan->streams[static_cast<size_t>(slot_)];
+  const bool compute_stream = sp.stream == Stream::Compute;
+  for (const Unit& u : sp.units) {
+    const Op& first = r.program->ops[sp.ops[u.begin]];
+    r.current_op[static_cast<size_t>(slot_)] = sp.ops[u.begin];
+    const double t0 = sg4::Engine::get_clock();
+    wait_deps(r, u);
+    const double t1 = sg4::Engine::get_clock();
+    if (u.compute) {
+      run_compute(r, sp, u);
+    } else if (first.is_p2p()) {
+      run_p2p(first);
+    } else {
+      run_collective(first, sp.stream);
+    }
+    const double t2 = sg4::Engine::get_clock();
+    if (!u.compute && sh_->options->record_timeline) record(sp.stream, first, t1, t2);
+    if (compute_stream) {
+      r.exposed += t1 - t0;
+      if (u.compute) {
+        r.busy += t2 - t1;
+      } else if (first.is_p2p()) {
+        r.bubble += t2 - t1;
+      } else {
+        r.exposed += t2 - t1;
+      }
+    }
+    for (std::uint32_t pos = u.begin; pos < u.end; ++pos) r.done[sp.ops[pos]] = 1;
+    if (u.notify) r.cv->notify_all();
+  }
+  const double now = sg4::Engine::get_clock();
+  if (compute_stream) r.compute_end = now;
+  r.end = std::max(r.end, now);
+  r.current_op[static_cast<size_t>(slot_)] = -1;
+}
+
+void StreamActor::wait_deps(RankState& r, const Unit& u) {
+  auto ready = [&] {
+    return std::all_of(u.deps.begin(), u.deps.end(), [&](std::uint32_t d) { return r.done[d] != 0; });
+  };
+  if (ready()) return;
+  std::unique_lock<sg4::Mutex> lock(*r.mutex);
+  while (!ready()) r.cv->wait(lock);
+}
+
+void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u) {
+  const double start = sg4::Engine::get_clock();
+  sg4::this_actor::sleep_for(u.duration_s);
+  ++sh_->events;
+  if (!sh_->options->record_timeline) return;
+  double t = start;
+  for (std::uint32_t pos = u.begin; pos < u.end; ++pos) {
+    const Op& op = r.program->ops[sp.ops[pos]];
+    record(sp.stream, op, t, t + op.duration_s);
+    t += op.duration_s;
+  }
+}
+
+void StreamActor::run_collective(const Op& op, Stream stream) {
+  const auto& spec = std::get<CollectiveSpec>(op.shape);
+  const GroupInfo& g = sh_->group(rank_, spec.group);
+  if (g.size <= 1) return;
+  const int p = g.size;
+  int steps = 0, inter = 0;
+  collective_steps(spec.kind, p, g.domains, steps, inter);
+  const CollectiveParams nvl = sh_->cost->collective_params(spec.kind, op.bytes, p, LinkClass::NVLink);
+  const CollectiveParams net = sh_->cost->collective_params(spec.kind, op.bytes, p, LinkClass::Network);
+  const bool crosses = g.domains > 1;
+  const double eff = crosses ? net.bandwidth_efficiency : nvl.bandwidth_efficiency;
+  const double latency = (crosses ? net.base_latency_s : nvl.base_latency_s) +
+                         (steps - inter) * nvl.step_latency_s + inter * net.step_latency_s;
+  const int slot = static_cast<int>(spec.group) * kStreamCount + static_cast<int>(stream);
+  std::vector<sg4::CommPtr> comms;
+  std::vector<int*> sink(static_cast<size_t>(p), nullptr);
+  if (spec.kind == CollectiveKind::AllToAll) {
+    const std::uint64_t share = wire_size(op.bytes / p / eff);
+    for (int m : g.members) {
+      if (m != rank_) comms.push_back(sh_->mailbox(m, slot)->put_async(&payload_token, share));
+    }
+    for (int i = 0; i + 1 < p; ++i) {
+      comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[static_cast<size_t>(i)]));
+    }
+  } else {
+    const double factor = spec.kind == CollectiveKind::AllReduce ? 2.0 * (p - 1) / p
+                                                                 : static_cast<double>(p - 1) / p;
+    const std::uint64_t size = wire_size(op.bytes * factor / eff);
+    comms.push_back(sh_->mailbox(g.next, slot)->put_async(&payload_token, size));
+    comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[0]));
+  }
+  sg4::Comm::wait_all(comms);
+  sh_->events += comms.size();
+  sg4::this_actor::sleep_for(latency);
+}
+
+void StreamActor::run_p2p(const Op& op) {
+  const auto& spec = std::get<P2PSpec>(op.shape);
+  const auto& layout = sh_->workload->layout;
+  std::vector<sg4::CommPtr> comms;
+  int* sink = nullptr;
+  double latency = 0.0;
+  auto params_to = [&](int peer) {
+    const LinkClass link = sh_->domain(peer) == sh_->domain(rank_) ? LinkClass::NVLink : LinkClass::Network;
+    return sh_->cost->p2p_params(op.bytes, link);
+  };
+  if (spec.send_to != Peer::None) {
+    const int peer = layout.pp_peer(rank_, spec.send_to);
+    const CollectiveParams prm = params_to(peer);
+    const int slot = spec.send_to == Peer::NextStage ? kSlotFromPrevStage : kSlotFromNextStage;
+    comms.push_back(sh_->mailbox(peer, slot)->put_async(&payload_token, wire_size(op.bytes / prm.bandwidth_efficiency)));
+    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s);
+  }
+  if (spec.recv_from != Peer::None) {
+    const int peer = layout.pp_peer(rank_, spec.recv_from);
+    const CollectiveParams prm = params_to(peer);
+    const int slot = spec.recv_from == Peer::PrevStage ? kSlotFromPrevStage : kSlotFromNextStage;
+    comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink));
+    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s);
+  }
+  if (comms.empty()) return;
+  sg4::Comm::wait_all(comms);
+  sh_->events += comms.size();
+  sg4::this_actor::sleep_for(latency);
+}
+
+void StreamActor::record(Stream stream, const Op& op, double start, double end) {
+  const RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
+  sh_->timeline.push_back(
+      TimelineEvent{rank_, stream, r.program->labels.at(op.label), start, end});
+}
+
+std::string describe_blocked(const Shared& sh) {
+  for (const RankState& r : sh.ranks) {
+    for (size_t s = 0; s < r.current_op.size(); ++s) {
+      if (r.current_op[s] < 0) continue;
+      const Op& op = r.program->ops[static_cast<size_t>(r.current_op[s])];
+      return "rank " + std::to_string(r.rank) + " stream " + to_string(r.plan->streams[s].stream) +
+             " never finished op " + std::to_string(r.current_op[s]) + " (" +
+             r.program->labels.at(op.label) + ")";
+    }
+  }
+  return "no blocked actor found";
+}
+
+}  // namespace
+
+void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& platform,
+          const CostModel& cost, const EngineOptions& options, StepResult& result) {
+  Shared sh;
+  sh.workload = &workload;
+  sh.cost = &cost;
+  sh.platform = &platform;
+  sh.options = &options;
+  sh.plans.reserve(workload.programs.size());
+  for (const Program& p : workload.programs) sh.plans.push_back(plan_program(p));
+  const int world = workload.layout.world();
+  sh.ranks.resize(static_cast<size_t>(world));
+  for (int rank = 0; rank < world; ++rank) {
+    RankState& r = sh.ranks[static_cast<size_t>(rank)];
+    const auto prog = workload.program_of_rank[static_cast<size_t>(rank)];
+    r.rank = rank;
+    r.program = &workload.programs[prog];
+    r.plan = &sh.plans[prog];
+    r.done.assign(r.program->ops.size(), 0);
+    r.mutex = sg4::Mutex::create();
+    r.cv = sg4::ConditionVariable::create();
+    r.current_op.assign(r.plan->streams.size(), -1);
+    for (size_t s = 0; s < r.plan->streams.size(); ++s) {
+      r.current_op[s] = 0;
+      sg4::Actor::create("r" + std::to_string(rank) + "s" + std::to_string(s),
+                         platform.gpus[static_cast<size_t>(rank)],
+                         StreamActor(&sh, rank, static_cast<int>(s)));
+    }
+  }
+  engine.run();
+  const std::string blocked = describe_blocked(sh);
+  if (blocked != "no blocked actor found") {
+    throw std::runtime_error("simulation deadlocked: " + blocked);
+  }
+  double step = 0.0;
+  for (const RankState& r : sh.ranks) step = std::max(step, r.end);
+  Breakdown b;
+  for (const RankState& r : sh.ranks) {
+    b.compute_s += r.busy;
+    b.exposed_comm_s += r.exposed;
+    b.bubble_s += r.bubble + (step - r.compute_end);
+  }
+  b.compute_s /= world;
+  b.exposed_comm_s /= world;
+  b.bubble_s /= world;
+  result.step_time_s = step;
+  result.breakdown = b;
+  result.events = sh.events;
+  result.timeline = std::move(sh.timeline);
+}
+
+}  // namespace clustersim::sim::detail

@@ -1,0 +1,44 @@
+// Internals of the engine shared by engine.cpp (planning, process handling) and
+// engine_actors.cpp (the SimGrid actors). Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/engine.hpp"
+
+namespace clustersim::sim::detail {
+
+/// A unit of execution on one stream: a run of consecutive compute ops fused into one simulated
+/// interval (they would run back to back anyway), or a single communication op.
+struct Unit {
+  std::uint32_t begin = 0;      ///< first position in StreamPlan::ops
+  std::uint32_t end = 0;        ///< one past the last position
+  bool compute = true;          ///< compute run (else one communication op)
+  double duration_s = 0.0;      ///< sum of op durations (compute runs)
+  std::vector<std::uint32_t> deps;  ///< ops on other streams that must be done before the unit
+  bool notify = false;          ///< some op on another stream depends on this unit's last op
+};
+
+/// The ops of one stream of a program, grouped into units.
+struct StreamPlan {
+  Stream stream = Stream::Compute;
+  std::vector<std::uint32_t> ops;  ///< op indices of this stream in program order
+  std::vector<Unit> units;
+};
+
+/// Execution plan of a program: one StreamPlan per stream that has ops.
+struct ProgramPlan {
+  std::vector<StreamPlan> streams;
+};
+
+/// Groups the ops of a costed program into units. @throws std::invalid_argument on a dep that
+/// does not point to an earlier op or on an uncosted compute op.
+ProgramPlan plan_program(const Program& program);
+
+/// Plays the workload in an engine that already holds the platform; fills `result`.
+/// Must run inside a process that owns no other SimGrid engine.
+void play(simgrid::s4u::Engine& engine, const Workload& workload, const BuiltPlatform& platform,
+          const CostModel& cost, const EngineOptions& options, StepResult& result);
+
+}  // namespace clustersim::sim::detail

@@ -1,0 +1,74 @@
+// A minimal platform and cost model for engine tests: N GPUs on a star, each with one
+// up and one down link of `bw` bytes/s and zero latency; GPUs are grouped into NVLink domains
+// of `domain` GPUs only as far as the engine's link classes are concerned.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include "sim/cost_model.hpp"
+#include "sim/platform.hpp"
+
+namespace clustersim::test {
+
+class StarPlatform : public sim::PlatformBuilder {
+ public:
+  StarPlatform(int gpus, double bw, int domain = 8) : gpus_(gpus), bw_(bw), domain_(domain) {
+    gpu_.name = "test-gpu";
+    gpu_.peak_bf16 = FlopsPerSecond{1e15};
+  }
+  sim::BuiltPlatform build(simgrid::s4u::Engine& /*engine*/) const override {
+    auto* zone = simgrid::s4u::create_star_zone("star");
+    sim::BuiltPlatform out;
+    out.gpus_per_node = domain_;
+    out.nvlink_domain_size = domain_;
+    for (int i = 0; i < gpus_; ++i) {
+      auto* host = zone->create_host("gpu" + std::to_string(i), 1e15);
+      auto* up = zone->create_link("up" + std::to_string(i), bw_)->set_latency(0);
+      auto* down = zone->create_link("down" + std::to_string(i), bw_)->set_latency(0);
+      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                      {simgrid::s4u::LinkInRoute(up)}, false);
+      zone->add_route(nullptr, host->get_netpoint(), nullptr, nullptr,
+                      {simgrid::s4u::LinkInRoute(down)}, false);
+      out.gpus.push_back(host);
+    }
+    zone->seal();
+    return out;
+  }
+  int gpu_count() const override { return gpus_; }
+  int nvlink_domain_size() const override { return domain_; }
+  const sim::GpuSpec& gpu() const override { return gpu_; }
+  std::string describe() const override { return "test star"; }
+
+ private:
+  int gpus_;
+  double bw_;
+  int domain_;
+  sim::GpuSpec gpu_;
+};
+
+/// Costs compute ops at op.flops / 1e15 s; collectives with the given latencies, efficiency 1.
+class SimpleCost : public sim::CostModel {
+ public:
+  explicit SimpleCost(double base = 0.0, double step = 0.0) : base_(base), step_(step) {}
+  double compute_time(const sim::Op& op) const override {
+    if (!op.is_compute()) throw std::invalid_argument("not a compute op");
+    return op.flops / 1e15;
+  }
+  sim::CollectiveParams collective_params(sim::CollectiveKind, double, int,
+                                          sim::LinkClass) const override {
+    return {base_, step_, 1.0};
+  }
+  sim::CollectiveParams p2p_params(double, sim::LinkClass) const override {
+    return {base_, 0.0, 1.0};
+  }
+  std::string describe() const override { return "simple"; }
+
+ private:
+  double base_;
+  double step_;
+};
+
+}  // namespace clustersim::test

@@ -1,0 +1,188 @@
+// Engine tests on a star platform whose flow times are known exactly (zero latency links).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "fake_platform.hpp"
+#include "sim/detail/engine_impl.hpp"
+#include "sim/engine.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+Op gemm(double flops, Stream s = Stream::Compute, std::vector<std::uint32_t> deps = {}) {
+  Op op;
+  op.shape = GemmShape{1, 1, 1, DType::BF16};
+  op.flops = flops;
+  op.stream = s;
+  op.deps = std::move(deps);
+  return op;
+}
+
+Op coll(CollectiveKind kind, GroupKind group, double bytes, Stream s = Stream::Compute) {
+  Op op;
+  op.shape = CollectiveSpec{kind, group};
+  op.bytes = bytes;
+  op.stream = s;
+  return op;
+}
+
+Op p2p(Peer send, Peer recv, double bytes) {
+  Op op;
+  op.shape = P2PSpec{send, recv};
+  op.bytes = bytes;
+  return op;
+}
+
+Workload single_program(RankLayout layout, std::vector<Op> ops) {
+  Workload w;
+  w.layout = layout;
+  Program p;
+  p.labels = {"op"};
+  p.ops = std::move(ops);
+  w.programs.push_back(std::move(p));
+  w.program_of_rank.assign(static_cast<size_t>(layout.world()), 0);
+  return w;
+}
+
+StepResult run(Workload w, const test::StarPlatform& platform, const test::SimpleCost& cost,
+               bool timeline = false) {
+  cost_workload(w, cost);
+  EngineOptions opt;
+  opt.record_timeline = timeline;
+  return simulate_step(w, platform, cost, opt);
+}
+
+TEST(Engine, ComputeOpsRunBackToBack) {
+  test::StarPlatform platform(1, 1e9);
+  test::SimpleCost cost;
+  auto r = run(single_program(RankLayout(1, 1, 1, 1), {gemm(1e12), gemm(1e12), gemm(2e12)}),
+               platform, cost);
+  EXPECT_DOUBLE_EQ(r.step_time_s, 4e-3);
+  EXPECT_DOUBLE_EQ(r.breakdown.compute_s, 4e-3);
+  EXPECT_DOUBLE_EQ(r.breakdown.exposed_comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(r.breakdown.bubble_s, 0.0);
+  EXPECT_EQ(r.events, 1u);  // three ops fused into one simulated interval
+}
+
+TEST(Engine, RingAllReduceTakesTwiceTheRingShareOverTheLink) {
+  test::StarPlatform platform(4, 1e9);
+  test::SimpleCost cost(10e-6, 1e-6);
+  auto r = run(single_program(RankLayout(4, 1, 1, 1),
+                              {coll(CollectiveKind::AllReduce, GroupKind::TP, 4e6)}),
+               platform, cost);
+  // 2 (p-1)/p * 4 MB = 6 MB at 1 GB/s, then base + 2(p-1) steps of latency.
+  EXPECT_NEAR(r.step_time_s, 6e-3 + 10e-6 + 6 * 1e-6, 1e-12);
+  EXPECT_NEAR(r.breakdown.exposed_comm_s, r.step_time_s, 1e-12);
+}
+
+TEST(Engine, AllToAllFlowsShareTheNic) {
+  test::StarPlatform platform(3, 1e9);
+  test::SimpleCost cost;
+  auto r = run(single_program(RankLayout(3, 1, 1, 1),
+                              {coll(CollectiveKind::AllToAll, GroupKind::TP, 3e6)}),
+               platform, cost);
+  // Each rank sends 1 MB to each of 2 peers: two flows share each up and each down link.
+  EXPECT_NEAR(r.step_time_s, 2e-3, 1e-12);
+}
+
+TEST(Engine, CrossStreamDependencyWaitsAndCountsAsExposed) {
+  test::StarPlatform platform(4, 1e9);
+  test::SimpleCost cost;
+  auto r = run(single_program(RankLayout(4, 1, 1, 1),
+                              {coll(CollectiveKind::AllReduce, GroupKind::TP, 4e6, Stream::TpComm),
+                               gemm(1e12), gemm(1e12, Stream::Compute, {0})}),
+               platform, cost);
+  EXPECT_NEAR(r.step_time_s, 7e-3, 1e-12);
+  EXPECT_NEAR(r.breakdown.compute_s, 2e-3, 1e-12);
+  EXPECT_NEAR(r.breakdown.exposed_comm_s, 5e-3, 1e-12);
+}
+
+TEST(Engine, PipelineSendRecvAndBubble) {
+  test::StarPlatform platform(2, 1e9);
+  test::SimpleCost cost;
+  Workload w;
+  w.layout = RankLayout(1, 1, 1, 2);
+  Program first, last;
+  first.labels = last.labels = {"op"};
+  first.ops = {gemm(1e12), p2p(Peer::NextStage, Peer::None, 1e6)};
+  last.ops = {p2p(Peer::None, Peer::PrevStage, 1e6), gemm(1e12)};
+  w.programs = {first, last};
+  w.program_of_rank = {0, 1};
+  auto r = run(w, platform, cost);
+  EXPECT_NEAR(r.step_time_s, 3e-3, 1e-12);
+  EXPECT_NEAR(r.breakdown.compute_s, 1e-3, 1e-12);
+  EXPECT_NEAR(r.breakdown.bubble_s, 2e-3, 1e-12);
+  EXPECT_NEAR(r.breakdown.compute_s + r.breakdown.exposed_comm_s + r.breakdown.bubble_s,
+              r.step_time_s, 1e-12);
+}
+
+TEST(Engine, DeadlockIsReportedNotHung) {
+  test::StarPlatform platform(2, 1e9);
+  test::SimpleCost cost;
+  Workload w;
+  w.layout = RankLayout(1, 1, 1, 2);
+  Program first, last;
+  first.labels = last.labels = {"op"};
+  first.ops = {gemm(1e12)};
+  last.ops = {p2p(Peer::None, Peer::PrevStage, 1e6)};
+  w.programs = {first, last};
+  w.program_of_rank = {0, 1};
+  try {
+    run(w, platform, cost);
+    FAIL() << "expected a deadlock error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Engine, SameJobTwiceGivesBitIdenticalResults) {
+  test::StarPlatform platform(4, 1e9);
+  test::SimpleCost cost(3e-6, 1e-6);
+  auto w = single_program(RankLayout(2, 1, 2, 1),
+                          {coll(CollectiveKind::AllGather, GroupKind::DP, 3e6, Stream::DpComm),
+                           gemm(1.3e12), coll(CollectiveKind::ReduceScatter, GroupKind::TP, 5e6),
+                           gemm(0.7e12, Stream::Compute, {0})});
+  auto a = run(w, platform, cost, true);
+  auto b = run(w, platform, cost, true);
+  EXPECT_EQ(std::memcmp(&a.step_time_s, &b.step_time_s, sizeof(double)), 0);
+  EXPECT_EQ(a.events, b.events);
+  ASSERT_EQ(a.timeline.size(), b.timeline.size());
+  for (size_t i = 0; i < a.timeline.size(); ++i) {
+    EXPECT_EQ(a.timeline[i].rank, b.timeline[i].rank);
+    EXPECT_EQ(a.timeline[i].start_s, b.timeline[i].start_s);
+  }
+}
+
+TEST(EnginePlan, FusesComputeRunsAndSplitsOnCrossStreamDeps) {
+  Program p;
+  p.labels = {"op"};
+  p.ops = {gemm(1), gemm(1), coll(CollectiveKind::AllReduce, GroupKind::TP, 1, Stream::TpComm),
+           gemm(1), gemm(1, Stream::Compute, {2}), gemm(1)};
+  for (auto& op : p.ops) op.duration_s = op.is_compute() ? 1.0 : -1.0;
+  const auto plan = detail::plan_program(p);
+  ASSERT_EQ(plan.streams.size(), 2u);
+  const auto& compute = plan.streams[0];
+  ASSERT_EQ(compute.units.size(), 2u);
+  EXPECT_DOUBLE_EQ(compute.units[0].duration_s, 3.0);  // ops 0, 1, 3
+  EXPECT_EQ(compute.units[1].deps, std::vector<std::uint32_t>{2});
+  EXPECT_TRUE(plan.streams[1].units[0].notify);
+}
+
+TEST(EnginePlan, RejectsForwardDependencies) {
+  Program p;
+  p.labels = {"op"};
+  p.ops = {gemm(1, Stream::Compute, {1}), gemm(1)};
+  for (auto& op : p.ops) op.duration_s = 1.0;
+  EXPECT_THROW(detail::plan_program(p), std::invalid_argument);
+}
+
+TEST(Subprocess, ReturnsChildBytesAndChildErrors) {
+  EXPECT_EQ(run_in_subprocess([] { return std::string("abc\0def", 7); }), std::string("abc\0def", 7));
+  EXPECT_THROW(run_in_subprocess([]() -> std::string { throw std::runtime_error("boom"); }),
+               std::runtime_error);
+}
+
+}  // namespace
+}  // namespace clustersim::sim
