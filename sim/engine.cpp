@@ -158,6 +158,11 @@ StepResult simulate_here(const Workload& workload, const PlatformBuilder& platfo
   xbt_log_control_set("root.thresh:critical");
   simgrid::s4u::Engine engine(&argc, argv);
   apply_network_config(engine);
+#ifdef CLUSTERSIM_SANITIZE
+  // Sanitizers cannot follow SimGrid's hand-made stack switching (raw/ucontext); system
+  // threads as actor contexts keep AddressSanitizer exact (slower, fine for tests).
+  engine.set_config("contexts/factory:thread");
+#endif
   const BuiltPlatform built = platform.build(engine);
   StepResult result;
   detail::play(engine, workload, built, cost, options, result);

@@ -1,0 +1,72 @@
+// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE]`
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "sim/spec_error.hpp"
+#include "tools/commands.hpp"
+#include "tools/simulate.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+struct RunArgs {
+  std::string job;
+  std::string json;
+  std::string trace;
+  bool show_default = false;
+};
+
+int run_command(const RunArgs& args) {
+  if (args.show_default) {
+    std::cout << default_job_yaml();
+    return 0;
+  }
+  const Job job = args.job.empty() ? load_default_job() : load_job(args.job);
+  SimulateOptions options;
+  options.timeline = !args.trace.empty();
+  const RunReport report = simulate_job(job, options);
+  std::cout << report_text(report);
+  if (!args.json.empty()) {
+    std::ofstream out(args.json);
+    out << report_json(report);
+    if (!out) {
+      std::cerr << "error: cannot write '" << args.json << "'\n";
+      return 1;
+    }
+  }
+  if (!args.trace.empty()) write_perfetto_trace(report, args.trace);
+  return 0;
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Simulate one training step of a job and report step time, MFU, throughput and "
+             "where the time goes");
+  cmd->add_option("job", args->job,
+                  "Job YAML (docs/job-spec.md). Without it: the built-in default, GPT-3 175B on "
+                  "128 H100, TP4 PP8 DP4, seq 2048, global batch 256, BF16")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--json", args->json,
+                  "Also write the result as JSON to FILE (keys in docs/outputs.md)");
+  cmd->add_option("--trace", args->trace,
+                  "Also write a Chrome/Perfetto trace-event JSON of every rank's streams to FILE "
+                  "(open in ui.perfetto.dev or chrome://tracing)");
+  cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
+  cmd->callback([args, &exit_code] {
+    try {
+      exit_code = run_command(*args);
+    } catch (const SpecError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace clustersim::tools

@@ -1,0 +1,46 @@
+#include "tools/job.hpp"
+
+#include "sim/yaml_spec.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+Job parse_job(YamlMap root) {
+  Job job;
+  job.origin = root.file();
+  YamlMap cluster = root.get_map("cluster");
+  job.cluster = platforms::parse_cluster_section(cluster);
+  job.workload = workloads::parse_workload_spec(root, job.cluster.gpus);
+  root.finish();
+  return job;
+}
+
+}  // namespace
+
+const std::string& default_job_yaml() {
+  static const std::string kYaml =
+      "# GPT-3 175B on 128 H100 (16 HGX nodes), as in case s0_gpt3_175b_128_bf16\n"
+      "cluster:\n"
+      "  platform: hgx_h100\n"
+      "  gpus: 128\n"
+      "model: gpt3_175b\n"
+      "parallelism:\n"
+      "  tp: 4\n"
+      "  pp: 8\n"
+      "  dp: 4\n"
+      "  sequence_parallel: true\n"
+      "training:\n"
+      "  seq_length: 2048\n"
+      "  micro_batch_size: 1\n"
+      "  global_batch_size: 256\n"
+      "  precision: bf16\n";
+  return kYaml;
+}
+
+Job load_job(const std::string& path) { return parse_job(YamlMap::load_file(path)); }
+
+Job load_default_job() {
+  return parse_job(YamlMap::load_string(default_job_yaml(), "<built-in default>"));
+}
+
+}  // namespace clustersim::tools

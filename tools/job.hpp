@@ -1,0 +1,30 @@
+// The job file: `cluster:` (platforms/), `model:`, `parallelism:`, `training:` (workloads/).
+// Documented in docs/job-spec.md.
+#pragma once
+
+#include <string>
+
+#include "platforms/cluster_spec.hpp"
+#include "workloads/job_spec.hpp"
+
+namespace clustersim::tools {
+
+/// A validated job.
+struct Job {
+  platforms::ClusterSpec cluster;
+  workloads::WorkloadSpec workload;
+  std::string origin;  ///< file path, or "<built-in default>"
+};
+
+/// Loads and validates a job file. @throws SpecError (file:line, field, reason).
+Job load_job(const std::string& path);
+
+/// The built-in default job: GPT-3 175B on 128 H100 (hgx_h100), TP4 PP8 DP4 with sequence
+/// parallelism, seq 2048, global batch 256, micro batch 1, BF16 (case s0_gpt3_175b_128_bf16 of
+/// the reference set, run with the 1F1B schedule).
+Job load_default_job();
+
+/// The YAML text of the default job (printed by `clustersim run --show-default`).
+const std::string& default_job_yaml();
+
+}  // namespace clustersim::tools

@@ -1,0 +1,116 @@
+#include "tools/simulate.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include "calib/roofline_cost_model.hpp"
+#include "platforms/builder.hpp"
+#include "workloads/generator.hpp"
+
+namespace clustersim::tools {
+
+RunReport simulate_job(const Job& job, const SimulateOptions& options) {
+  auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
+  sim::Workload workload = workloads::generate_workload(job.workload);
+  const sim::DType dtype = workloads::compute_dtype(job.workload);
+  workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
+  calib::RooflineCostModel cost(platform->gpu());
+  sim::cost_workload(workload, cost);
+
+  sim::EngineOptions engine_options;
+  engine_options.record_timeline = options.timeline;
+  RunReport report;
+  report.step = sim::simulate_step(workload, *platform, cost, engine_options);
+  report.job_description = workload.description + " on " + platform->describe();
+  report.cost_model = cost.describe();
+  report.gpus = workload.layout.world();
+  const auto& acc = workload.accounting;
+  const double gpu_seconds = report.step.step_time_s * report.gpus;
+  report.mfu = acc.model_flops / (gpu_seconds * acc.peak_flops_per_gpu);
+  report.hfu = acc.hardware_flops / (gpu_seconds * acc.peak_flops_per_gpu);
+  report.mfu_convention = acc.mfu_convention;
+  report.tflops_per_gpu = acc.model_flops / gpu_seconds / 1e12;
+  report.tokens_per_s_per_gpu = acc.tokens / gpu_seconds;
+  report.tokens_per_step = acc.tokens;
+  return report;
+}
+
+std::string report_json(const RunReport& r) {
+  nlohmann::ordered_json j;
+  j["step_time_s"] = r.step.step_time_s;
+  j["mfu"] = r.mfu;
+  j["mfu_convention"] = r.mfu_convention;
+  j["hfu"] = r.hfu;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
+  j["breakdown"] = {{"compute_s", r.step.breakdown.compute_s},
+                    {"exposed_comm_s", r.step.breakdown.exposed_comm_s},
+                    {"bubble_s", r.step.breakdown.bubble_s}};
+  j["gpus"] = r.gpus;
+  j["tokens_per_step"] = r.tokens_per_step;
+  j["job"] = r.job_description;
+  j["cost_model"] = r.cost_model;
+  j["sim_wall_s"] = r.step.sim_wall_s;
+  j["events"] = r.step.events;
+  return j.dump(2) + "\n";
+}
+
+std::string report_text(const RunReport& r) {
+  std::ostringstream out;
+  const auto& b = r.step.breakdown;
+  const double step = r.step.step_time_s;
+  auto pct = [step](double v) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(1) << 100.0 * v / step << "%";
+    return s.str();
+  };
+  out << "job:          " << r.job_description << "\n";
+  out << "cost model:   " << r.cost_model << "\n\n";
+  out << std::fixed;
+  out << "step time     " << std::setprecision(3) << step << " s\n";
+  out << "MFU           " << std::setprecision(1) << 100.0 * r.mfu << "% (" << r.mfu_convention
+      << " convention; HFU " << 100.0 * r.hfu << "%)\n";
+  out << "TFLOP/s/GPU   " << std::setprecision(1) << r.tflops_per_gpu << " (model FLOPs)\n";
+  out << "tokens/s/GPU  " << std::setprecision(1) << r.tokens_per_s_per_gpu << "\n";
+  out << "breakdown     compute " << std::setprecision(3) << b.compute_s << " s (" << pct(b.compute_s)
+      << "), exposed comm " << b.exposed_comm_s << " s (" << pct(b.exposed_comm_s)
+      << "), bubble " << b.bubble_s << " s (" << pct(b.bubble_s) << ")\n";
+  out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
+      << r.step.events << " events\n";
+  return out.str();
+}
+
+void write_perfetto_trace(const RunReport& r, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write trace file '" + path + "'");
+  nlohmann::json events = nlohmann::json::array();
+  std::map<int, bool> ranks;
+  for (const auto& e : r.step.timeline) {
+    ranks[e.rank] = true;
+    events.push_back({{"name", e.name},
+                      {"cat", sim::to_string(e.stream)},
+                      {"ph", "X"},
+                      {"ts", e.start_s * 1e6},
+                      {"dur", (e.end_s - e.start_s) * 1e6},
+                      {"pid", e.rank},
+                      {"tid", static_cast<int>(e.stream)}});
+  }
+  for (const auto& [rank, unused] : ranks) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", rank},
+                      {"args", {{"name", "rank " + std::to_string(rank)}}}});
+    for (int s = 0; s < sim::kStreamCount; ++s) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", rank}, {"tid", s},
+                        {"args", {{"name", sim::to_string(static_cast<sim::Stream>(s))}}}});
+    }
+  }
+  nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  out << doc.dump() << "\n";
+  if (!out) throw std::runtime_error("failed writing trace file '" + path + "'");
+}
+
+}  // namespace clustersim::tools

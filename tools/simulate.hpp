@@ -1,0 +1,43 @@
+// One simulated training step of a job, with the derived metrics every command reports.
+// Documented (JSON keys) in docs/outputs.md.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sim/engine.hpp"
+#include "tools/job.hpp"
+
+namespace clustersim::tools {
+
+/// A simulated step and its derived metrics.
+struct RunReport {
+  std::string job_description;   ///< workload and platform in one line
+  std::string cost_model;        ///< CostModel::describe()
+  int gpus = 0;
+  sim::StepResult step;
+  double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
+  std::string mfu_convention;
+  double hfu = 0.0;              ///< hardware FLOPs (recompute included) over the same
+  double tflops_per_gpu = 0.0;   ///< model TFLOP/s per GPU
+  double tokens_per_s_per_gpu = 0.0;
+  double tokens_per_step = 0.0;
+};
+
+/// Options of a simulation run.
+struct SimulateOptions {
+  bool timeline = false;  ///< keep every op interval (for --trace)
+};
+
+/// Builds the platform, generates and costs the workload, simulates one step.
+/// @throws SpecError for inconsistent jobs, std::runtime_error for simulation failures.
+RunReport simulate_job(const Job& job, const SimulateOptions& options);
+
+/// Writes `report` as the documented JSON object (keys step_time_s, mfu, ...).
+std::string report_json(const RunReport& report);
+/// Human-readable summary.
+std::string report_text(const RunReport& report);
+/// Writes a Chrome/Perfetto trace-event JSON of the timeline. @throws std::runtime_error.
+void write_perfetto_trace(const RunReport& report, const std::string& path);
+
+}  // namespace clustersim::tools
