@@ -1,0 +1,115 @@
+#include "workloads/dp_buckets.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "workloads/flops.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+std::int64_t pad(std::int64_t value, std::int64_t divisor) {
+  return (value + divisor - 1) / divisor * divisor;
+}
+
+// Adds a norm's parameters: weight, and bias for LayerNorm.
+void add_norm(std::vector<ParamInfo>& out, const ModelSpec& m, ParamGroup group, int layer) {
+  out.push_back({group, layer, m.hidden, true, false});
+  if (m.norm == NormKind::LayerNorm) out.push_back({group, layer, m.hidden, true, false});
+}
+
+// Adds a linear layer: weight [out_local, in_local], and a bias when the model has biases
+// (sharded for column-parallel layers, replicated for row-parallel ones).
+void add_linear(std::vector<ParamInfo>& out, const ModelSpec& m, ParamGroup group, int layer,
+                std::int64_t out_local, std::int64_t in_local, bool row_parallel) {
+  out.push_back({group, layer, out_local * in_local, false, false});
+  if (m.bias) out.push_back({group, layer, out_local, row_parallel, false});
+}
+
+void add_layer(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer) {
+  const ModelSpec& m = spec.model;
+  const std::int64_t tp = spec.parallel.tp;
+  const std::int64_t qkv_out = (m.heads + 2 * m.kv_heads) * m.head_dim / tp;
+  const std::int64_t attn_in = m.heads * m.head_dim / tp;
+  const std::int64_t fc1_out = m.ffn * (m.activation == Activation::Swiglu ? 2 : 1) / tp;
+  add_norm(out, m, ParamGroup::Norm1, layer);
+  add_linear(out, m, ParamGroup::Qkv, layer, qkv_out, m.hidden, false);
+  add_linear(out, m, ParamGroup::Proj, layer, m.hidden, attn_in, true);
+  add_norm(out, m, ParamGroup::Norm2, layer);
+  add_linear(out, m, ParamGroup::Fc1, layer, fc1_out, m.hidden, false);
+  add_linear(out, m, ParamGroup::Fc2, layer, m.hidden, m.ffn / tp, true);
+}
+
+}  // namespace
+
+std::vector<ParamInfo> stage_parameters(const WorkloadSpec& spec, int stage) {
+  const ModelSpec& m = spec.model;
+  const int pp = spec.parallel.pp;
+  const std::int64_t vocab_local = padded_vocab(m.vocab, spec.parallel.tp) / spec.parallel.tp;
+  const bool shared = m.tied_embeddings && pp > 1;
+  std::vector<ParamInfo> out;
+  if (stage == 0) {
+    out.push_back({ParamGroup::WordEmbedding, -1, vocab_local * m.hidden, false, shared});
+    if (m.position == PositionKind::Learned) {
+      out.push_back({ParamGroup::PositionEmbedding, -1, m.max_position_embeddings * m.hidden, false,
+                     false});
+    }
+  }
+  const int per_stage = static_cast<int>(m.layers / pp);
+  for (int layer = stage * per_stage; layer < (stage + 1) * per_stage; ++layer) {
+    add_layer(out, spec, layer);
+  }
+  if (stage == pp - 1) {
+    add_norm(out, m, ParamGroup::FinalNorm, -1);
+    // With tied embeddings and one stage the head reuses the word embedding (no parameter).
+    if (!m.tied_embeddings || pp > 1) {
+      out.push_back({ParamGroup::OutputHead, -1, vocab_local * m.hidden, false, shared});
+    }
+  }
+  return out;
+}
+
+std::int64_t default_bucket_size(int dp) {
+  return std::max<std::int64_t>(40'000'000, std::int64_t{1'000'000} * dp);
+}
+
+std::optional<std::int64_t> stage_bucket_size(const ParallelSpec& parallel, int stage) {
+  // Bucketing is off without overlap_grad_reduce and on every stage but the first, whose
+  // reduction is not on the critical path (DistributedDataParallel.__init__).
+  if (!parallel.overlap_grad_reduce || stage > 0) return std::nullopt;
+  return default_bucket_size(parallel.dp);
+}
+
+std::vector<GradBucket> build_grad_buckets(const std::vector<ParamInfo>& params,
+                                           std::optional<std::int64_t> bucket_size,
+                                           bool distributed_optimizer, int dp) {
+  // Bucket ends are padded so that every DP rank owns an equal, 256-byte aligned shard.
+  const std::int64_t end_divisor = std::lcm(std::int64_t{dp}, std::int64_t{128});
+  std::vector<GradBucket> buckets;
+  GradBucket current;
+  std::int64_t bucket_start = 0;
+  std::int64_t param_start = 0;
+  auto close = [&](std::int64_t end) {
+    const std::int64_t padded = distributed_optimizer ? pad(end, end_divisor) : end;
+    current.numel = padded - bucket_start;
+    buckets.push_back(std::move(current));
+    current = GradBucket{};
+    bucket_start = padded;
+    return padded;
+  };
+  for (std::size_t i = params.size(); i-- > 0;) {
+    const ParamInfo& p = params[i];
+    if (distributed_optimizer) param_start = pad(param_start, 64);
+    const bool own_bucket = p.shared_embedding && distributed_optimizer;
+    if (own_bucket && !current.params.empty()) param_start = close(param_start);
+    const std::int64_t param_end = param_start + p.numel;
+    current.params.push_back(i);
+    current.params_numel += p.numel;
+    const bool full = bucket_size.has_value() && param_end - bucket_start >= *bucket_size;
+    param_start = (full || own_bucket) ? close(param_end) : param_end;
+  }
+  if (!current.params.empty()) close(param_start);
+  return buckets;
+}
+
+}  // namespace clustersim::workloads

@@ -1,0 +1,51 @@
+// Name tables of the workload enums (internal to workloads/): one place maps YAML/trace
+// strings to enum values, used by the spec readers and by to_string().
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "sim/yaml_spec.hpp"
+#include "workloads/job_spec.hpp"
+
+namespace clustersim::workloads {
+
+/// A string <-> enum pair.
+template <typename E>
+struct Named {
+  const char* name;
+  E value;
+};
+
+inline constexpr Named<Activation> kActivationNames[] = {{"gelu", Activation::Gelu},
+                                                         {"swiglu", Activation::Swiglu}};
+inline constexpr Named<NormKind> kNormNames[] = {{"layernorm", NormKind::LayerNorm},
+                                                 {"rmsnorm", NormKind::RmsNorm}};
+inline constexpr Named<PositionKind> kPositionNames[] = {{"learned", PositionKind::Learned},
+                                                         {"rope", PositionKind::Rope}};
+inline constexpr Named<Precision> kPrecisionNames[] = {{"bf16", Precision::BF16},
+                                                       {"fp8", Precision::FP8}};
+
+/// Name of `value` in `table` ("?" if absent).
+template <typename E, std::size_t N>
+const char* name_of(E value, const Named<E> (&table)[N]) {
+  for (const auto& entry : table) {
+    if (entry.value == value) return entry.name;
+  }
+  return "?";
+}
+
+/// Reads map[key] as one of the table's names. @throws SpecError listing the allowed names.
+template <typename E, std::size_t N>
+E read_enum(YamlMap& map, const std::string& key, const Named<E> (&table)[N]) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.emplace_back(entry.name);
+  const std::string text = map.get_enum(key, names);
+  for (const auto& entry : table) {
+    if (text == entry.name) return entry.value;
+  }
+  throw map.error(key, "unexpected value '" + text + "'");
+}
+
+}  // namespace clustersim::workloads

@@ -1,0 +1,197 @@
+#include "workloads/model_catalog.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "workloads/enum_names.hpp"
+
+#ifndef CLUSTERSIM_MODEL_DIR
+#error "CLUSTERSIM_MODEL_DIR must be defined by the build (workloads/CMakeLists.txt)"
+#endif
+
+namespace clustersim::workloads {
+namespace {
+
+// Upper bound for every model dimension: far above any published model (the largest
+// catalog entry has hidden 16,384, vocab 128,256), small enough that products of two
+// dimensions stay exact in int64 and double.
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 30;
+
+struct IntField {
+  const char* key;
+  std::int64_t ModelSpec::*member;
+};
+// Required in a complete model description.
+constexpr IntField kRequiredInts[] = {{"layers", &ModelSpec::layers}, {"hidden", &ModelSpec::hidden},
+                                      {"ffn", &ModelSpec::ffn},       {"heads", &ModelSpec::heads},
+                                      {"kv_heads", &ModelSpec::kv_heads}, {"vocab", &ModelSpec::vocab}};
+// Optional: head_dim defaults to hidden / heads (Megatron's kv_channels default);
+// max_position_embeddings is required only with learned positions (checked in finish()).
+constexpr IntField kOptionalInts[] = {{"head_dim", &ModelSpec::head_dim},
+                                      {"max_position_embeddings", &ModelSpec::max_position_embeddings}};
+
+bool valid_catalog_name(const std::string& name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+}
+
+std::string catalog_path(const std::string& name) { return model_catalog_dir() + "/" + name + ".yaml"; }
+
+std::string catalog_listing() {
+  std::string out;
+  for (const auto& name : catalog_model_names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+// Returns the catalog file of `name`, or an empty string when there is none.
+std::string find_catalog_file(const std::string& name) {
+  if (!valid_catalog_name(name)) return {};
+  const std::string path = catalog_path(name);
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec) ? path : std::string{};
+}
+
+std::string unknown_model_reason(const std::string& name) {
+  return "unknown model '" + name + "' (catalog: " + catalog_listing() + ")";
+}
+
+// Accumulates model fields from one or more mappings (catalog file, then job overrides) and
+// remembers which mapping gave each field, so that errors point at the line that set it.
+class ModelReader {
+ public:
+  void read(YamlMap& map, bool complete) {
+    for (const auto& field : kRequiredInts) {
+      if (complete || map.has(field.key)) read_int(map, field);
+    }
+    for (const auto& field : kOptionalInts) {
+      if (map.has(field.key)) read_int(map, field);
+    }
+    if (complete || map.has("activation")) {
+      spec_.activation = read_enum(map, "activation", kActivationNames);
+      note(map, "activation");
+    }
+    if (complete || map.has("norm")) {
+      spec_.norm = read_enum(map, "norm", kNormNames);
+      note(map, "norm");
+    }
+    if (complete || map.has("position")) {
+      spec_.position = read_enum(map, "position", kPositionNames);
+      note(map, "position");
+    }
+    if (complete || map.has("tied_embeddings")) {
+      spec_.tied_embeddings = map.get_bool("tied_embeddings");
+      note(map, "tied_embeddings");
+    }
+    if (complete || map.has("bias")) {
+      spec_.bias = map.get_bool("bias");
+      note(map, "bias");
+    }
+    last_.emplace(map);
+  }
+
+  // Applies derived defaults and the constraints between model fields.
+  ModelSpec finish(std::string name) {
+    spec_.name = std::move(name);
+    if (spec_.head_dim == 0) {
+      if (spec_.hidden % spec_.heads != 0) {
+        throw at("heads").error("heads", "hidden (" + std::to_string(spec_.hidden) +
+                                             ") is not divisible by heads (" +
+                                             std::to_string(spec_.heads) + "); give head_dim");
+      }
+      spec_.head_dim = spec_.hidden / spec_.heads;
+    }
+    if (spec_.heads % spec_.kv_heads != 0) {
+      throw at("kv_heads").error("kv_heads", "heads (" + std::to_string(spec_.heads) +
+                                                 ") must be a multiple of kv_heads (" +
+                                                 std::to_string(spec_.kv_heads) + ")");
+    }
+    if (spec_.position == PositionKind::Learned && spec_.max_position_embeddings == 0) {
+      throw at("position").error("position",
+                                 "position: learned needs max_position_embeddings (rows of the "
+                                 "position table)");
+    }
+    return spec_;
+  }
+
+ private:
+  void read_int(YamlMap& map, const IntField& field) {
+    spec_.*field.member = map.get_int(field.key, 1, kMaxDim);
+    note(map, field.key);
+  }
+  void note(const YamlMap& map, const std::string& key) { origin_.insert_or_assign(key, map); }
+  const YamlMap& at(const std::string& key) const {
+    auto it = origin_.find(key);
+    return it != origin_.end() ? it->second : *last_;
+  }
+
+  ModelSpec spec_;
+  std::map<std::string, YamlMap> origin_;
+  std::optional<YamlMap> last_;
+};
+
+ModelSpec read_catalog_file(const std::string& path, const std::string& name) {
+  YamlMap file = YamlMap::load_file(path);
+  ModelReader reader;
+  reader.read(file, true);
+  file.finish();
+  return reader.finish(name);
+}
+
+}  // namespace
+
+const std::string& model_catalog_dir() {
+  static const std::string kDir = CLUSTERSIM_MODEL_DIR;
+  return kDir;
+}
+
+std::vector<std::string> catalog_model_names() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(model_catalog_dir(), ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ModelSpec load_catalog_model(const std::string& name) {
+  const std::string path = find_catalog_file(name);
+  if (path.empty()) throw SpecError("<catalog>", 0, "model", unknown_model_reason(name));
+  return read_catalog_file(path, name);
+}
+
+ModelSpec parse_model_section(YamlMap& root) {
+  if (!root.has("model")) throw root.error("", "missing required field 'model'");
+  if (root.is_scalar("model")) {
+    const std::string name = root.get_string("model");
+    const std::string path = find_catalog_file(name);
+    if (path.empty()) throw root.error("model", unknown_model_reason(name));
+    return read_catalog_file(path, name);
+  }
+  YamlMap map = root.get_map("model");
+  ModelReader reader;
+  std::string name = "inline";
+  if (map.has("catalog")) {
+    const std::string base = map.get_string("catalog");
+    const std::string path = find_catalog_file(base);
+    if (path.empty()) throw map.error("catalog", unknown_model_reason(base));
+    YamlMap file = YamlMap::load_file(path);
+    reader.read(file, true);
+    file.finish();
+    reader.read(map, false);
+    name = base + "+overrides";
+  } else {
+    reader.read(map, true);
+  }
+  if (map.has("name")) name = map.get_string("name");
+  map.finish();
+  return reader.finish(name);
+}
+
+}  // namespace clustersim::workloads

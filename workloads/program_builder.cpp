@@ -1,0 +1,67 @@
+#include "workloads/program_builder.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "workloads/flops.hpp"
+
+namespace clustersim::workloads {
+
+void ProgramBuilder::set_context(sim::Phase phase, int layer, int microbatch) {
+  phase_ = phase;
+  layer_ = layer;
+  microbatch_ = microbatch;
+}
+
+std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const std::string& label,
+                                  double flops, double bytes, std::vector<std::uint32_t> deps) {
+  const auto index = static_cast<std::uint32_t>(program_.ops.size());
+  for (std::uint32_t dep : deps) {
+    if (dep >= index) throw std::logic_error("op '" + label + "' depends on a later op");
+  }
+  sim::Op op;
+  op.shape = std::move(shape);
+  op.stream = stream;
+  op.phase = phase_;
+  op.layer = layer_;
+  op.microbatch = microbatch_;
+  op.label = program_.label_id(label);
+  op.flops = flops;
+  op.bytes = bytes;
+  op.deps = std::move(deps);
+  program_.ops.push_back(std::move(op));
+  if (stream == sim::Stream::Compute) last_compute_ = index;
+  return index;
+}
+
+std::uint32_t ProgramBuilder::gemm(const std::string& label, std::int64_t m, std::int64_t n,
+                                   std::int64_t k, sim::DType dtype, double out_bytes,
+                                   std::vector<std::uint32_t> deps) {
+  const sim::GemmShape shape{m, n, k, dtype};
+  const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+  const double bytes = (md * kd + kd * nd) * sim::dtype_bytes(dtype) + md * nd * out_bytes;
+  return add(shape, sim::Stream::Compute, label, gemm_flops(shape), bytes, std::move(deps));
+}
+
+std::uint32_t ProgramBuilder::attention(const std::string& label, const sim::AttentionShape& shape,
+                                        double bytes) {
+  return add(shape, sim::Stream::Compute, label, attention_flops(shape), bytes);
+}
+
+std::uint32_t ProgramBuilder::mem(const std::string& label, sim::MemKernel kernel, double bytes,
+                                  std::vector<std::uint32_t> deps) {
+  return add(sim::MemBoundShape{kernel}, sim::Stream::Compute, label, 0.0, bytes, std::move(deps));
+}
+
+std::uint32_t ProgramBuilder::collective(const std::string& label, sim::CollectiveKind kind,
+                                         sim::GroupKind group, sim::Stream stream, double bytes,
+                                         std::vector<std::uint32_t> deps) {
+  return add(sim::CollectiveSpec{kind, group}, stream, label, 0.0, bytes, std::move(deps));
+}
+
+std::uint32_t ProgramBuilder::p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from,
+                                  double bytes) {
+  return add(sim::P2PSpec{send_to, recv_from}, sim::Stream::Compute, label, 0.0, bytes);
+}
+
+}  // namespace clustersim::workloads

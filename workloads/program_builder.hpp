@@ -1,0 +1,57 @@
+// Appends ops to a sim::Program (internal to workloads/): fills phase, layer and microbatch
+// from the current context, computes GEMM and attention FLOPs, and tracks the last op of the
+// compute stream so that communication can be ordered after the compute that launches it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/trace.hpp"
+
+namespace clustersim::workloads {
+
+/// Builder of one program. Every dependency it is given must be an earlier op.
+class ProgramBuilder {
+ public:
+  /// Appends to `program` (kept by reference; must outlive the builder).
+  explicit ProgramBuilder(sim::Program& program) : program_(program) {}
+
+  /// Phase, layer and microbatch of the ops added from now on.
+  void set_context(sim::Phase phase, int layer, int microbatch);
+  /// Layer of the ops added from now on (-1 for embedding, head, optimizer).
+  void set_layer(int layer) { layer_ = layer; }
+
+  /// Adds an op and returns its index. @throws std::logic_error if a dep is not earlier.
+  std::uint32_t add(sim::OpShape shape, sim::Stream stream, const std::string& label, double flops,
+                    double bytes, std::vector<std::uint32_t> deps = {});
+  /// GEMM C[m,n] = A[m,k] B[k,n] on the compute stream. Bytes: A and B read in `dtype`, C
+  /// written with `out_bytes` per element.
+  std::uint32_t gemm(const std::string& label, std::int64_t m, std::int64_t n, std::int64_t k,
+                     sim::DType dtype, double out_bytes, std::vector<std::uint32_t> deps = {});
+  /// Fused attention on the compute stream; `bytes` is its HBM traffic.
+  std::uint32_t attention(const std::string& label, const sim::AttentionShape& shape, double bytes);
+  /// Memory-bound kernel on the compute stream moving `bytes`.
+  std::uint32_t mem(const std::string& label, sim::MemKernel kernel, double bytes,
+                    std::vector<std::uint32_t> deps = {});
+  /// Collective of `bytes` per rank (NCCL buffer size as sim/trace.hpp defines it).
+  std::uint32_t collective(const std::string& label, sim::CollectiveKind kind, sim::GroupKind group,
+                           sim::Stream stream, double bytes, std::vector<std::uint32_t> deps = {});
+  /// Batched pipeline exchange on the compute stream, `bytes` per transfer.
+  std::uint32_t p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from, double bytes);
+
+  /// Index of the last op added to the compute stream, if any.
+  std::optional<std::uint32_t> last_compute() const { return last_compute_; }
+  /// Number of ops so far.
+  std::size_t size() const { return program_.ops.size(); }
+
+ private:
+  sim::Program& program_;
+  sim::Phase phase_ = sim::Phase::Forward;
+  int layer_ = -1;
+  int microbatch_ = -1;
+  std::optional<std::uint32_t> last_compute_;
+};
+
+}  // namespace clustersim::workloads

@@ -1,0 +1,389 @@
+#include "workloads/trace_io.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <istream>
+#include <limits>
+#include <ostream>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "sim/spec_error.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+constexpr const char* kFormatName = "clustersim-trace";
+constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
+constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
+                              sim::Stream::DpComm};
+constexpr std::array kPhases{sim::Phase::Forward, sim::Phase::Backward, sim::Phase::Optimizer};
+constexpr std::array kGroups{sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::DP,
+                             sim::GroupKind::PP};
+constexpr std::array kCollectives{sim::CollectiveKind::AllReduce, sim::CollectiveKind::AllGather,
+                                  sim::CollectiveKind::ReduceScatter, sim::CollectiveKind::AllToAll};
+constexpr std::array kPeers{sim::Peer::None, sim::Peer::PrevStage, sim::Peer::NextStage};
+constexpr std::array kMemKernels{sim::MemKernel::Elementwise, sim::MemKernel::Norm,
+                                 sim::MemKernel::Activation, sim::MemKernel::Rope,
+                                 sim::MemKernel::CrossEntropy, sim::MemKernel::Optimizer,
+                                 sim::MemKernel::Copy};
+// Op kinds, in OpShape's alternative order.
+constexpr std::array<const char*, 5> kKinds{"gemm", "attention", "mem", "collective", "p2p"};
+
+// ----- writing -----
+
+struct ShapeWriter {
+  OrderedJson& j;
+  void operator()(const sim::GemmShape& g) const {
+    j["m"] = g.m;
+    j["n"] = g.n;
+    j["k"] = g.k;
+    j["dtype"] = sim::to_string(g.dtype);
+  }
+  void operator()(const sim::AttentionShape& a) const {
+    j["batch"] = a.batch;
+    j["heads"] = a.heads;
+    j["kv_heads"] = a.kv_heads;
+    j["seq_q"] = a.seq_q;
+    j["seq_kv"] = a.seq_kv;
+    j["head_dim"] = a.head_dim;
+    j["head_dim_v"] = a.head_dim_v;
+    j["causal"] = a.causal;
+    j["backward"] = a.backward;
+    j["dtype"] = sim::to_string(a.dtype);
+  }
+  void operator()(const sim::MemBoundShape& m) const { j["kernel"] = sim::to_string(m.kernel); }
+  void operator()(const sim::CollectiveSpec& c) const {
+    j["collective"] = sim::to_string(c.kind);
+    j["group"] = sim::to_string(c.group);
+  }
+  void operator()(const sim::P2PSpec& p) const {
+    j["send_to"] = sim::to_string(p.send_to);
+    j["recv_from"] = sim::to_string(p.recv_from);
+  }
+};
+
+OrderedJson op_line(const sim::Program& program, std::size_t index) {
+  const sim::Op& op = program.ops[index];
+  OrderedJson j;
+  j["op"] = index;
+  j["kind"] = kKinds[op.shape.index()];
+  j["label"] = program.labels.at(op.label);
+  j["stream"] = sim::to_string(op.stream);
+  j["phase"] = sim::to_string(op.phase);
+  j["layer"] = op.layer;
+  j["microbatch"] = op.microbatch;
+  j["recompute"] = op.recompute;
+  j["flops"] = op.flops;
+  j["bytes"] = op.bytes;
+  j["deps"] = op.deps;
+  std::visit(ShapeWriter{j}, op.shape);
+  if (op.duration_s >= 0.0) j["duration_s"] = op.duration_s;
+  return j;
+}
+
+OrderedJson header_line(const sim::Workload& workload, int rank) {
+  const sim::RankLayout& layout = workload.layout;
+  OrderedJson j;
+  j["format"] = kFormatName;
+  j["version"] = kTraceFormatVersion;
+  j["rank"] = rank;
+  j["program"] = workload.program_of_rank.at(static_cast<std::size_t>(rank));
+  j["description"] = workload.description;
+  OrderedJson sizes;
+  OrderedJson coords;
+  for (sim::GroupKind kind : kGroups) {
+    sizes[sim::to_string(kind)] = layout.size(kind);
+    coords[sim::to_string(kind)] = layout.coord(rank, kind);
+  }
+  OrderedJson order = OrderedJson::array();
+  for (sim::GroupKind kind : layout.order()) order.push_back(sim::to_string(kind));
+  sizes["order"] = order;
+  j["layout"] = sizes;
+  j["coords"] = coords;
+  j["labels"] = workload.program(rank).labels;
+  j["ops"] = workload.program(rank).ops.size();
+  return j;
+}
+
+// ----- reading -----
+
+// A JSON object read strictly: every accessor marks its key known, finish() rejects the rest.
+class JsonFields {
+ public:
+  JsonFields(const Json& j, std::string origin, int line, std::string prefix)
+      : j_(j), origin_(std::move(origin)), line_(line), prefix_(std::move(prefix)) {
+    if (!j_.is_object()) throw error("", "expected a JSON object");
+  }
+
+  SpecError error(const std::string& key, const std::string& reason) const {
+    std::string field = prefix_;
+    if (!key.empty()) field += (field.empty() ? "" : ".") + key;
+    return SpecError(origin_, line_, field, reason);
+  }
+
+  const Json& get(const std::string& key) {
+    known_.insert(key);
+    auto it = j_.find(key);
+    if (it == j_.end()) throw error("", "missing required field '" + key + "'");
+    return *it;
+  }
+  bool has(const std::string& key) {
+    known_.insert(key);
+    return j_.contains(key);
+  }
+  std::int64_t get_int(const std::string& key, std::int64_t min, std::int64_t max) {
+    const Json& v = get(key);
+    if (!v.is_number_integer()) throw error(key, "expected an integer");
+    const auto value = v.get<std::int64_t>();
+    if (value < min || value > max) {
+      throw error(key, "value " + std::to_string(value) + " is out of range [" +
+                           std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    return value;
+  }
+  double get_number(const std::string& key, double min) {
+    const Json& v = get(key);
+    if (!v.is_number()) throw error(key, "expected a number");
+    const double value = v.get<double>();
+    if (!std::isfinite(value) || value < min) {
+      throw error(key, "expected a finite number >= " + std::to_string(min));
+    }
+    return value;
+  }
+  bool get_bool(const std::string& key) {
+    const Json& v = get(key);
+    if (!v.is_boolean()) throw error(key, "expected true or false");
+    return v.get<bool>();
+  }
+  std::string get_string(const std::string& key) {
+    const Json& v = get(key);
+    if (!v.is_string()) throw error(key, "expected a string");
+    return v.get<std::string>();
+  }
+  template <typename E, std::size_t N>
+  E get_enum(const std::string& key, const std::array<E, N>& values) {
+    return parse_enum(key, get_string(key), values);
+  }
+  template <typename E, std::size_t N>
+  E parse_enum(const std::string& key, const std::string& text, const std::array<E, N>& values) const {
+    std::string names;
+    for (E v : values) {
+      if (text == sim::to_string(v)) return v;
+      names += (names.empty() ? "" : ", ") + std::string(sim::to_string(v));
+    }
+    throw error(key, "'" + text + "' is not one of: " + names);
+  }
+  void finish() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (known_.count(it.key()) == 0) throw error(it.key(), "unknown key '" + it.key() + "'");
+    }
+  }
+
+ private:
+  const Json& j_;
+  std::string origin_;
+  int line_;
+  std::string prefix_;
+  std::set<std::string> known_;
+};
+
+constexpr std::int64_t kMaxInt32 = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+
+sim::RankLayout read_layout(JsonFields& header, const Json& j, const std::string& origin, int line) {
+  JsonFields f(j, origin, line, "layout");
+  std::array<int, 4> sizes{};
+  for (std::size_t i = 0; i < kGroups.size(); ++i) {
+    sizes[i] = static_cast<int>(f.get_int(sim::to_string(kGroups[i]), 1, kMaxInt32));
+  }
+  const Json& order_json = f.get("order");
+  if (!order_json.is_array() || order_json.size() != 4) {
+    throw f.error("order", "expected a list of the four dimensions");
+  }
+  std::array<sim::GroupKind, 4> order{};
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (!order_json[i].is_string()) throw f.error("order", "expected dimension names");
+    order[i] = f.parse_enum("order", order_json[i].get<std::string>(), kGroups);
+  }
+  f.finish();
+  try {
+    return sim::RankLayout(sizes[0], sizes[1], sizes[2], sizes[3], order);
+  } catch (const std::invalid_argument& e) {
+    throw header.error("layout", e.what());
+  }
+}
+
+std::vector<std::string> read_labels(JsonFields& header) {
+  const Json& labels = header.get("labels");
+  if (!labels.is_array()) throw header.error("labels", "expected a list of strings");
+  std::vector<std::string> out;
+  for (const auto& label : labels) {
+    if (!label.is_string()) throw header.error("labels", "expected a list of strings");
+    out.push_back(label.get<std::string>());
+  }
+  return out;
+}
+
+// Parses the header; returns the op count it announces.
+std::size_t read_header(const Json& j, const std::string& origin, int line, RankTrace& trace) {
+  JsonFields h(j, origin, line, "");
+  if (h.get_string("format") != kFormatName) {
+    throw h.error("format", std::string("expected '") + kFormatName + "'");
+  }
+  if (h.get_int("version", 0, kMaxInt32) != kTraceFormatVersion) {
+    throw h.error("version", "unsupported version (this reader reads " +
+                                 std::to_string(kTraceFormatVersion) + ")");
+  }
+  trace.layout = read_layout(h, h.get("layout"), origin, line);
+  trace.rank = static_cast<int>(h.get_int("rank", 0, trace.layout.world() - 1));
+  trace.program_index = static_cast<int>(h.get_int("program", 0, kMaxInt32));
+  trace.description = h.get_string("description");
+  JsonFields coords(h.get("coords"), origin, line, "coords");
+  for (sim::GroupKind kind : kGroups) {
+    if (coords.get_int(sim::to_string(kind), 0, kMaxInt32) != trace.layout.coord(trace.rank, kind)) {
+      throw coords.error(sim::to_string(kind), "does not match the rank's coordinate in the layout");
+    }
+  }
+  coords.finish();
+  trace.program.labels = read_labels(h);
+  const auto count = static_cast<std::size_t>(h.get_int("ops", 0, kMaxDim));
+  h.finish();
+  return count;
+}
+
+sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
+  if (kind == "gemm") {
+    return sim::GemmShape{f.get_int("m", 1, kMaxDim), f.get_int("n", 1, kMaxDim),
+                          f.get_int("k", 1, kMaxDim), f.get_enum("dtype", kDTypes)};
+  }
+  if (kind == "attention") {
+    sim::AttentionShape a;
+    a.batch = f.get_int("batch", 1, kMaxDim);
+    a.heads = f.get_int("heads", 1, kMaxDim);
+    a.kv_heads = f.get_int("kv_heads", 1, kMaxDim);
+    a.seq_q = f.get_int("seq_q", 1, kMaxDim);
+    a.seq_kv = f.get_int("seq_kv", 1, kMaxDim);
+    a.head_dim = f.get_int("head_dim", 1, kMaxDim);
+    a.head_dim_v = f.get_int("head_dim_v", 1, kMaxDim);
+    a.causal = f.get_bool("causal");
+    a.backward = f.get_bool("backward");
+    a.dtype = f.get_enum("dtype", kDTypes);
+    return a;
+  }
+  if (kind == "mem") return sim::MemBoundShape{f.get_enum("kernel", kMemKernels)};
+  if (kind == "collective") {
+    return sim::CollectiveSpec{f.get_enum("collective", kCollectives), f.get_enum("group", kGroups)};
+  }
+  if (kind == "p2p") return sim::P2PSpec{f.get_enum("send_to", kPeers), f.get_enum("recv_from", kPeers)};
+  throw f.error("kind", "'" + kind + "' is not one of: gemm, attention, mem, collective, p2p");
+}
+
+std::vector<std::uint32_t> read_deps(JsonFields& f, std::size_t index) {
+  const Json& deps = f.get("deps");
+  if (!deps.is_array()) throw f.error("deps", "expected a list of op indices");
+  std::vector<std::uint32_t> out;
+  for (const auto& dep : deps) {
+    if (!dep.is_number_unsigned() || dep.get<std::uint64_t>() >= index) {
+      throw f.error("deps", "dependencies must be indices of earlier ops (< " +
+                                std::to_string(index) + ")");
+    }
+    out.push_back(static_cast<std::uint32_t>(dep.get<std::uint64_t>()));
+  }
+  return out;
+}
+
+std::uint16_t label_index(JsonFields& f, const std::vector<std::string>& labels) {
+  const std::string label = f.get_string("label");
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] == label) return static_cast<std::uint16_t>(i);
+  }
+  throw f.error("label", "'" + label + "' is not in the header's labels");
+}
+
+sim::Op read_op(const Json& j, const std::string& origin, int line, std::size_t index,
+                const std::vector<std::string>& labels) {
+  JsonFields f(j, origin, line, "ops[" + std::to_string(index) + "]");
+  if (f.get_int("op", 0, kMaxDim) != static_cast<std::int64_t>(index)) {
+    throw f.error("op", "expected op index " + std::to_string(index));
+  }
+  sim::Op op;
+  op.shape = read_shape(f, f.get_string("kind"));
+  op.label = label_index(f, labels);
+  op.stream = f.get_enum("stream", kStreams);
+  op.phase = f.get_enum("phase", kPhases);
+  op.layer = static_cast<std::int32_t>(f.get_int("layer", -1, kMaxInt32));
+  op.microbatch = static_cast<std::int32_t>(f.get_int("microbatch", -1, kMaxInt32));
+  op.recompute = f.get_bool("recompute");
+  op.flops = f.get_number("flops", 0.0);
+  op.bytes = f.get_number("bytes", 0.0);
+  op.deps = read_deps(f, index);
+  if (f.has("duration_s")) op.duration_s = f.get_number("duration_s", 0.0);
+  f.finish();
+  return op;
+}
+
+Json parse_line(const std::string& text, const std::string& origin, int line) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw SpecError(origin, line, "", std::string("invalid JSON: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void write_rank_trace(std::ostream& out, const sim::Workload& workload, int rank) {
+  if (rank < 0 || rank >= workload.layout.world()) throw std::out_of_range("rank out of range");
+  out << header_line(workload, rank).dump() << '\n';
+  const sim::Program& program = workload.program(rank);
+  for (std::size_t i = 0; i < program.ops.size(); ++i) out << op_line(program, i).dump() << '\n';
+}
+
+void write_rank_trace_file(const std::string& path, const sim::Workload& workload, int rank) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot open '" + path + "' for writing");
+  write_rank_trace(out, workload, rank);
+  out.flush();
+  if (!out) throw std::runtime_error("error writing '" + path + "'");
+}
+
+RankTrace read_rank_trace(std::istream& in, const std::string& origin) {
+  RankTrace trace;
+  std::string text;
+  int line = 0;
+  if (!std::getline(in, text)) throw SpecError(origin, 0, "", "empty trace (no header line)");
+  ++line;
+  const std::size_t count = read_header(parse_line(text, origin, line), origin, line, trace);
+  trace.program.ops.reserve(count);
+  while (std::getline(in, text)) {
+    ++line;
+    const std::size_t index = trace.program.ops.size();
+    if (index >= count) {
+      throw SpecError(origin, line, "ops", "more op lines than the header's " + std::to_string(count));
+    }
+    trace.program.ops.push_back(read_op(parse_line(text, origin, line), origin, line, index,
+                                        trace.program.labels));
+  }
+  if (trace.program.ops.size() != count) {
+    throw SpecError(origin, line, "ops", "the header announces " + std::to_string(count) +
+                                             " ops, the file has " +
+                                             std::to_string(trace.program.ops.size()));
+  }
+  return trace;
+}
+
+RankTrace read_rank_trace_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SpecError(path, 0, "", "cannot open file");
+  return read_rank_trace(in, path);
+}
+
+}  // namespace clustersim::workloads

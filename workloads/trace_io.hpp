@@ -1,0 +1,42 @@
+// One rank's program as JSON lines (docs/trace-format.md): a header line (format, version,
+// rank, layout, coordinates, labels, op count) and one line per op. The reader is strict:
+// unknown keys, wrong types, bad enum names, dependencies on later ops and a wrong op count
+// are SpecErrors with file:line.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "sim/rank_layout.hpp"
+#include "sim/trace.hpp"
+#include "sim/workload.hpp"
+
+namespace clustersim::workloads {
+
+/// Version written in the header line; the reader accepts only this one.
+inline constexpr int kTraceFormatVersion = 1;
+
+/// A trace read back: which rank it was, its layout and its program.
+struct RankTrace {
+  int rank = 0;
+  int program_index = 0;       ///< index of the program in the workload it came from
+  std::string description;     ///< the workload's one-line description
+  sim::RankLayout layout{1, 1, 1, 1};
+  sim::Program program;
+};
+
+/// Writes the program of `rank` of `workload`. Deterministic.
+/// @throws std::out_of_range for a rank outside the layout.
+void write_rank_trace(std::ostream& out, const sim::Workload& workload, int rank);
+
+/// Same, into a file. @throws std::runtime_error if the file cannot be written.
+void write_rank_trace_file(const std::string& path, const sim::Workload& workload, int rank);
+
+/// Reads a trace; `origin` names the input in errors. @throws SpecError (origin, line, field,
+/// reason) on any malformed line.
+RankTrace read_rank_trace(std::istream& in, const std::string& origin);
+
+/// Same, from a file. @throws SpecError, also when the file cannot be opened.
+RankTrace read_rank_trace_file(const std::string& path);
+
+}  // namespace clustersim::workloads
