@@ -1,0 +1,200 @@
+#include "platforms/platform_spec.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#ifndef CLUSTERSIM_PLATFORM_DIR
+#error "CLUSTERSIM_PLATFORM_DIR must name the platform catalog directory"
+#endif
+
+namespace clustersim::platforms {
+namespace {
+
+enum class Section { Gpu, Node, Fabric };
+
+// One platform figure: its key (the same in the platform file and in `overrides:`), the section
+// it lives in, and how it is read. `partial` is true for overrides, where a nested mapping may
+// name only some of its entries.
+struct Field {
+  const char* key;
+  Section section;
+  void (*read)(YamlMap& map, const char* key, PlatformSpec& spec, bool partial);
+};
+
+constexpr std::int64_t kMaxCount = 1 << 20;
+
+void read_kind(YamlMap& m, const char* k, PlatformSpec& s, bool /*partial*/) {
+  const std::string kind = m.get_enum(k, {"rail_optimized", "non_rail"});
+  s.fabric.kind = kind == "rail_optimized" ? FabricKind::RailOptimized : FabricKind::NonRail;
+}
+
+void read_tiers(YamlMap& m, const char* k, PlatformSpec& s, bool /*partial*/) {
+  if (m.get_string(k) == "auto") {
+    s.fabric.tiers = 0;
+    return;
+  }
+  s.fabric.tiers = static_cast<int>(m.get_int(k, 2, 3));
+}
+
+void read_oversubscription(YamlMap& m, const char* k, PlatformSpec& s, bool partial) {
+  YamlMap o = m.get_map(k);
+  Oversubscription& v = s.fabric.oversubscription;
+  constexpr double kMax = 64.0;
+  v.leaf = partial ? o.get_double_or("leaf", v.leaf, 1.0, kMax) : o.get_double("leaf", 1.0, kMax);
+  v.spine = partial ? o.get_double_or("spine", v.spine, 1.0, kMax) : o.get_double("spine", 1.0, kMax);
+  o.finish();
+}
+
+int read_count(YamlMap& m, const char* k) { return static_cast<int>(m.get_int(k, 1, kMaxCount)); }
+
+const std::vector<Field>& fields() {
+  using S = Section;
+  using P = PlatformSpec;
+  static const std::vector<Field> kFields = {
+      {"name", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.name = m.get_string(k); }},
+      {"peak_bf16", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_bf16 = m.get_flops(k); }},
+      {"peak_fp8", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp8 = m.get_flops(k); }},
+      {"peak_fp32", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp32 = m.get_flops(k); }},
+      {"hbm_capacity", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.hbm_capacity = m.get_bytes(k); }},
+      {"hbm_bandwidth", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.hbm_bandwidth = m.get_bandwidth(k); }},
+      {"tdp", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.tdp = m.get_power(k); }},
+      {"gpus_per_node", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.gpus_per_node = read_count(m, k); }},
+      {"nvlink_domain_size", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_domain_size = read_count(m, k); }},
+      {"nvlink_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_bandwidth = m.get_bandwidth(k); }},
+      {"nvlink_latency", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_latency = m.get_duration(k); }},
+      {"nics_per_node", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nics_per_node = read_count(m, k); }},
+      {"nic_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_bandwidth = m.get_bandwidth(k); }},
+      {"nic_latency", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_latency = m.get_duration(k); }},
+      {"host_link_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_link_bandwidth = m.get_bandwidth(k); }},
+      {"kind", S::Fabric, read_kind},
+      {"domains_per_su", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.domains_per_su = read_count(m, k); }},
+      {"tiers", S::Fabric, read_tiers},
+      {"switch_radix", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.switch_radix = static_cast<int>(m.get_int(k, 4, 4096)); }},
+      {"oversubscription", S::Fabric, read_oversubscription},
+      {"switch_latency", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.switch_latency = m.get_duration(k); }},
+  };
+  return kFields;
+}
+
+const Field* find_field(const std::string& key) {
+  for (const auto& f : fields()) {
+    if (key == f.key) return &f;
+  }
+  return nullptr;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+void read_section(YamlMap& root, const char* name, Section section, PlatformSpec& spec) {
+  YamlMap map = root.get_map(name);
+  for (const auto& f : fields()) {
+    if (f.section == section) f.read(map, f.key, spec, false);
+  }
+  map.finish();
+}
+
+// Cross-field checks. Errors point at the section of the platform file (`at` is its root) or,
+// for overrides (`sections` false), at the `overrides:` mapping itself.
+void validate(const PlatformSpec& s, const YamlMap& at, bool sections) {
+  auto fail_in = [&](const char* section, const std::string& reason) {
+    throw at.error(sections ? section : "", reason);
+  };
+  const auto& g = s.gpu;
+  if (g.peak_bf16.value <= 0 || g.peak_fp8.value <= 0 || g.peak_fp32.value <= 0)
+    fail_in("gpu", "peaks (peak_bf16, peak_fp8, peak_fp32) must be positive");
+  if (g.hbm_capacity.value <= 0 || g.hbm_bandwidth.value <= 0 || g.tdp.value <= 0)
+    fail_in("gpu", "hbm_capacity, hbm_bandwidth and tdp must be positive");
+  const auto& n = s.node;
+  auto fail = [&](const std::string& reason) { fail_in("node", reason); };
+  if (n.nvlink_bandwidth.value <= 0 || n.nic_bandwidth.value <= 0 || n.host_link_bandwidth.value <= 0)
+    fail("bandwidths (nvlink_bandwidth, nic_bandwidth, host_link_bandwidth) must be positive");
+  if (n.nvlink_domain_size % n.gpus_per_node != 0)
+    fail("nvlink_domain_size (" + std::to_string(n.nvlink_domain_size) +
+         ") must be a multiple of gpus_per_node (" + std::to_string(n.gpus_per_node) + ")");
+  if (n.gpus_per_node % n.nics_per_node != 0)
+    fail("gpus_per_node (" + std::to_string(n.gpus_per_node) + ") must be a multiple of nics_per_node (" +
+         std::to_string(n.nics_per_node) + ")");
+  const auto& f = s.fabric;
+  auto fail_fabric = [&](const std::string& reason) { fail_in("fabric", reason); };
+  if (f.switch_radix % 2 != 0) fail_fabric("switch_radix must be even (half the ports face down)");
+  const int down = f.switch_radix / 2;
+  const int nics_per_domain = n.nics_per_node * (n.nvlink_domain_size / n.gpus_per_node);
+  if (f.kind == FabricKind::RailOptimized) {
+    if (down % f.domains_per_su != 0 || nics_per_domain % (down / f.domains_per_su) != 0)
+      fail_fabric("rail_optimized: a leaf's " + std::to_string(down) + " NIC ports must hold whole rails of " +
+           std::to_string(f.domains_per_su) + " domains (domains_per_su must divide switch_radix/2, and "
+           "the rails per leaf must divide the " + std::to_string(nics_per_domain) + " NICs of a domain)");
+  } else if (down % n.nics_per_node != 0) {
+    fail_fabric("non_rail: nics_per_node (" + std::to_string(n.nics_per_node) + ") must divide switch_radix/2 (" +
+         std::to_string(down) + ")");
+  }
+  if (f.oversubscription.leaf > down || f.oversubscription.spine > down)
+    fail_fabric("oversubscription must not exceed switch_radix/2 (" + std::to_string(down) +
+         "): a switch's uplinks must carry at least one NIC's bandwidth");
+}
+
+}  // namespace
+
+const char* to_string(FabricKind kind) {
+  return kind == FabricKind::RailOptimized ? "rail_optimized" : "non_rail";
+}
+
+PlatformSpec load_platform_file(const std::string& path) {
+  YamlMap root = YamlMap::load_file(path);
+  PlatformSpec spec;
+  spec.source_file = path;
+  spec.name = root.get_string("name");
+  spec.description = root.get_string("description");
+  read_section(root, "gpu", Section::Gpu, spec);
+  read_section(root, "node", Section::Node, spec);
+  read_section(root, "fabric", Section::Fabric, spec);
+  root.finish();
+  validate(spec, root, true);
+  return spec;
+}
+
+std::vector<std::string> catalog_platforms() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(CLUSTERSIM_PLATFORM_DIR, ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+PlatformSpec find_platform(const std::string& name) {
+  const auto known = catalog_platforms();
+  if (std::find(known.begin(), known.end(), name) == known.end()) {
+    throw SpecError(CLUSTERSIM_PLATFORM_DIR, 0, "platform",
+                    "unknown platform '" + name + "' (known: " + join(known) + ")");
+  }
+  return load_platform_file(std::string(CLUSTERSIM_PLATFORM_DIR) + "/" + name + ".yaml");
+}
+
+std::vector<std::string> overridable_keys() {
+  std::vector<std::string> keys;
+  for (const auto& f : fields()) keys.emplace_back(f.key);
+  return keys;
+}
+
+void apply_overrides(PlatformSpec& spec, YamlMap& overrides) {
+  for (const std::string& key : overrides.keys()) {
+    const Field* field = find_field(key);
+    if (field == nullptr) {
+      throw overrides.error(key, "'" + key + "' is not a platform figure (overridable: " +
+                                     join(overridable_keys()) + ")");
+    }
+    field->read(overrides, field->key, spec, true);
+  }
+  overrides.finish();
+  validate(spec, overrides, false);
+}
+
+}  // namespace clustersim::platforms

@@ -1,0 +1,82 @@
+// What a platform is: the GPU (datasheet values the cost and memory models read), the node and
+// its NVLink domain, and the scale-out fabric. Plain structs, loaded strictly from one YAML file
+// per platform (platforms/catalog/*.yaml, or a user's own file). docs/platforms.md documents
+// the format; every figure in the catalog files cites its source.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/cost_model.hpp"
+#include "sim/units.hpp"
+#include "sim/yaml_spec.hpp"
+
+namespace clustersim::platforms {
+
+/// How NICs attach to leaf switches.
+enum class FabricKind {
+  RailOptimized,  ///< NIC k of every NVLink domain of a scalable unit on the same leaf ("rail")
+  NonRail,        ///< all NICs of a node on one leaf
+};
+
+/// The server (HGX baseboard, or a GB200 compute tray) and its NVLink domain.
+struct NodeSpec {
+  int gpus_per_node = 8;               ///< GPUs per server / compute tray
+  int nvlink_domain_size = 8;          ///< GPUs per NVLink domain, a multiple of gpus_per_node
+  BytesPerSecond nvlink_bandwidth;     ///< NVLink per GPU per direction, bytes/s
+  Seconds nvlink_latency;              ///< one-way GPU -> NVSwitch -> GPU latency, s
+  int nics_per_node = 8;               ///< scale-out NICs per node (gpus_per_node % nics == 0)
+  BytesPerSecond nic_bandwidth;        ///< per NIC per direction, bytes/s
+  Seconds nic_latency;                 ///< one NIC traversal (send or receive side), s
+  BytesPerSecond host_link_bandwidth;  ///< GPU <-> CPU link per GPU per direction, bytes/s
+};
+
+/// Oversubscription (downlink : uplink capacity) of a switch tier; 1 = non-blocking.
+struct Oversubscription {
+  double leaf = 1.0;   ///< leaf switches: NIC-facing ports : spine-facing capacity
+  double spine = 1.0;  ///< spine switches (3 tiers only): leaf-facing : core-facing capacity
+};
+
+/// The scale-out fabric: a fat-tree of leaf, spine and (beyond the spines' reach) core switches.
+struct FabricSpec {
+  FabricKind kind = FabricKind::RailOptimized;
+  int domains_per_su = 32;  ///< NVLink domains (HGX nodes, NVL72 racks) per scalable unit
+  int tiers = 0;            ///< 2 or 3; 0 = the fewest tiers that hold the cluster
+  int switch_radix = 64;    ///< ports per switch
+  Oversubscription oversubscription;
+  Seconds switch_latency;   ///< port-to-port latency of one switch, s
+};
+
+/// One platform: everything a cluster of these machines is made of.
+struct PlatformSpec {
+  std::string name;         ///< catalog name or file stem, e.g. "hgx_h100"
+  std::string description;  ///< one line for reports
+  std::string source_file;  ///< the YAML it came from (for messages)
+  sim::GpuSpec gpu;
+  NodeSpec node;
+  FabricSpec fabric;
+};
+
+/// Loads and validates a platform file. @throws SpecError (file:line, field, reason) on a
+/// missing or unknown key, a malformed quantity or an inconsistent figure.
+PlatformSpec load_platform_file(const std::string& path);
+
+/// Loads a catalog platform by name ("hgx_h100", "gb200_nvl72", ...).
+/// @throws SpecError naming the known platforms when `name` is not one of them.
+PlatformSpec find_platform(const std::string& name);
+
+/// Names of the catalog platforms, sorted.
+std::vector<std::string> catalog_platforms();
+
+/// Applies an `overrides:` mapping: any figure of the platform by its key name, e.g.
+/// {nic_bandwidth: "800Gbps", oversubscription: {leaf: 2}}, then re-validates.
+/// @throws SpecError at the offending key (unknown keys included).
+void apply_overrides(PlatformSpec& spec, YamlMap& overrides);
+
+/// The platform keys `overrides:` accepts (every figure of the gpu, node and fabric sections).
+std::vector<std::string> overridable_keys();
+
+/// Short name of a fabric kind ("rail_optimized", "non_rail").
+const char* to_string(FabricKind kind);
+
+}  // namespace clustersim::platforms

@@ -1,0 +1,124 @@
+#include "platforms/summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "platforms/topology.hpp"
+
+namespace clustersim::platforms {
+namespace {
+
+int ceil_div(double a, double b) { return static_cast<int>(std::ceil(a / b - 1e-9)); }
+
+// Physical switch counts of the designed fabric (whole scalable units, every leaf with
+// radix/2 NIC-facing ports and radix/2 / oversubscription spine-facing ones).
+void count_switches(const Topology& t, TopologySummary& s) {
+  const auto& f = t.spec().fabric;
+  const int radix = f.switch_radix, down = radix / 2;
+  const int leaf_up_ports = ceil_div(down, f.oversubscription.leaf);
+  s.leaf_switches = t.leaves();
+  if (t.tiers() == 2) {
+    s.spine_switches = ceil_div(static_cast<double>(t.leaves()) * leaf_up_ports, radix);
+    return;
+  }
+  const int spines_per_pod = ceil_div(static_cast<double>(t.leaves_per_pod()) * leaf_up_ports, down);
+  s.spine_switches = t.pods() * spines_per_pod;
+  const int spine_up_ports = ceil_div(down, f.oversubscription.spine);
+  s.core_switches = ceil_div(static_cast<double>(s.spine_switches) * spine_up_ports, radix);
+}
+
+double bisection(const Topology& t) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nic = t.nics() / 2 * t.link_class(LinkKind::NicUp).bandwidth;
+  const double leaf = t.leaves() >= 2 ? t.leaves() / 2 * t.leaf_uplink_bandwidth() : inf;
+  const double pod = t.tiers() == 3 && t.pods() >= 2 ? t.pods() / 2 * t.pod_uplink_bandwidth() : inf;
+  return std::min({nic, leaf, pod});
+}
+
+void add_tier(TopologySummary& s, const Topology& t, const char* name, LinkKind up, LinkKind down) {
+  const int links = t.link_class(up).count + t.link_class(down).count;
+  if (links > 0) s.link_tiers.push_back({name, links, t.link_class(up).bandwidth});
+}
+
+std::string rate(double bytes_per_s) {
+  const char* units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
+  int u = 0;
+  while (bytes_per_s >= 1000.0 && u < 5) {
+    bytes_per_s /= 1000.0;
+    ++u;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.4g %s", bytes_per_s, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+TopologySummary summarize(const PlatformSpec& spec, int gpus) {
+  const Topology t(spec, gpus);
+  TopologySummary s;
+  const auto& n = spec.node;
+  s.platform = spec.name;
+  s.description = spec.description;
+  s.gpu_name = spec.gpu.name;
+  s.fabric_kind = to_string(spec.fabric.kind);
+  s.gpus = gpus;
+  s.nodes = t.nodes();
+  s.gpus_per_node = n.gpus_per_node;
+  s.nvlink_domains = t.domains();
+  s.nvlink_domain_size = n.nvlink_domain_size;
+  if (spec.fabric.kind == FabricKind::RailOptimized) s.scalable_units = t.leaves() / t.leaves_per_su();
+  s.tiers = t.tiers();
+  s.switch_radix = spec.fabric.switch_radix;
+  count_switches(t, s);
+  s.oversubscription_leaf = spec.fabric.oversubscription.leaf;
+  s.oversubscription_spine = spec.fabric.oversubscription.spine;
+  s.nvlink_bandwidth_per_gpu = n.nvlink_bandwidth.value;
+  s.injection_bandwidth_per_gpu = n.nic_bandwidth.value * n.nics_per_node / n.gpus_per_node;
+  s.nvlink_bisection_per_domain = n.nvlink_domain_size / 2 * n.nvlink_bandwidth.value;
+  s.bisection_bandwidth = bisection(t);
+  add_tier(s, t, "nvlink", LinkKind::NvlUp, LinkKind::NvlDown);
+  add_tier(s, t, "host", LinkKind::HostUp, LinkKind::HostDown);
+  add_tier(s, t, "nic", LinkKind::NicUp, LinkKind::NicDown);
+  add_tier(s, t, "leaf-spine", LinkKind::LeafUp, LinkKind::LeafDown);
+  add_tier(s, t, "spine-core", LinkKind::PodUp, LinkKind::PodDown);
+  s.simgrid_hosts = t.gpus() + t.cpus();
+  for (int k = 0; k < kLinkKinds; ++k) s.simgrid_links += t.link_class(static_cast<LinkKind>(k)).count;
+  return s;
+}
+
+std::string format_summary(const TopologySummary& s) {
+  std::ostringstream o;
+  o << "platform          " << s.platform << ": " << s.description << "\n";
+  o << "gpus              " << s.gpus << " x " << s.gpu_name << " on " << s.nodes << " nodes of "
+    << s.gpus_per_node << "\n";
+  o << "nvlink domains    " << s.nvlink_domains << " of " << s.nvlink_domain_size << " GPUs, "
+    << rate(s.nvlink_bandwidth_per_gpu) << " per GPU per direction, bisection "
+    << rate(s.nvlink_bisection_per_domain) << " per domain\n";
+  o << "fabric            " << s.fabric_kind << " fat-tree, " << s.tiers << " tiers of "
+    << s.switch_radix << "-port switches: " << s.leaf_switches << " leaf, " << s.spine_switches
+    << " spine";
+  if (s.tiers == 3) o << ", " << s.core_switches << " core";
+  if (s.scalable_units > 0) o << "; " << s.scalable_units << " scalable units";
+  o << "\n";
+  o << "oversubscription  leaf " << s.oversubscription_leaf << ":1";
+  if (s.tiers == 3) o << ", spine " << s.oversubscription_spine << ":1";
+  o << "\n";
+  o << "injection         " << rate(s.injection_bandwidth_per_gpu) << " per GPU per direction\n";
+  o << "bisection         " << rate(s.bisection_bandwidth) << " per direction (scale-out network)\n";
+  o << "simgrid           " << s.simgrid_hosts << " hosts, " << s.simgrid_links
+    << " links (one per direction)\n";
+  o << "links per tier    ";
+  bool first = true;
+  for (const auto& tier : s.link_tiers) {
+    o << (first ? "" : ", ") << tier.name << " " << tier.links << " x " << rate(tier.bandwidth);
+    first = false;
+  }
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace clustersim::platforms

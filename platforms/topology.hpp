@@ -1,0 +1,127 @@
+// The arithmetic of a cluster built from a PlatformSpec: which NIC, leaf and spine group each
+// GPU sits under, which links a transfer crosses, and what each link can carry. Used by the
+// SimGrid zone (routes computed per transfer, no tables), by the XML export and by the summary,
+// so the three can never disagree. No SimGrid here.
+//
+// Links, each one direction of a full-duplex cable or port group (bandwidths per direction):
+//   nvl_up_g / nvl_down_g     GPU g's NVLink ports into / out of the NVSwitch fabric
+//   host_up_g / host_down_g   GPU g -> its CPU / CPU -> GPU g (PCIe Gen5 or NVLink-C2C)
+//   nic_up_k / nic_down_k     NIC k -> its leaf / leaf -> NIC k
+//   leaf_up_l / leaf_down_l   all of leaf l's spine-facing ports, aggregated (ideal load balance)
+//   pod_up_p / pod_down_p     all core-facing ports of spine group p (3 tiers only)
+//   pad_*                     FATPIPE stand-ins for tiers a path does not climb (see path())
+//   hbm_copy                  FATPIPE, a GPU sending to itself (device-to-device copy)
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "platforms/platform_spec.hpp"
+
+namespace clustersim::platforms {
+
+/// Speed of the CPU hosts (flop/s). They only terminate host-link transfers; nothing runs on
+/// them, so this is not a hardware figure and no cost model reads it.
+inline constexpr double kCpuHostSpeed = 1.0;
+
+/// How far a transfer between two endpoints climbs.
+enum class PathClass {
+  Local,   ///< same GPU (device-to-device copy)
+  NVLink,  ///< same NVLink domain
+  Host,    ///< GPU <-> CPU of its node
+  Leaf,    ///< turns around at a leaf switch (same rail of the same scalable unit)
+  Spine,   ///< turns around at a spine (cross rail, or another scalable unit)
+  Core,    ///< turns around at a core switch (another spine group; 3 tiers only)
+};
+
+/// Kinds of link, in creation order.
+enum class LinkKind {
+  NvlUp, NvlDown, HostUp, HostDown, NicUp, NicDown, LeafUp, LeafDown, PodUp, PodDown,
+  PadLeafUp, PadLeafDown, PadPodUp, PadPodDown, HbmCopy,
+};
+inline constexpr int kLinkKinds = 15;
+
+/// One link: its kind and index within the kind.
+struct LinkRef {
+  LinkKind kind = LinkKind::HbmCopy;
+  int index = 0;
+};
+
+/// The links of one route, in order, without heap allocation.
+struct Path {
+  PathClass cls = PathClass::Local;
+  int switch_hops = 0;  ///< switches crossed (an NVSwitch counts as one)
+  int count = 0;
+  std::array<LinkRef, 8> links{};
+};
+
+/// Properties shared by all links of a kind.
+struct LinkClassInfo {
+  const char* prefix = "";  ///< link name is prefix + "_" + index, or prefix alone when count == 1
+  int count = 0;            ///< links of this kind in the platform (0: not built)
+  double bandwidth = 0.0;   ///< bytes/s per direction
+  double latency = 0.0;     ///< s
+  bool fatpipe = false;     ///< each flow gets the full bandwidth (no sharing)
+};
+
+/// The cluster: `gpus` GPUs of `spec`, GPU i on node i / gpus_per_node.
+class Topology {
+ public:
+  /// @throws std::invalid_argument when `gpus` does not fit the platform (see check()).
+  Topology(const PlatformSpec& spec, int gpus);
+
+  /// Empty when `gpus` fits `spec`, else the reason (multiple of gpus_per_node, at least 8,
+  /// at most what the fabric's tiers can hold).
+  static std::string check(const PlatformSpec& spec, int gpus);
+  /// Largest GPU count the fabric holds with `tiers` tiers (2 or 3).
+  static long long max_gpus(const PlatformSpec& spec, int tiers);
+
+  const PlatformSpec& spec() const { return spec_; }
+  int gpus() const { return gpus_; }
+  int nodes() const { return nodes_; }
+  int cpus() const { return nodes_; }  ///< one CPU host per node, named cpu<node>
+  int domains() const { return domains_; }
+  int nics() const { return nics_; }
+  int tiers() const { return tiers_; }
+  int leaves() const { return leaves_; }
+  int pods() const { return pods_; }            ///< spine groups (1 with 2 tiers)
+  int leaves_per_su() const { return leaves_per_su_; }
+  int leaves_per_pod() const { return leaves_per_pod_; }
+
+  int node_of(int gpu) const { return gpu / spec_.node.gpus_per_node; }
+  int domain_of(int gpu) const { return gpu / spec_.node.nvlink_domain_size; }
+  int nic_of(int gpu) const;
+  int leaf_of_nic(int nic) const;
+  int pod_of_leaf(int leaf) const { return leaf / leaves_per_pod_; }
+
+  /// Route between endpoints: 0..gpus-1 are GPUs, gpus..gpus+cpus-1 the CPUs of nodes 0..
+  /// @throws std::invalid_argument for a CPU and anything but a GPU of its own node.
+  Path path(int src, int dst) const;
+  /// Sum of the latencies of path(src, dst), s.
+  double path_latency(int src, int dst) const;
+
+  const LinkClassInfo& link_class(LinkKind kind) const { return classes_[static_cast<int>(kind)]; }
+  /// SimGrid name of a link ("nic_up_12", "pad_leaf_up").
+  std::string link_name(LinkRef link) const;
+  static std::string gpu_name(int gpu) { return "gpu" + std::to_string(gpu); }
+  static std::string cpu_name(int node) { return "cpu" + std::to_string(node); }
+
+  /// Aggregate spine-facing capacity of one leaf, bytes/s per direction.
+  double leaf_uplink_bandwidth() const { return link_class(LinkKind::LeafUp).bandwidth; }
+  /// Aggregate core-facing capacity of one spine group, bytes/s per direction.
+  double pod_uplink_bandwidth() const { return link_class(LinkKind::PodUp).bandwidth; }
+
+ private:
+  void init_link_classes();
+
+  PlatformSpec spec_;
+  int gpus_ = 0, nodes_ = 0, domains_ = 0, nics_ = 0, nics_per_domain_ = 0;
+  int tiers_ = 2, leaves_ = 0, pods_ = 1, leaves_per_su_ = 0, leaves_per_pod_ = 1;
+  int rails_per_leaf_ = 1, nodes_per_leaf_ = 1;
+  std::array<LinkClassInfo, kLinkKinds> classes_{};
+};
+
+/// Short name of a path class ("nvlink", "leaf", ...).
+const char* to_string(PathClass cls);
+
+}  // namespace clustersim::platforms

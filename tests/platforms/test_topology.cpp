@@ -1,0 +1,143 @@
+// Topology arithmetic: which links a transfer crosses, hop counts per path class, switch
+// counts against NVIDIA's published SuperPOD table, bisection figures.
+#include <gtest/gtest.h>
+
+#include "platforms/platform_spec.hpp"
+#include "platforms/summary.hpp"
+#include "platforms/topology.hpp"
+
+namespace clustersim::platforms {
+namespace {
+
+std::vector<std::string> names(const Topology& t, int src, int dst) {
+  const Path p = t.path(src, dst);
+  std::vector<std::string> out;
+  for (int i = 0; i < p.count; ++i) out.push_back(t.link_name(p.links[static_cast<size_t>(i)]));
+  return out;
+}
+
+using V = std::vector<std::string>;
+
+TEST(Topology, HgxPathClassesAndHops) {
+  const Topology t(find_platform("hgx_h100"), 512);  // 2 SUs of 32 nodes, 16 leaves, 2 tiers
+  EXPECT_EQ(t.tiers(), 2);
+  EXPECT_EQ(t.leaves(), 16);
+  // Same node: NVLink through the NVSwitch.
+  EXPECT_EQ(t.path(3, 5).cls, PathClass::NVLink);
+  EXPECT_EQ(t.path(3, 5).switch_hops, 1);
+  EXPECT_EQ(names(t, 3, 5), (V{"nvl_up_3", "nvl_down_5"}));
+  // Same rail, same SU: one leaf; the stand-ins keep the route shape.
+  EXPECT_EQ(t.path(3, 11).cls, PathClass::Leaf);
+  EXPECT_EQ(t.path(3, 11).switch_hops, 1);
+  EXPECT_EQ(names(t, 3, 11), (V{"nic_up_3", "pad_leaf_up", "pad_leaf_down", "nic_down_11"}));
+  // Cross rail in the SU: leaf, spine, leaf.
+  EXPECT_EQ(t.path(3, 12).cls, PathClass::Spine);
+  EXPECT_EQ(t.path(3, 12).switch_hops, 3);
+  EXPECT_EQ(names(t, 3, 12), (V{"nic_up_3", "leaf_up_3", "leaf_down_4", "nic_down_12"}));
+  // Same rail, other SU (GPU 256 + 3 is node 32, rail 3): leaf 8 + 3.
+  EXPECT_EQ(t.path(3, 259).cls, PathClass::Spine);
+  EXPECT_EQ(names(t, 3, 259), (V{"nic_up_3", "leaf_up_3", "leaf_down_11", "nic_down_259"}));
+  EXPECT_EQ(names(t, 3, 3), (V{"hbm_copy"}));
+  EXPECT_EQ(names(t, 3, 512), (V{"host_up_3"}));   // cpu0 is endpoint 512
+  EXPECT_EQ(names(t, 513, 9), (V{"host_down_9"}));  // cpu1 -> gpu9
+  EXPECT_THROW(t.path(513, 0), std::invalid_argument);
+}
+
+TEST(Topology, LatencyIsNicsPlusSwitchesCrossed) {
+  const PlatformSpec s = find_platform("hgx_h100");
+  const Topology t(s, 4096);  // 16 SUs: 3 tiers, 4 spine groups
+  ASSERT_EQ(t.tiers(), 3);
+  ASSERT_EQ(t.pods(), 4);
+  const double nic = s.node.nic_latency.value, sw = s.fabric.switch_latency.value;
+  EXPECT_DOUBLE_EQ(t.path_latency(0, 1), s.node.nvlink_latency.value);
+  EXPECT_DOUBLE_EQ(t.path_latency(0, 8), 2 * nic + sw);
+  EXPECT_DOUBLE_EQ(t.path_latency(0, 9), 2 * nic + 3 * sw);
+  EXPECT_EQ(t.path(0, 1024).cls, PathClass::Core);  // SU 4 is in spine group 1
+  EXPECT_EQ(t.path(0, 1024).switch_hops, 5);
+  EXPECT_DOUBLE_EQ(t.path_latency(0, 1024), 2 * nic + 5 * sw);
+  EXPECT_EQ(names(t, 0, 1024), (V{"nic_up_0", "leaf_up_0", "pod_up_0", "pod_down_1", "leaf_down_32", "nic_down_1024"}));
+  EXPECT_EQ(names(t, 0, 8), (V{"nic_up_0", "pad_leaf_up", "pad_leaf_down", "pad_pod_up", "pad_pod_down", "nic_down_8"}));
+}
+
+TEST(Topology, Nvl72RackIsOneNvlinkDomainAndLeavesHoldFourRails) {
+  const Topology t(find_platform("gb200_nvl72"), 1152);  // 16 racks = 2 SUs
+  EXPECT_EQ(t.nodes(), 288);
+  EXPECT_EQ(t.domains(), 16);
+  EXPECT_EQ(t.leaves(), 36);  // 18 per SU
+  EXPECT_EQ(t.path(0, 71).cls, PathClass::NVLink);  // tray 0 to tray 17 of the rack
+  EXPECT_EQ(t.path(0, 72).cls, PathClass::Leaf);    // rail 0 of racks 0 and 1
+  EXPECT_EQ(t.path(0, 75).cls, PathClass::Leaf);    // rails 0-3 share leaf 0
+  EXPECT_EQ(t.path(0, 76).cls, PathClass::Spine);   // rail 4 is on leaf 1
+  EXPECT_EQ(t.path(0, 8 * 72).cls, PathClass::Spine);  // rack 8 is in SU 1
+  EXPECT_EQ(t.leaf_of_nic(8 * 72), 18);
+}
+
+TEST(Topology, NonRailPutsANodesNicsOnOneLeaf) {
+  PlatformSpec s = find_platform("hgx_h100");
+  s.fabric.kind = FabricKind::NonRail;
+  const Topology t(s, 256);
+  EXPECT_EQ(t.leaves(), 8);  // 4 nodes of 8 NICs per 32-port leaf
+  EXPECT_EQ(t.path(0, 9).cls, PathClass::Leaf);   // node 1, other rail: same leaf
+  EXPECT_EQ(t.path(0, 32).cls, PathClass::Spine);  // node 4: next leaf
+}
+
+// NVIDIA DGX SuperPOD B200 RA, "Larger DGX SuperPOD component counts": SUs -> leaf, spine, core.
+TEST(Topology, SwitchCountsMatchNvidiaSuperPodTable) {
+  const PlatformSpec s = find_platform("hgx_b200");
+  struct Row { int sus, leaf, spine, core; };
+  for (const Row r : {Row{2, 16, 8, 0}, Row{4, 32, 16, 0}, Row{8, 64, 32, 0}, Row{16, 128, 128, 64},
+                      Row{32, 256, 256, 128}, Row{64, 512, 512, 256}}) {
+    const TopologySummary sum = summarize(s, r.sus * 256);
+    EXPECT_EQ(sum.tiers, r.core > 0 ? 3 : 2) << r.sus;
+    EXPECT_EQ(sum.leaf_switches, r.leaf) << r.sus;
+    EXPECT_EQ(sum.spine_switches, r.spine) << r.sus;
+    EXPECT_EQ(sum.core_switches, r.core) << r.sus;
+  }
+}
+
+TEST(Topology, BisectionOfTheClosingNoteClusters) {
+  const TopologySummary h = summarize(find_platform("hgx_h100"), 2048);
+  EXPECT_DOUBLE_EQ(h.bisection_bandwidth, 1024 * 50e9);  // 51.2 TB/s
+  EXPECT_DOUBLE_EQ(h.injection_bandwidth_per_gpu, 50e9);
+  EXPECT_DOUBLE_EQ(h.nvlink_bisection_per_domain, 4 * 450e9);
+  const TopologySummary n = summarize(find_platform("gb200_nvl72"), 16 * 72);
+  EXPECT_DOUBLE_EQ(n.bisection_bandwidth, 576 * 50e9);  // 28.8 TB/s
+  EXPECT_DOUBLE_EQ(n.nvlink_bisection_per_domain, 36 * 900e9);  // 32.4 TB/s
+  EXPECT_EQ(n.nvlink_domains, 16);
+  // A 2:1 leaf halves it: half the leaves' uplinks carry half of their NICs' bandwidth.
+  PlatformSpec over = find_platform("hgx_h100");
+  over.fabric.oversubscription.leaf = 2;
+  EXPECT_DOUBLE_EQ(summarize(over, 2048).bisection_bandwidth, 512 * 50e9);
+}
+
+TEST(Topology, EveryPlatformBuildsFrom8To16384Gpus) {
+  for (const auto& name : catalog_platforms()) {
+    const PlatformSpec s = find_platform(name);
+    for (int gpus : {8, 64, 1024, 4096, 16384}) {
+      EXPECT_EQ(Topology::check(s, gpus), "") << name << " " << gpus;
+      const Topology t(s, gpus);
+      // Every network route has the same sum of 1/bandwidth (fair weight-S sharing).
+      const auto inv_sum = [&t](int a, int b) {
+        const Path p = t.path(a, b);
+        double sum = 0;
+        for (int i = 0; i < p.count; ++i) sum += 1.0 / t.link_class(p.links[static_cast<size_t>(i)].kind).bandwidth;
+        return sum;
+      };
+      const int far = gpus - 1, domain = s.node.nvlink_domain_size;
+      if (far >= domain) {
+        EXPECT_DOUBLE_EQ(inv_sum(0, far), inv_sum(0, domain)) << name << " " << gpus;
+      }
+    }
+  }
+}
+
+TEST(Topology, SummaryTextNamesTheFigures) {
+  const std::string text = format_summary(summarize(find_platform("hgx_h100"), 2048));
+  for (const char* part : {"2048 x H100-SXM on 256 nodes of 8", "256 of 8 GPUs", "2 tiers", "64 leaf, 32 spine",
+                           "8 scalable units", "bisection         51.2 TB/s", "injection         50 GB/s",
+                           "nic 4096 x 50 GB/s", "leaf-spine 128 x 1.6 TB/s"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+}
+
+}  // namespace
+}  // namespace clustersim::platforms
