@@ -18,7 +18,9 @@ struct RunReport {
   sim::StepResult step;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
   std::string mfu_convention;
-  double hfu = 0.0;              ///< hardware FLOPs (recompute included) over the same
+  double peak_tflops = 0.0;      ///< dense datasheet peak of the precision used, TFLOP/s
+  double achieved_tflops_per_gpu = 0.0;  ///< FLOPs the kernels execute (causal attention,
+                                         ///< recompute included) per second per GPU, in TFLOP/s
   double tflops_per_gpu = 0.0;   ///< model TFLOP/s per GPU
   double tokens_per_s_per_gpu = 0.0;
   double tokens_per_step = 0.0;

@@ -1,0 +1,122 @@
+// End-to-end tests of the clustersim binary: the paths a user takes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& args) {
+  const std::string cmd = std::string(CLUSTERSIM_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) r.output += buf.data();
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
+
+std::string tmp(const std::string& name) {
+  return ::testing::TempDir() + "/" + name;
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+TEST(Cli, RunWritesJsonWhoseBreakdownAddsUpToTheStepTime) {
+  const auto r = run_cli("run " + data("small_job.yaml") + " --json " + tmp("small.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("step time"), std::string::npos);
+  const auto j = read_json(tmp("small.json"));
+  for (const char* key : {"step_time_s", "mfu", "mfu_convention", "tflops_per_gpu",
+                          "tokens_per_s_per_gpu", "breakdown", "sim_wall_s", "events"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  const double step = j["step_time_s"];
+  const auto& b = j["breakdown"];
+  const double sum = b["compute_s"].get<double>() + b["exposed_comm_s"].get<double>() +
+                     b["bubble_s"].get<double>();
+  EXPECT_GT(step, 0.0);
+  EXPECT_NEAR(sum, step, 1e-9 * step);
+  EXPECT_EQ(j["mfu_convention"], "megatron");
+  EXPECT_GT(j["mfu"].get<double>(), 0.05);
+  EXPECT_LT(j["mfu"].get<double>(), 0.9);
+  // tokens/s/GPU follows from the batch: 32 x 2048 tokens per step over 16 GPUs.
+  EXPECT_NEAR(j["tokens_per_s_per_gpu"].get<double>(), 32.0 * 2048 / step / 16, 1e-6);
+  EXPECT_GT(j["events"].get<double>(), 0);
+}
+
+TEST(Cli, SameJobTwiceGivesIdenticalJsonExceptWallTime) {
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --json " + tmp("a.json")).exit_code, 0);
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --json " + tmp("b.json")).exit_code, 0);
+  auto a = read_json(tmp("a.json"));
+  auto b = read_json(tmp("b.json"));
+  a.erase("sim_wall_s");
+  b.erase("sim_wall_s");
+  EXPECT_EQ(a.dump(), b.dump());
+}
+
+TEST(Cli, TraceIsChromeTraceEventJsonWithEveryRank) {
+  const auto r = run_cli("run " + data("small_job.yaml") + " --trace " + tmp("trace.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = read_json(tmp("trace.json"));
+  ASSERT_TRUE(j.contains("traceEvents"));
+  std::set<int> ranks;
+  int complete = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      ranks.insert(e["pid"].get<int>());
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_GT(complete, 100);
+  EXPECT_EQ(ranks.size(), 16u);
+}
+
+TEST(Cli, InconsistentParallelismExitsWithTwoAndNamesFileLineField) {
+  const auto r = run_cli("run " + data("bad_tp.yaml"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad_tp.yaml:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("parallelism"), std::string::npos) << r.output;
+}
+
+TEST(Cli, UnknownKeyExitsWithTwoAndNamesTheKeyAndLine) {
+  const auto r = run_cli("run " + data("unknown_key.yaml"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown_key.yaml:14"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("learning_rate"), std::string::npos) << r.output;
+}
+
+TEST(Cli, MissingFileAndUnknownCommandAreUsageErrors) {
+  EXPECT_NE(run_cli("run /nonexistent/job.yaml").exit_code, 0);
+  EXPECT_EQ(run_cli("frobnicate").exit_code, 2);
+}
+
+TEST(Cli, HelpExplainsEveryRunOption) {
+  const auto r = run_cli("run --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* opt : {"--json", "--trace", "--show-default"}) {
+    EXPECT_NE(r.output.find(opt), std::string::npos) << opt;
+  }
+}
+
+}  // namespace
