@@ -1,5 +1,6 @@
 #include "workloads/job_spec.hpp"
 
+#include <initializer_list>
 #include <string>
 
 #include "workloads/enum_names.hpp"
@@ -16,6 +17,13 @@ constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxBatch = std::int64_t{1} << 30;
 
 std::string str(std::int64_t v) { return std::to_string(v); }
+
+// Checks for unknown keys before any value is read, so that a misspelt key is reported as
+// such rather than as a missing required one.
+void reject_unknown_keys(YamlMap& map, std::initializer_list<const char*> known) {
+  for (const char* key : known) map.has(key);
+  map.finish();
+}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -49,6 +57,9 @@ int read_dp(YamlMap& p, const ParallelSpec& s, int gpus) {
 // trainer() sets DistributedDataParallelConfig(grad_reduce_in_fp32=True,
 // overlap_grad_reduce=True, overlap_param_gather=True)). docs/job-spec.md lists them.
 ParallelSpec read_parallelism(YamlMap& p, int gpus) {
+  reject_unknown_keys(p, {"tp", "pp", "dp", "cp", "sequence_parallel", "schedule",
+                          "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+                          "grad_reduce_in_fp32"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -71,18 +82,17 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                   "needs distributed_optimizer: true and overlap_grad_reduce: true");
   }
   s.dp = read_dp(p, s, gpus);
-  p.finish();
   return s;
 }
 
 // global_batch_size defaults to micro_batch_size * dp, as in Megatron-LM (arguments.py).
 TrainingSpec read_training(YamlMap& t, int dp) {
+  reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size", "precision"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
   s.micro_batch_size = t.get_int("micro_batch_size", 1, kMaxBatch);
   s.global_batch_size = t.get_int_or("global_batch_size", s.micro_batch_size * dp, 1, kMaxBatch);
   s.precision = read_enum(t, "precision", kPrecisionNames);
-  t.finish();
   return s;
 }
 

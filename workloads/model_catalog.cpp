@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <utility>
@@ -65,6 +66,17 @@ std::string unknown_model_reason(const std::string& name) {
 // remembers which mapping gave each field, so that errors point at the line that set it.
 class ModelReader {
  public:
+  // Marks every model key known in `map` and rejects the others (before any value is read, so
+  // that a misspelt key is not reported as a missing one). `extra` are keys of the job's
+  // model mapping that are not dimensions.
+  static void reject_unknown_keys(YamlMap& map, std::initializer_list<const char*> extra) {
+    for (const auto& field : kRequiredInts) map.has(field.key);
+    for (const auto& field : kOptionalInts) map.has(field.key);
+    for (const char* key : {"activation", "norm", "position", "tied_embeddings", "bias"}) map.has(key);
+    for (const char* key : extra) map.has(key);
+    map.finish();
+  }
+
   void read(YamlMap& map, bool complete) {
     for (const auto& field : kRequiredInts) {
       if (complete || map.has(field.key)) read_int(map, field);
@@ -137,9 +149,9 @@ class ModelReader {
 
 ModelSpec read_catalog_file(const std::string& path, const std::string& name) {
   YamlMap file = YamlMap::load_file(path);
+  ModelReader::reject_unknown_keys(file, {});
   ModelReader reader;
   reader.read(file, true);
-  file.finish();
   return reader.finish(name);
 }
 
@@ -175,6 +187,7 @@ ModelSpec parse_model_section(YamlMap& root) {
     return read_catalog_file(path, name);
   }
   YamlMap map = root.get_map("model");
+  ModelReader::reject_unknown_keys(map, {"catalog", "name"});
   ModelReader reader;
   std::string name = "inline";
   if (map.has("catalog")) {
@@ -182,15 +195,14 @@ ModelSpec parse_model_section(YamlMap& root) {
     const std::string path = find_catalog_file(base);
     if (path.empty()) throw map.error("catalog", unknown_model_reason(base));
     YamlMap file = YamlMap::load_file(path);
+    ModelReader::reject_unknown_keys(file, {});
     reader.read(file, true);
-    file.finish();
     reader.read(map, false);
     name = base + "+overrides";
   } else {
     reader.read(map, true);
   }
   if (map.has("name")) name = map.get_string("name");
-  map.finish();
   return reader.finish(name);
 }
 

@@ -1,0 +1,218 @@
+// Job spec parsing: every error class names file:line, the field and the reason; valid specs
+// get exactly the documented values and defaults.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/spec_error.hpp"
+#include "workloads/model_catalog.hpp"
+#include "workload_test_util.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+using testing::default_job_yaml;
+using testing::parse_job;
+
+// Expects a SpecError located at job.yaml:`line`, `field`, with `reason_part` in its reason.
+void expect_error(const std::string& yaml, int gpus, int line, const std::string& field,
+                  const std::string& reason_part) {
+  try {
+    parse_job(yaml, gpus);
+    ADD_FAILURE() << "no error; expected one at " << field;
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), "job.yaml") << e.what();
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_NE(e.reason().find(reason_part), std::string::npos) << e.what();
+    const std::string prefix = "job.yaml:" + std::to_string(line) + ": " + field + ": ";
+    EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0u) << e.what();
+  }
+}
+
+// The default job with one line replaced (1-based line numbers of default_job_yaml():
+// 1 model, 2 parallelism, 3 tp, 4 pp, 5 dp, 6 sequence_parallel, 7 training, 8 seq_length,
+// 9 micro_batch_size, 10 global_batch_size, 11 precision).
+std::string with_line(int line, const std::string& text) {
+  std::string yaml = default_job_yaml();
+  std::size_t begin = 0;
+  for (int i = 1; i < line; ++i) begin = yaml.find('\n', begin) + 1;
+  const std::size_t end = yaml.find('\n', begin);
+  return yaml.replace(begin, end - begin, text);
+}
+
+TEST(JobSpec, DefaultJobParsesToTheDocumentedValues) {
+  const WorkloadSpec s = parse_job(default_job_yaml(), 128);
+  EXPECT_EQ(s.model.name, "gpt3_175b");
+  EXPECT_EQ(s.model.layers, 96);
+  EXPECT_EQ(s.model.hidden, 12288);
+  EXPECT_EQ(s.model.head_dim, 128);
+  EXPECT_EQ(s.model.position, PositionKind::Learned);
+  EXPECT_EQ(s.model.max_position_embeddings, 2048);
+  EXPECT_TRUE(s.model.tied_embeddings);
+  EXPECT_EQ(s.parallel.tp, 4);
+  EXPECT_EQ(s.parallel.pp, 8);
+  EXPECT_EQ(s.parallel.dp, 4);
+  EXPECT_TRUE(s.parallel.sequence_parallel);
+  EXPECT_EQ(s.parallel.schedule, "1f1b");
+  // NeMo recipe defaults for the data-parallel optimizer.
+  EXPECT_TRUE(s.parallel.distributed_optimizer);
+  EXPECT_TRUE(s.parallel.overlap_grad_reduce);
+  EXPECT_TRUE(s.parallel.overlap_param_gather);
+  EXPECT_TRUE(s.parallel.grad_reduce_in_fp32);
+  EXPECT_EQ(s.training.seq_length, 2048);
+  EXPECT_EQ(s.training.global_batch_size, 256);
+  EXPECT_EQ(s.num_microbatches(), 64);
+  EXPECT_EQ(s.gpus(), 128);
+  EXPECT_EQ(compute_dtype(s), sim::DType::BF16);
+}
+
+TEST(JobSpec, DpIsDerivedAndGlobalBatchDefaultsToMbsTimesDp) {
+  std::string yaml = with_line(5, "");
+  const std::size_t gbs = yaml.find("  global_batch_size: 256\n");
+  yaml.erase(gbs, std::string("  global_batch_size: 256\n").size());
+  const WorkloadSpec s = parse_job(yaml, 256);
+  EXPECT_EQ(s.parallel.dp, 8);
+  EXPECT_EQ(s.training.global_batch_size, 8);
+  EXPECT_EQ(s.num_microbatches(), 1);
+}
+
+TEST(JobSpec, Fp8SelectsFp8ComputeDtype) {
+  EXPECT_EQ(compute_dtype(parse_job(with_line(11, "  precision: fp8"), 128)), sim::DType::FP8);
+}
+
+TEST(JobSpec, UnknownKeyIsRejectedWithItsLine) {
+  expect_error(with_line(6, "  sequence_paralel: true"), 128, 6, "parallelism.sequence_paralel",
+               "unknown key");
+  expect_error(with_line(8, "  seq_lenght: 2048"), 128, 8, "training.seq_lenght", "unknown key");
+}
+
+TEST(JobSpec, WrongTypeIsRejected) {
+  expect_error(with_line(3, "  tp: four"), 128, 3, "parallelism.tp", "expected an integer");
+  expect_error(with_line(6, "  sequence_parallel: maybe"), 128, 6,
+               "parallelism.sequence_parallel", "expected true or false");
+  expect_error("model: gpt3_175b\nparallelism: 4\ntraining:\n  seq_length: 2048\n", 128, 2,
+               "parallelism", "expected a mapping");
+}
+
+TEST(JobSpec, OutOfRangeIsRejected) {
+  expect_error(with_line(3, "  tp: 0"), 128, 3, "parallelism.tp", "out of range");
+  expect_error(with_line(9, "  micro_batch_size: -1"), 128, 9, "training.micro_batch_size",
+               "out of range");
+}
+
+TEST(JobSpec, ParallelSizesMustMultiplyToTheGpuCount) {
+  expect_error(with_line(5, "  dp: 5"), 128, 5, "parallelism.dp",
+               "tp*pp*dp = 4*8*5 = 160 does not equal the cluster's 128 GPUs");
+  // With dp omitted, the GPU count must be a multiple of tp*pp.
+  // (Errors about a whole mapping point at its first key.)
+  expect_error(with_line(5, ""), 100, 3, "parallelism.dp", "not divisible by tp*pp = 32");
+}
+
+TEST(JobSpec, GlobalBatchMustBeDivisibleByDpTimesMbs) {
+  expect_error(with_line(10, "  global_batch_size: 250"), 128, 10, "training.global_batch_size",
+               "not divisible by dp*micro_batch_size = 4*1 = 4");
+}
+
+TEST(JobSpec, HeadsAndWidthsMustBeDivisibleByTp) {
+  // GPT-3: 96 heads; tp 5 (with pp 8, dp 4: 160 GPUs).
+  expect_error(with_line(3, "  tp: 5"), 160, 3, "parallelism.tp", "model.heads (96)");
+  // Llama3 8B: 32 heads but 8 kv heads; tp 16.
+  std::string y = with_line(3, "  tp: 16");
+  y.replace(0, std::string("model: gpt3_175b").size(), "model: llama3_8b");
+  y.replace(y.find("  pp: 8"), 7, "  pp: 1");
+  expect_error(y, 64, 3, "parallelism.tp", "model.kv_heads (8) is not divisible by tp (16)");
+}
+
+TEST(JobSpec, LayersMustBeDivisibleByPp) {
+  // GPT-3 has 96 layers; pp 7 (with tp 4, dp 4: 112 GPUs).
+  expect_error(with_line(4, "  pp: 7"), 112, 4, "parallelism.pp", "model.layers (96)");
+}
+
+TEST(JobSpec, UnknownModelListsTheCatalog) {
+  expect_error(with_line(1, "model: gpt5"), 128, 1, "model", "unknown model 'gpt5'");
+  expect_error(with_line(1, "model: gpt5"), 128, 1, "model", "llama3_70b");
+  expect_error(with_line(1, "model: ../etc/passwd"), 128, 1, "model", "unknown model");
+}
+
+TEST(JobSpec, BadPrecisionListsTheChoices) {
+  expect_error(with_line(11, "  precision: fp16"), 128, 11, "training.precision",
+               "'fp16' is not one of: bf16, fp8");
+}
+
+TEST(JobSpec, MissingRequiredFieldsAreNamed) {
+  expect_error(with_line(8, ""), 128, 9, "training", "missing required field 'seq_length'");
+  expect_error(with_line(11, ""), 128, 8, "training", "missing required field 'precision'");
+}
+
+TEST(JobSpec, UnknownScheduleListsTheRegistry) {
+  expect_error(with_line(6, "  schedule: gpipe"), 128, 6, "parallelism.schedule",
+               "unknown pipeline schedule 'gpipe' (known: 1f1b)");
+}
+
+TEST(JobSpec, UnsupportedContextParallelIsRejected) {
+  expect_error(with_line(6, "  cp: 2"), 128, 6, "parallelism.cp", "not implemented");
+}
+
+TEST(JobSpec, OverlapParamGatherNeedsTheDistributedOptimizer) {
+  expect_error(with_line(6, "  distributed_optimizer: false"), 128, 3,
+               "parallelism.overlap_param_gather", "needs distributed_optimizer: true");
+}
+
+TEST(JobSpec, SequenceParallelNeedsSeqDivisibleByTp) {
+  expect_error(with_line(8, "  seq_length: 2046"), 128, 8, "training.seq_length",
+               "seq_length (2046) is not divisible by tp (sequence parallel) (4)");
+}
+
+TEST(JobSpec, LearnedPositionsBoundTheSequence) {
+  expect_error(with_line(8, "  seq_length: 4096"), 128, 8, "training.seq_length",
+               "exceeds the model's learned position table (2048 positions)");
+}
+
+TEST(JobSpec, InlineModelIsValidated) {
+  const std::string base = testing::small_llama_job(2, 2, 2, true, 8, 2);
+  const WorkloadSpec ok = parse_job(base, 8);
+  EXPECT_EQ(ok.model.name, "inline");
+  EXPECT_EQ(ok.model.head_dim, 32);  // hidden / heads when omitted
+  std::string bad = base;
+  bad.replace(bad.find("kv_heads: 4"), 11, "kv_heads: 3");  // line 6
+  expect_error(bad, 8, 6, "model.kv_heads", "heads (8) must be a multiple of kv_heads (3)");
+  std::string learned = base;
+  learned.replace(learned.find("position: rope"), 14, "position: learned");  // line 10
+  expect_error(learned, 8, 10, "model.position", "needs max_position_embeddings");
+  std::string missing = base;
+  missing.erase(missing.find("  vocab: 1000\n"), 14);
+  expect_error(missing, 8, 2, "model", "missing required field 'vocab'");
+}
+
+TEST(JobSpec, CatalogModelWithOverrides) {
+  std::string yaml = with_line(1, "model: {catalog: gpt3_175b, layers: 48}");
+  const WorkloadSpec s = parse_job(yaml, 128);
+  EXPECT_EQ(s.model.layers, 48);
+  EXPECT_EQ(s.model.hidden, 12288);
+  EXPECT_EQ(s.model.name, "gpt3_175b+overrides");
+  expect_error(with_line(1, "model: {catalog: gpt3_175b, layerz: 48}"), 128, 1, "model.layerz",
+               "unknown key");
+  expect_error(with_line(1, "model: {catalog: gpt3_175b, kv_heads: 7}"), 128, 1, "model.kv_heads",
+               "must be a multiple of kv_heads (7)");
+  expect_error(with_line(1, "model: {catalog: nope}"), 128, 1, "model.catalog", "unknown model");
+}
+
+TEST(ModelCatalog, ListsAndLoadsTheFourModels) {
+  const auto names = catalog_model_names();
+  ASSERT_EQ(names, (std::vector<std::string>{"gpt3_175b", "llama3_405b", "llama3_70b", "llama3_8b"}));
+  const ModelSpec m = load_catalog_model("llama3_405b");
+  EXPECT_EQ(m.layers, 126);
+  EXPECT_EQ(m.hidden, 16384);
+  EXPECT_EQ(m.ffn, 53248);
+  EXPECT_EQ(m.heads, 128);
+  EXPECT_EQ(m.kv_heads, 8);
+  EXPECT_EQ(m.vocab, 128256);
+  EXPECT_EQ(m.activation, Activation::Swiglu);
+  EXPECT_EQ(m.norm, NormKind::RmsNorm);
+  EXPECT_FALSE(m.tied_embeddings);
+  EXPECT_THROW(load_catalog_model("gpt5"), SpecError);
+}
+
+}  // namespace
+}  // namespace clustersim::workloads
