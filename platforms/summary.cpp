@@ -102,7 +102,7 @@ std::string format_summary(const TopologySummary& s) {
     << s.switch_radix << "-port switches: " << s.leaf_switches << " leaf, " << s.spine_switches
     << " spine";
   if (s.tiers == 3) o << ", " << s.core_switches << " core";
-  if (s.scalable_units > 0) o << "; " << s.scalable_units << " scalable units";
+  if (s.scalable_units > 0) o << "; scalable units " << s.scalable_units;
   o << "\n";
   o << "oversubscription  leaf " << s.oversubscription_leaf << ":1";
   if (s.tiers == 3) o << ", spine " << s.oversubscription_spine << ":1";

@@ -1,0 +1,86 @@
+// `clustersim platform show NAME --gpus N [--xml FILE]` and `clustersim platform list`
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "platforms/cluster_spec.hpp"
+#include "platforms/summary.hpp"
+#include "platforms/topology.hpp"
+#include "sim/spec_error.hpp"
+#include "tools/commands.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+struct ShowArgs {
+  std::string platform;
+  int gpus = 0;
+  std::string xml;
+};
+
+int show_command(const ShowArgs& args) {
+  const platforms::PlatformSpec spec = platforms::load_platform(args.platform);
+  const std::string problem = platforms::Topology::check(spec, args.gpus);
+  if (!problem.empty()) throw SpecError("<command line>", 0, "--gpus", problem);
+  std::cout << platforms::format_summary(platforms::summarize(spec, args.gpus));
+  if (args.xml.empty()) return 0;
+  if (args.gpus > platforms::kMaxXmlGpus) {
+    throw SpecError("<command line>", 0, "--xml",
+                    "the XML platform lists every route; it is written for at most " +
+                        std::to_string(platforms::kMaxXmlGpus) + " GPUs");
+  }
+  std::ofstream out(args.xml);
+  platforms::write_simgrid_xml(spec, args.gpus, out);
+  out.close();
+  if (!out) {
+    std::cerr << "error: cannot write '" << args.xml << "'\n";
+    return 1;
+  }
+  std::cout << "xml               " << args.xml << " (SimGrid 3.32 platform, Full routing)\n";
+  return 0;
+}
+
+int list_command() {
+  for (const auto& name : platforms::catalog_platforms()) {
+    std::cout << name << "  " << platforms::find_platform(name).description << "\n";
+  }
+  return 0;
+}
+
+// Runs `fn` and maps errors to exit codes: 2 for bad input, 1 for anything else.
+template <typename Fn>
+void guarded(Fn fn, int& exit_code) {
+  try {
+    exit_code = fn();
+  } catch (const SpecError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    exit_code = 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    exit_code = 1;
+  }
+}
+
+}  // namespace
+
+void register_platform_command(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand("platform", "Inspect the cluster platforms (docs/platforms.md)");
+  cmd->require_subcommand(1);
+
+  auto args = std::make_shared<ShowArgs>();
+  CLI::App* show = cmd->add_subcommand(
+      "show", "Print a cluster's topology: GPUs, nodes, NVLink domains, fabric tiers and switches, "
+              "links per tier, per-GPU injection and bisection bandwidth, oversubscription");
+  show->add_option("platform", args->platform, "Catalog name (see 'platform list') or a platform YAML file")
+      ->required();
+  show->add_option("--gpus", args->gpus, "Number of GPUs (a multiple of the GPUs per node, 8 to 16384+)")
+      ->required();
+  show->add_option("--xml", args->xml,
+                   "Also write an equivalent SimGrid XML platform to FILE (at most 256 GPUs)");
+  show->callback([args, &exit_code] { guarded([&] { return show_command(*args); }, exit_code); });
+
+  CLI::App* list = cmd->add_subcommand("list", "List the catalog platforms");
+  list->callback([&exit_code] { guarded(list_command, exit_code); });
+}
+
+}  // namespace clustersim::tools
