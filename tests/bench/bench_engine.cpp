@@ -1,0 +1,63 @@
+// Simulator speed: one training step of a Llama3-405B-shaped job (128 layers so that 16
+// pipeline stages divide them; TP8 PP16, 16 microbatches per pipeline) at growing GPU counts,
+// and the default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated
+// events per second and the simulation process's peak RSS.
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <fstream>
+#include <string>
+
+#include "tools/job.hpp"
+#include "tools/simulate.hpp"
+
+namespace {
+
+std::string write_job(int gpus) {
+  const int dp = gpus / 128;
+  const std::string path = "/tmp/clustersim_bench_" + std::to_string(gpus) + ".yaml";
+  std::ofstream out(path);
+  out << "cluster: {platform: hgx_h100, gpus: " << gpus << "}\n"
+      << "model: {catalog: llama3_405b, layers: 128}\n"
+      << "parallelism: {tp: 8, pp: 16, dp: " << dp << ", sequence_parallel: true}\n"
+      << "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: " << dp * 16
+      << ", precision: bf16}\n";
+  return path;
+}
+
+void report(benchmark::State& state, double events, double wall) {
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);  // simulations run in forked children
+  state.counters["events"] = events;
+  state.counters["events_per_s"] = events / wall;
+  state.counters["sim_wall_s"] = wall;
+  state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+void BM_Llama405bStep(benchmark::State& state) {
+  const auto job = clustersim::tools::load_job(write_job(static_cast<int>(state.range(0))));
+  double events = 0, wall = 0;
+  for (auto _ : state) {
+    const auto r = clustersim::tools::simulate_job(job, {});
+    events = static_cast<double>(r.step.events);
+    wall = r.step.sim_wall_s;
+  }
+  report(state, events, wall);
+}
+BENCHMARK(BM_Llama405bStep)->Arg(128)->Arg(1024)->Unit(benchmark::kSecond)->Iterations(1);
+
+void BM_DefaultGpt3Step(benchmark::State& state) {
+  const auto job = clustersim::tools::load_default_job();
+  double events = 0, wall = 0;
+  for (auto _ : state) {
+    const auto r = clustersim::tools::simulate_job(job, {});
+    events = static_cast<double>(r.step.events);
+    wall = r.step.sim_wall_s;
+  }
+  report(state, events, wall);
+}
+BENCHMARK(BM_DefaultGpt3Step)->Unit(benchmark::kSecond)->Iterations(1);
+
+}  // namespace
+
+BENCHMARK_MAIN();
