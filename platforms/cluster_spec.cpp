@@ -1,6 +1,5 @@
 #include "platforms/cluster_spec.hpp"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "platforms/topology.hpp"
@@ -25,16 +24,16 @@ ClusterSpec parse_cluster_section(YamlMap& cluster) {
   ClusterSpec out;
   const std::string name = cluster.get_string("platform");
   const std::string job_dir = std::filesystem::path(cluster.file()).parent_path().string();
-  if (!is_path(name)) {
-    const auto known = catalog_platforms();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw cluster.error("platform", "unknown platform '" + name + "' (catalog: " + list +
-                                          "; or give a path ending in .yaml)");
-    }
+  try {
+    out.platform = load_platform(name, job_dir);
+  } catch (const SpecError& e) {
+    // An unknown catalog name or an unreadable file is the job's error: report it at the job's
+    // line. Errors inside a platform file keep that file's line.
+    if (!is_path(name) && e.field() == "platform")
+      throw cluster.error("platform", e.reason() + "; or give a path ending in .yaml");
+    if (is_path(name) && e.line() == 0) throw cluster.error("platform", e.what());
+    throw;
   }
-  out.platform = load_platform(name, job_dir);
   if (auto overrides = cluster.get_map_opt("overrides")) apply_overrides(out.platform, *overrides);
   out.gpus = static_cast<int>(cluster.get_int("gpus", 1, 1 << 30));
   const std::string problem = Topology::check(out.platform, out.gpus);

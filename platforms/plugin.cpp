@@ -5,6 +5,7 @@
 // as clustersim sets it.
 #include <simgrid/s4u/Engine.hpp>
 
+#include <charconv>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -29,9 +30,10 @@ std::string require_env(const char* name) {
 extern "C" void load_platform(const simgrid::s4u::Engine& /*engine*/) {
   const std::string platform = require_env("CLUSTERSIM_PLATFORM");
   const std::string gpus_text = require_env("CLUSTERSIM_GPUS");
-  std::size_t used = 0;
-  const int gpus = std::stoi(gpus_text, &used);
-  if (used != gpus_text.size()) throw std::invalid_argument("CLUSTERSIM_GPUS: not an integer: " + gpus_text);
+  int gpus = 0;
+  const auto [end, error] = std::from_chars(gpus_text.data(), gpus_text.data() + gpus_text.size(), gpus);
+  if (error != std::errc() || end != gpus_text.data() + gpus_text.size())
+    throw std::invalid_argument("CLUSTERSIM_GPUS: not an integer: " + gpus_text);
   auto builder = clustersim::platforms::make_platform_builder(clustersim::platforms::load_platform(platform), gpus);
   simgrid::s4u::Engine& engine = *simgrid::s4u::Engine::get_instance();
   clustersim::sim::apply_network_config(engine);

@@ -161,8 +161,10 @@ TEST(ClusterSection, GpusMustFitTheNodesAndTheFabric) {
 
 TEST(ClusterSection, UnknownPlatformAndUnknownKey) {
   expect_spec_error([] { parse_cluster("cluster: {platform: dgx_h100, gpus: 64}\n"); },
-                    {"job.yaml:1", "cluster.platform", "unknown platform 'dgx_h100'", "hgx_h100"});
+                    {"job.yaml:1", "cluster.platform", "unknown platform 'dgx_h100'", "hgx_h100", "path ending in .yaml"});
   expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 64, gpu: 3}\n"); }, {"cluster.gpu", "unknown key"});
+  expect_spec_error([] { parse_cluster("cluster:\n  platform: /nonexistent/p.yaml\n  gpus: 64\n"); },
+                    {"job.yaml:2", "cluster.platform", "/nonexistent/p.yaml", "cannot open"});
 }
 
 TEST(ClusterSection, PlatformFileRelativeToTheJob) {
