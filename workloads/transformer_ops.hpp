@@ -52,15 +52,22 @@ class TransformerOps {
   /// Keeps references to `builder` and `spec`.
   TransformerOps(ProgramBuilder& builder, const WorkloadSpec& spec);
 
+  /// Word (and position) embedding of one microbatch, with its TP reduction (first stage).
   void embedding_forward(std::vector<std::uint32_t> param_deps);
+  /// Forward of transformer layer `layer` (global index) for one microbatch.
   void layer_forward(int layer, std::vector<std::uint32_t> param_deps);
+  /// Final norm, output head and vocab-parallel cross entropy (last stage).
   void head_forward(std::vector<std::uint32_t> param_deps);
+  /// Backward of the cross entropy, output head and final norm (last stage).
   void head_backward(GradSink* sink);
+  /// Backward of transformer layer `layer`: dgrad and wgrad GEMMs, attention backward, TP comm.
   void layer_backward(int layer, GradSink* sink);
+  /// Backward of the embeddings (first stage).
   void embedding_backward(GradSink* sink);
 
   /// Bytes of one pipeline activation (or its gradient): [seq (/tp with SP), mbs, hidden] BF16.
   double pipeline_message_bytes() const;
+  /// The per-rank sizes used.
   const RankShapes& shapes() const { return s_; }
 
  private:

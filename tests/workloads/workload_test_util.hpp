@@ -17,7 +17,22 @@ inline WorkloadSpec parse_job(const std::string& yaml, int gpus) {
   return spec;
 }
 
-/// A small Llama-style job (swiglu, rmsnorm, rope, GQA) that generates in milliseconds.
+/// The `parallelism:` and `training:` blocks of the small test jobs.
+inline std::string parallel_and_training(int tp, int pp, int dp, bool sp, int seq, int gbs, int mbs,
+                                         const std::string& precision) {
+  return "parallelism:\n"
+         "  tp: " + std::to_string(tp) + "\n"
+         "  pp: " + std::to_string(pp) + "\n"
+         "  dp: " + std::to_string(dp) + "\n"
+         "  sequence_parallel: " + (sp ? "true" : "false") + "\n"
+         "training:\n"
+         "  seq_length: " + std::to_string(seq) + "\n"
+         "  micro_batch_size: " + std::to_string(mbs) + "\n"
+         "  global_batch_size: " + std::to_string(gbs) + "\n"
+         "  precision: " + precision + "\n";
+}
+
+/// A small Llama-style job (swiglu, rmsnorm, rope, GQA; seq 128) that generates in milliseconds.
 inline std::string small_llama_job(int tp, int pp, int dp, bool sp, int gbs, int mbs,
                                    const std::string& precision = "bf16") {
   return "model:\n"
@@ -31,20 +46,11 @@ inline std::string small_llama_job(int tp, int pp, int dp, bool sp, int gbs, int
          "  norm: rmsnorm\n"
          "  position: rope\n"
          "  tied_embeddings: false\n"
-         "  bias: false\n"
-         "parallelism:\n"
-         "  tp: " + std::to_string(tp) + "\n"
-         "  pp: " + std::to_string(pp) + "\n"
-         "  dp: " + std::to_string(dp) + "\n"
-         "  sequence_parallel: " + (sp ? "true" : "false") + "\n"
-         "training:\n"
-         "  seq_length: 128\n"
-         "  micro_batch_size: " + std::to_string(mbs) + "\n"
-         "  global_batch_size: " + std::to_string(gbs) + "\n"
-         "  precision: " + precision + "\n";
+         "  bias: false\n" +
+         parallel_and_training(tp, pp, dp, sp, 128, gbs, mbs, precision);
 }
 
-/// A small GPT-style job (gelu, layernorm, learned positions, biases, tied embeddings).
+/// A small GPT-style job (gelu, layernorm, learned positions, biases, tied embeddings; seq 96).
 inline std::string small_gpt_job(int tp, int pp, int dp, bool sp, int gbs, int mbs) {
   return "model:\n"
          "  layers: 4\n"
@@ -58,17 +64,8 @@ inline std::string small_gpt_job(int tp, int pp, int dp, bool sp, int gbs, int m
          "  position: learned\n"
          "  max_position_embeddings: 256\n"
          "  tied_embeddings: true\n"
-         "  bias: true\n"
-         "parallelism:\n"
-         "  tp: " + std::to_string(tp) + "\n"
-         "  pp: " + std::to_string(pp) + "\n"
-         "  dp: " + std::to_string(dp) + "\n"
-         "  sequence_parallel: " + (sp ? "true" : "false") + "\n"
-         "training:\n"
-         "  seq_length: 96\n"
-         "  micro_batch_size: " + std::to_string(mbs) + "\n"
-         "  global_batch_size: " + std::to_string(gbs) + "\n"
-         "  precision: bf16\n";
+         "  bias: true\n" +
+         parallel_and_training(tp, pp, dp, sp, 96, gbs, mbs, "bf16");
 }
 
 /// The default job of the CLI (docs/job-spec.md): GPT-3 175B, TP4 PP8 DP4, SP, seq 2048.
