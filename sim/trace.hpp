@@ -26,6 +26,8 @@ enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
 
 /// Communicator kinds; the ranks of each are given by RankLayout::group().
 enum class GroupKind : std::uint8_t { TP, CP, DP, PP };
+/// Number of GroupKind values (the engine sizes per-communicator tables with it).
+inline constexpr int kGroupKindCount = 4;
 
 /// Collective operations (NCCL semantics).
 enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };
