@@ -1,0 +1,181 @@
+"""Attention probe: causal fused attention forward and backward through PyTorch's
+scaled_dot_product_attention with the cuDNN backend (SDPBackend.CUDNN_ATTENTION, i.e. cuDNN's
+SDPA graph) and, as a second column, the FlashAttention-2 backend (SDPBackend.FLASH_ATTENTION).
+cuDNN's SDPA is driven through PyTorch rather than from C++: the cuDNN frontend needed to build
+the graph from C++ is not on the GPU machine. BF16, batch 1 (Megatron's micro-batch), heads and
+kv_heads of the catalog models per tensor-parallel rank, head_dim 128 (and 192/128 for MLA).
+
+FLOP convention (columns `flops`, `tflops`): forward 2*b*h*s_q*s_kv*(d + d_v) * 0.5 for the
+causal mask; backward 2.5x forward (five matmuls against two).
+"""
+
+import argparse
+import math
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from probe_common import CsvWriter, fmt, median
+
+BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+
+
+def grids(name):
+    """(set, head_dim, head_dim_v, [(heads, kv_heads)], [seq]) tuples of a named grid."""
+    seqs = [1024 << i for i in range(8)]  # 1k .. 128k
+    if name == "smoke":
+        return [("gqa", 128, 128, [(8, 1), (64, 8)], [1024, 4096]),
+                ("mla", 192, 128, [(16, 16)], [2048])]
+    return [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], seqs),
+            ("mha", 128, 128, [(h, h) for h in (12, 24, 48, 96)], [2048, 4096, 8192]),
+            ("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], seqs[:6])]
+
+
+def flops_fwd(b, h, s, d, dv):
+    return 2.0 * b * h * s * s * (d + dv) * 0.5
+
+
+def reference(q, k, v):
+    """Causal attention in float64 (k, v already expanded to q's heads)."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    s = torch.matmul(q.double(), k.double().transpose(-1, -2)) * scale
+    n = s.shape[-1]
+    mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+    return torch.matmul(torch.softmax(s.masked_fill(mask, float("-inf")), -1), v.double())
+
+
+def sdpa(q, k, v, gqa):
+    if gqa == "native":
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def rel_err(got, want):
+    return ((got.double() - want).norm() / want.norm()).item()
+
+
+def grad_check(backend, d, dv, h, kv, gqa, dev):
+    """Forward and backward of a small problem against float64 autograd: max relative error."""
+    g = torch.Generator(device=dev).manual_seed(7)
+    q = torch.randn(1, h, 256, d, device=dev, generator=g).bfloat16().requires_grad_()
+    k = torch.randn(1, kv, 256, d, device=dev, generator=g).bfloat16().requires_grad_()
+    v = torch.randn(1, kv, 256, dv, device=dev, generator=g).bfloat16().requires_grad_()
+    do = torch.randn(1, h, 256, dv, device=dev, generator=g).bfloat16()
+    with sdpa_kernel([BACKENDS[backend]]):
+        o = sdpa(q, k, v, gqa)
+        o.backward(do)
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    r = h // kv
+    o64 = reference(q64, k64.repeat_interleave(r, 1), v64.repeat_interleave(r, 1))
+    o64.backward(do.double())
+    return max(rel_err(o, o64), rel_err(q.grad, q64.grad), rel_err(k.grad, k64.grad),
+               rel_err(v.grad, v64.grad))
+
+
+def make_inputs(h, kv, s, d, dv, gqa, dev):
+    q = torch.randn(1, h, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    rk = 1 if gqa == "native" else h // kv
+    k = torch.randn(1, kv * rk, s, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(1, kv * rk, s, dv, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    do = torch.randn(1, h, s, dv, device=dev, dtype=torch.bfloat16)
+    return q, k, v, do
+
+
+def measure(backend, h, kv, s, d, dv, gqa, dev, budget):
+    """Median forward and backward seconds, reps, and the forward error on a causal prefix."""
+    q, k, v, do = make_inputs(h, kv, s, d, dv, gqa, dev)
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+    fw, bw = [], []
+    with sdpa_kernel([BACKENDS[backend]]):
+        i, reps = 0, 2
+        while i < reps:
+            ev[0].record()
+            o = sdpa(q, k, v, gqa)
+            ev[1].record()
+            o.backward(do)
+            ev[2].record()
+            torch.cuda.synchronize()
+            q.grad = k.grad = v.grad = None
+            t = (ev[0].elapsed_time(ev[1]) * 1e-3, ev[1].elapsed_time(ev[2]) * 1e-3)
+            if i == 1:  # after the first (graph build) call: size the run
+                reps = 2 + max(3, min(20, int(budget / max(sum(t), 1e-6))))
+            if i >= 2:
+                fw.append(t[0])
+                bw.append(t[1])
+            i += 1
+        # Causal prefix check: the first 256 queries see only the first 256 keys.
+        n = min(256, s)
+        o = sdpa(q, k, v, gqa).detach()
+    r = q.shape[1] // k.shape[1]
+    kk, vv = k[:, :1, :n], v[:, :1, :n]
+    want = reference(q[:, :r, :n].detach(), kk.detach().expand(-1, r, -1, -1),
+                     vv.detach().expand(-1, r, -1, -1))
+    err = rel_err(o[:, :r, :n], want)
+    del q, k, v, do, o
+    return median(fw), median(bw), len(fw), err
+
+
+def run_point(backend, h, kv, s, d, dv, mode, dev, budget, checked):
+    """Measures one shape; None (with a message) when the backend refuses it."""
+    try:
+        if mode not in checked:
+            checked[mode] = grad_check(backend, d, dv, h, kv, mode, dev)
+        f, b, reps, err = measure(backend, h, kv, s, d, dv, mode, dev, budget)
+    except RuntimeError as e:
+        print(f"{backend} h={h} kv={kv} s={s} d={d}/{dv} {mode}: {str(e).splitlines()[0]}",
+              file=sys.stderr, flush=True)
+        torch.cuda.empty_cache()
+        return None
+    return f, b, reps, max(err, checked[mode]), mode
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="attention.csv")
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--grid", default="full")
+    ap.add_argument("--backends", default="cudnn,flash")
+    ap.add_argument("--flash-max-seq", type=int, default=32768)
+    ap.add_argument("--point-budget", type=float, default=1.5)
+    args = ap.parse_args()
+    dev = torch.device("cuda", args.device)
+    torch.cuda.set_device(dev)
+    torch.manual_seed(1234)
+    csv = CsvWriter(args.out, "attention (PyTorch SDPA)", [args.device], {
+        "backends": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph); "
+                    "flash = SDPBackend.FLASH_ATTENTION (FlashAttention-2 in PyTorch)",
+        "timing": "CUDA events around forward and backward; median over reps after 2 warm-ups",
+        "flops": "fwd 2*b*h*s*s*(d+dv)*0.5 (causal); bwd 2.5 x fwd",
+        "data": "standard normal BF16; spot check: first 256 causal queries vs float64"})
+    csv.header(["backend", "set", "direction", "batch", "heads", "kv_heads", "head_dim", "head_dim_v",
+                "seq", "flops", "time_s", "tflops", "reps", "gqa_mode", "max_rel_err"])
+    for backend in args.backends.split(","):
+        gqa_mode = "native"  # becomes "expanded" if the backend refuses enable_gqa
+        for set_name, d, dv, heads, seqs in grids(args.grid):
+            checked = {}
+            for h, kv in heads:
+                for s in seqs:
+                    if backend == "flash" and s > args.flash_max_seq:
+                        continue
+                    row = run_point(backend, h, kv, s, d, dv, gqa_mode if kv != h else "mha",
+                                    dev, args.point_budget, checked)
+                    if row is None and kv != h and gqa_mode == "native":
+                        gqa_mode = "expanded"
+                        row = run_point(backend, h, kv, s, d, dv, gqa_mode, dev,
+                                        args.point_budget, checked)
+                    if row is None:
+                        break
+                    f, b, reps, err, mode = row
+                    fl = flops_fwd(1, h, s, d, dv)
+                    for direction, t, fl_d in (("fwd", f, fl), ("bwd", b, 2.5 * fl)):
+                        csv.row([backend, set_name, direction, 1, h, kv, d, dv, s, fmt(fl_d),
+                                 fmt(t), fmt(fl_d / t * 1e-12, 5), reps, mode, fmt(err, 3)])
+                    torch.cuda.empty_cache()
+            print(f"attention {backend} {set_name} done", file=sys.stderr, flush=True)
+    csv.close()
+
+
+if __name__ == "__main__":
+    main()

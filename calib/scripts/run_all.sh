@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds and runs every calibration probe on a machine with 2 H200 GPUs (NVLink) in one go,
+# in under 9 minutes: calib/scripts/run_all.sh RESULTS_DIR [full|smoke]
+#
+# Phase 0: environment (nvidia-smi, topology, versions) and a telemetry log every 500 ms.
+# Phase 1, in parallel: GPU 0 runs the GEMM probe (burst, grid, sustained); GPU 1 runs the
+#          attention probe (PyTorch SDPA, cuDNN and flash backends), then the memory-bound probe.
+# Phase 2: NCCL probe over both GPUs, one process per NCCL_ALGO/NCCL_PROTO setting.
+# Phase 3: interference probe over both GPUs.
+# Never changes clocks, power limits or other GPU settings. NVLink multicast stays off.
+set -uo pipefail
+
+OUT_DIR=${1:?usage: run_all.sh RESULTS_DIR [full|smoke]}
+GRID=${2:-full}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
+PROBES=$ROOT/calib/probes
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+export CUBLASLT_LOG_MASK=5  # cuBLASLt errors and hints (why an algorithm is refused)
+export CUBLASLT_LOG_FILE=${1:-.}/cublaslt_%i.log
+mkdir -p "$OUT_DIR"
+LOG=$OUT_DIR/run_all.log
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
+step() {  # step NAME TIMEOUT_S CMD... : runs CMD with a time limit, logs its status
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1
+  local rc=$?
+  log "$name: rc=$rc in $((SECONDS - t0)) s"
+}
+
+# ---- Phase 0 --------------------------------------------------------------------------------
+log "run_all $GRID start"
+{
+  date -u; uname -a; nvidia-smi; nvidia-smi topo -m; nvidia-smi nvlink -s
+  nvidia-smi -q -d CLOCK,POWER,PERFORMANCE,TEMPERATURE
+  nvcc --version; cmake --version | head -1
+  ls -l /usr/include/nccl.h /usr/lib/x86_64-linux-gnu/libnccl* 2>&1
+  ls /usr/local/cuda/lib64 | grep -E 'cublasLt|cudnn|nccl'
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
+  env | grep -E '^(NCCL|CUDA|TORCH|NVSHMEM)_' | sort
+} >"$OUT_DIR/environment.txt" 2>&1
+TELE_FIELDS=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_event_reasons.active
+nvidia-smi --query-gpu=$TELE_FIELDS --format=csv -lms 500 >"$OUT_DIR/telemetry.csv" 2>&1 &
+TELE_PID=$!
+
+cmake -S "$PROBES" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT_DIR/build.log" 2>&1 &&
+  cmake --build "$BUILD" -j 16 >>"$OUT_DIR/build.log" 2>&1
+rc=$?
+log "build: rc=$rc"
+if [[ $rc -ne 0 ]]; then
+  tail -30 "$OUT_DIR/build.log" >&2
+  kill "$TELE_PID"
+  exit 1
+fi
+
+if [[ $GRID == smoke ]]; then
+  GEMM_GRID=(--m 1024,4096 --nk 1024,4096); CUBES=4096; SUSTAIN=2; IDLE=0.5
+  CATALOG=8192:6144:4096,8192:128256:4096
+  MEM_BYTES=1048576,268435456; NCCL_BYTES=(--bytes 4096,1048576,268435456)
+  ATT_GRID=smoke; INT_ARGS=(--sizes 16777216 --channels default,4 --compute-calls 10)
+else
+  GEMM_GRID=(); CUBES=4096,8192,16384; SUSTAIN=15; IDLE=2
+  CATALOG=$(python3 "$ROOT/calib/scripts/catalog_shapes.py")
+  MEM_BYTES=$(python3 -c 'print(",".join(str(65536 << i) for i in range(17)))')  # 64 KiB..4 GiB
+  NCCL_BYTES=(); ATT_GRID=full; INT_ARGS=()
+fi
+
+# ---- Phase 1: GPU 0 GEMMs || GPU 1 attention, memory-bound -----------------------------------
+gpu0() {
+  step gemm_burst 120 "$BUILD/probe_gemm" --device 0 --mode burst --cubes "$CUBES" --idle "$IDLE" \
+    --out "$OUT_DIR/gemm_burst.csv"
+  step gemm_grid 300 "$BUILD/probe_gemm" --device 0 --mode grid "${GEMM_GRID[@]}" \
+    --out "$OUT_DIR/gemm.csv"
+  if ! grep -q '^fp8,' "$OUT_DIR/gemm.csv" 2>/dev/null; then  # FP8 through PyTorch instead
+    step gemm_fp8_torch 150 python3 "$PROBES/gemm_fp8_torch.py" --device 0 "${GEMM_GRID[@]}" \
+      --out "$OUT_DIR/gemm_fp8_torch.csv"
+  fi
+  step gemm_catalog 120 "$BUILD/probe_gemm" --device 0 --mode grid --combos bf16:fwd,fp8:tn \
+    --shapes "$CATALOG" --point-budget 0.15 --out "$OUT_DIR/gemm_catalog.csv"
+  step gemm_sustained 60 "$BUILD/probe_gemm" --device 0 --mode sustained --cubes 8192 --idle 0 \
+    --seconds "$SUSTAIN" --out "$OUT_DIR/gemm_sustained.csv"
+}
+gpu1() {
+  step attention 300 python3 "$PROBES/attention.py" --device 1 --grid "$ATT_GRID" --point-budget 0.5 \
+    --out "$OUT_DIR/attention.csv"
+  step membound 120 "$BUILD/probe_membound" --device 1 --bytes "$MEM_BYTES" \
+    --out "$OUT_DIR/membound.csv"
+}
+gpu0 & P0=$!
+gpu1 & P1=$!
+wait $P0 $P1
+
+# ---- Phase 2: NCCL, one process per algorithm/protocol --------------------------------------
+nccl() {  # nccl TAG "ENV..." COLLECTIVES
+  local tag=$1 envs=$2 colls=$3
+  step "nccl_$tag" 150 env $envs "$BUILD/probe_nccl" --collectives "$colls" "${NCCL_BYTES[@]}" \
+    --out "$OUT_DIR/nccl_$tag.csv"
+}
+nccl default "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING" \
+  all_reduce,all_gather,reduce_scatter,all_to_all,sendrecv,send
+for proto in LL LL128 Simple; do
+  p=$(echo $proto | tr 'A-Z' 'a-z')
+  nccl "ring_$p" "NCCL_ALGO=Ring NCCL_PROTO=$proto" all_reduce,all_gather,reduce_scatter
+  [[ $GRID == smoke && $proto != LL ]] && continue
+  nccl "tree_$p" "NCCL_ALGO=Tree NCCL_PROTO=$proto" all_reduce
+done
+
+# ---- Phase 3: interference ------------------------------------------------------------------
+step interference 180 python3 "$PROBES/interference.py" "${INT_ARGS[@]}" \
+  --out "$OUT_DIR/interference.csv"
+
+kill "$TELE_PID" 2>/dev/null
+python3 "$ROOT/calib/scripts/summarize.py" "$OUT_DIR" | tee "$OUT_DIR/summary.txt"
+FAILED=$(grep -c 'rc=[1-9]' "$LOG")
+log "run_all done in $SECONDS s; failed steps: $FAILED"
+[[ $FAILED -eq 0 ]]
