@@ -162,9 +162,12 @@ int Topology::leaf_of_nic(int nic) const {
   return su * leaves_per_su_ + (nic % nics_per_domain_) / rails_per_leaf_;
 }
 
+namespace {
+void add_link(Path& p, LinkKind kind, int index) { p.links[static_cast<size_t>(p.count++)] = {kind, index}; }
+}  // namespace
+
 Path Topology::path(int src, int dst) const {
   Path p;
-  auto add = [&p](LinkKind kind, int index) { p.links[static_cast<size_t>(p.count++)] = {kind, index}; };
   const int endpoints = gpus_ + nodes_;
   if (src < 0 || dst < 0 || src >= endpoints || dst >= endpoints)
     throw std::invalid_argument("path: endpoint out of range");
@@ -174,55 +177,51 @@ Path Topology::path(int src, int dst) const {
     if (gpu >= gpus_ || node_of(gpu) != cpu)
       throw std::invalid_argument("path: a CPU host reaches only the GPUs of its own node");
     p.cls = PathClass::Host;
-    add(src < gpus_ ? LinkKind::HostUp : LinkKind::HostDown, gpu);
-    return p;
-  }
-  if (src == dst) {
-    add(LinkKind::HbmCopy, 0);
-    return p;
-  }
-  if (domain_of(src) == domain_of(dst)) {
+    add_link(p, src < gpus_ ? LinkKind::HostUp : LinkKind::HostDown, gpu);
+  } else if (src == dst) {
+    add_link(p, LinkKind::HbmCopy, 0);
+  } else if (domain_of(src) == domain_of(dst)) {
     p.cls = PathClass::NVLink;
     p.switch_hops = 1;
-    add(LinkKind::NvlUp, src);
-    add(LinkKind::NvlDown, dst);
-    return p;
+    add_link(p, LinkKind::NvlUp, src);
+    add_link(p, LinkKind::NvlDown, dst);
+  } else {
+    add_network_path(p, nic_of(src), nic_of(dst));
   }
-  const int nic_s = nic_of(src), nic_d = nic_of(dst);
+  return p;
+}
+
+// NIC to NIC through the fat-tree. Tiers the path does not climb are crossed through their
+// stand-ins, so that every network path has one link per tier and direction.
+void Topology::add_network_path(Path& p, int nic_s, int nic_d) const {
   const int leaf_s = leaf_of_nic(nic_s), leaf_d = leaf_of_nic(nic_d);
   const bool pod_links = link_class(LinkKind::PodUp).count > 0;
-  add(LinkKind::NicUp, nic_s);
+  add_link(p, LinkKind::NicUp, nic_s);
   if (leaf_s == leaf_d) {
     p.cls = PathClass::Leaf;
     p.switch_hops = 1;
     if (link_class(LinkKind::LeafUp).count > 0) {
-      add(LinkKind::PadLeafUp, 0);
-      add(LinkKind::PadLeafDown, 0);
-    }
-    if (pod_links) {
-      add(LinkKind::PadPodUp, 0);
-      add(LinkKind::PadPodDown, 0);
+      add_link(p, LinkKind::PadLeafUp, 0);
+      add_link(p, LinkKind::PadLeafDown, 0);
     }
   } else {
+    add_link(p, LinkKind::LeafUp, leaf_s);
+    p.cls = PathClass::Spine;
+    p.switch_hops = 3;
     const int pod_s = pod_of_leaf(leaf_s), pod_d = pod_of_leaf(leaf_d);
-    add(LinkKind::LeafUp, leaf_s);
     if (pod_s != pod_d) {
       p.cls = PathClass::Core;
       p.switch_hops = 5;
-      add(LinkKind::PodUp, pod_s);
-      add(LinkKind::PodDown, pod_d);
-    } else {
-      p.cls = PathClass::Spine;
-      p.switch_hops = 3;
-      if (pod_links) {
-        add(LinkKind::PadPodUp, 0);
-        add(LinkKind::PadPodDown, 0);
-      }
+      add_link(p, LinkKind::PodUp, pod_s);
+      add_link(p, LinkKind::PodDown, pod_d);
     }
-    add(LinkKind::LeafDown, leaf_d);
   }
-  add(LinkKind::NicDown, nic_d);
-  return p;
+  if (pod_links && p.cls != PathClass::Core) {
+    add_link(p, LinkKind::PadPodUp, 0);
+    add_link(p, LinkKind::PadPodDown, 0);
+  }
+  if (leaf_s != leaf_d) add_link(p, LinkKind::LeafDown, leaf_d);
+  add_link(p, LinkKind::NicDown, nic_d);
 }
 
 double Topology::path_latency(int src, int dst) const {

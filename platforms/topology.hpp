@@ -113,6 +113,7 @@ class Topology {
 
  private:
   void init_link_classes();
+  void add_network_path(Path& p, int nic_s, int nic_d) const;
 
   PlatformSpec spec_;
   int gpus_ = 0, nodes_ = 0, domains_ = 0, nics_ = 0, nics_per_domain_ = 0;
