@@ -28,6 +28,7 @@ const char* to_string(Stream v) {
     case Stream::TpComm: return "tp_comm";
     case Stream::PpComm: return "pp_comm";
     case Stream::DpComm: return "dp_comm";
+    case Stream::CpComm: return "cp_comm";
   }
   return "?";
 }
@@ -47,6 +48,11 @@ const char* to_string(GroupKind v) {
     case GroupKind::CP: return "cp";
     case GroupKind::DP: return "dp";
     case GroupKind::PP: return "pp";
+    case GroupKind::EP: return "ep";
+    case GroupKind::ETP: return "etp";
+    case GroupKind::EDP: return "edp";
+    case GroupKind::DPCP: return "dp_cp";
+    case GroupKind::EMB: return "emb";
   }
   return "?";
 }
@@ -79,6 +85,8 @@ const char* to_string(MemKernel v) {
     case MemKernel::CrossEntropy: return "cross_entropy";
     case MemKernel::Optimizer: return "optimizer";
     case MemKernel::Copy: return "copy";
+    case MemKernel::HostCopy: return "host_copy";
+    case MemKernel::HostOptimizer: return "host_optimizer";
   }
   return "?";
 }

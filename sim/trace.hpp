@@ -18,16 +18,22 @@ enum class DType : std::uint8_t { BF16, FP8, FP32 };
 
 /// Execution streams. Ops of one stream run one after another in program order, as kernels
 /// on one CUDA stream do; ops of different streams overlap unless a dependency orders them.
-enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm };
-inline constexpr int kStreamCount = 4;
+/// CpComm carries the context-parallel ring exchange of K/V blocks (Transformer Engine runs it
+/// on a stream of its own, overlapped with the attention compute).
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, CpComm };
+inline constexpr int kStreamCount = 5;
 
 /// Training phase an op belongs to (for breakdowns and the timeline).
 enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
 
-/// Communicator kinds; the ranks of each are given by RankLayout::group().
-enum class GroupKind : std::uint8_t { TP, CP, DP, PP };
+/// Communicator kinds; the ranks of each are given by RankLayout::group(). The expert kinds
+/// (EP, ETP, EDP) are carved from the same ranks as Megatron-core's expert rank generator does;
+/// DPCP is Megatron's data-parallel group with context parallelism (gradients and the
+/// distributed optimizer span dp x cp); EMB is the embedding group (first and last pipeline
+/// stage, for the tied word-embedding gradient).
+enum class GroupKind : std::uint8_t { TP, CP, DP, PP, EP, ETP, EDP, DPCP, EMB };
 /// Number of GroupKind values (the engine sizes per-communicator tables with it).
-inline constexpr int kGroupKindCount = 4;
+inline constexpr int kGroupKindCount = 9;
 
 /// Collective operations (NCCL semantics).
 enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };
@@ -43,7 +49,9 @@ enum class MemKernel : std::uint8_t {
   Rope,          ///< rotary position embedding
   CrossEntropy,  ///< softmax + cross-entropy over the vocabulary
   Optimizer,     ///< AdamW update of a parameter shard
-  Copy           ///< plain device copy
+  Copy,          ///< plain device copy
+  HostCopy,      ///< copy between host and device over PCIe; bytes cross the PCIe link
+  HostOptimizer  ///< AdamW step on the host CPU (optimizer offload); bytes of host memory traffic
 };
 
 /// C[m,n] = A[m,k] * B[k,n] on one GPU.

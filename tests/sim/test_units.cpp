@@ -80,5 +80,80 @@ TEST(RankLayout, MegatronOrderPutsTpInsideNodesAndDpAcross) {
   EXPECT_EQ(layout.coord(127, sim::GroupKind::PP), 7);
 }
 
+TEST(RankLayout, MegatronDocstringExampleOf16GpusTp2Pp4) {
+  // megatron/core/parallel_state.py initialize_model_parallel docstring: 16 GPUs, tp 2, pp 4.
+  sim::RankLayout layout(2, 1, 2, 4);
+  EXPECT_EQ(layout.group(0, sim::GroupKind::TP), (std::vector<int>{0, 1}));
+  EXPECT_EQ(layout.group(1, sim::GroupKind::DP), (std::vector<int>{1, 3}));
+  EXPECT_EQ(layout.group(4, sim::GroupKind::DP), (std::vector<int>{4, 6}));
+  EXPECT_EQ(layout.group(1, sim::GroupKind::PP), (std::vector<int>{1, 5, 9, 13}));
+  // Without experts the expert groups degenerate: ep 1, etp 1, edp = tp*cp*dp.
+  EXPECT_EQ(layout.size(sim::GroupKind::EP), 1);
+  EXPECT_EQ(layout.size(sim::GroupKind::EDP), 4);
+  EXPECT_EQ(layout.group(5, sim::GroupKind::EDP), (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(RankLayout, ExpertGroupsAreCarvedFromTheStageRanksLikeMegatronCore) {
+  // tp 4, dp 2, ep 2, etp 2: expert rank = etp + 2*ep + 4*edp within a stage of 8 ranks.
+  sim::RankLayout layout(4, 1, 2, 2, 2, 2,
+                         {sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::EP,
+                          sim::GroupKind::DP, sim::GroupKind::PP});
+  EXPECT_EQ(layout.world(), 16);
+  EXPECT_EQ(layout.size(sim::GroupKind::EDP), 2);
+  EXPECT_EQ(layout.group(6, sim::GroupKind::TP), (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(layout.group(6, sim::GroupKind::ETP), (std::vector<int>{6, 7}));
+  EXPECT_EQ(layout.group(6, sim::GroupKind::EP), (std::vector<int>{4, 6}));
+  EXPECT_EQ(layout.group(6, sim::GroupKind::EDP), (std::vector<int>{2, 6}));
+  EXPECT_EQ(layout.group(14, sim::GroupKind::EP), (std::vector<int>{12, 14}));
+  EXPECT_EQ(layout.coord(6, sim::GroupKind::EP), 1);
+  EXPECT_EQ(layout.coord(6, sim::GroupKind::ETP), 0);
+  EXPECT_EQ(layout.coord(6, sim::GroupKind::EDP), 1);
+}
+
+TEST(RankLayout, DataParallelWithContextParallelAndEmbeddingGroups) {
+  // tp 2, cp 2, dp 2, pp 3 (default order): rank = tp + 2 cp + 4 dp + 8 pp.
+  sim::RankLayout layout(2, 2, 2, 3);
+  EXPECT_EQ(layout.size(sim::GroupKind::DPCP), 4);
+  EXPECT_EQ(layout.group(5, sim::GroupKind::DPCP), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(layout.coord(5, sim::GroupKind::DPCP), 2);
+  EXPECT_EQ(layout.group(5, sim::GroupKind::CP), (std::vector<int>{5, 7}));
+  // Embedding group: first and last stage; a middle stage is a group of one.
+  EXPECT_EQ(layout.group(5, sim::GroupKind::EMB), (std::vector<int>{5, 21}));
+  EXPECT_EQ(layout.group(21, sim::GroupKind::EMB), (std::vector<int>{5, 21}));
+  EXPECT_EQ(layout.coord(21, sim::GroupKind::EMB), 1);
+  EXPECT_EQ(layout.group(13, sim::GroupKind::EMB), (std::vector<int>{13}));
+  // Every rank sits at its own coordinate in each of its groups.
+  for (int rank = 0; rank < layout.world(); ++rank) {
+    for (int k = 0; k < sim::kGroupKindCount; ++k) {
+      const auto kind = static_cast<sim::GroupKind>(k);
+      const auto g = layout.group(rank, kind);
+      ASSERT_LT(static_cast<std::size_t>(layout.coord(rank, kind)), g.size());
+      EXPECT_EQ(g[static_cast<std::size_t>(layout.coord(rank, kind))], rank);
+    }
+  }
+}
+
+TEST(RankLayout, ConfigurableOrderAndRejectedLayouts) {
+  using sim::GroupKind;
+  // Order tp-dp-cp-ep-pp: DP varies faster than CP.
+  sim::RankLayout layout(2, 2, 2, 1, 1, 1,
+                         {GroupKind::TP, GroupKind::DP, GroupKind::CP, GroupKind::EP, GroupKind::PP});
+  EXPECT_EQ(layout.group(0, GroupKind::DP), (std::vector<int>{0, 2}));
+  EXPECT_EQ(layout.group(0, GroupKind::CP), (std::vector<int>{0, 4}));
+  EXPECT_EQ(layout.group(0, GroupKind::DPCP), (std::vector<int>{0, 2, 4, 6}));
+  EXPECT_EQ(layout.order()[1], GroupKind::DP);
+  // etp*ep must divide tp*cp*dp.
+  EXPECT_THROW(sim::RankLayout(2, 1, 3, 1, 4, 1,
+                               {GroupKind::TP, GroupKind::CP, GroupKind::EP, GroupKind::DP, GroupKind::PP}),
+               std::invalid_argument);
+  // pp between dimensions whose expert and dense sizes differ splits the pipeline groups.
+  EXPECT_THROW(sim::RankLayout(2, 1, 2, 2, 2, 1,
+                               {GroupKind::TP, GroupKind::PP, GroupKind::CP, GroupKind::EP, GroupKind::DP}),
+               std::invalid_argument);
+  EXPECT_THROW(sim::RankLayout(2, 1, 2, 2, 1, 1,
+                               {GroupKind::TP, GroupKind::TP, GroupKind::CP, GroupKind::EP, GroupKind::DP}),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace clustersim
