@@ -1,0 +1,314 @@
+#include "calib/measured_cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+#include <variant>
+
+#include "sim/log.hpp"
+
+namespace clustersim::calib {
+namespace {
+
+// NVLink 4 rate of the measured H200s, per direction: 450 GB/s (NVIDIA H200 datasheet, 900 GB/s
+// total; ../shared/reference/measured.yaml nvlink_gbps_per_dir). The engine divides a flow by
+// bandwidth_efficiency and sends it through the platform's NVLink links, so the measured NCCL
+// times are expressed as fractions of this rate.
+constexpr double kMeasuredNvlinkBytesPerS = 450e9;
+// Per-step NVLink latency: NCCL 2.28.3's tuning table as printed at init on the measured machine
+// (calib/data/h200/nccl_default_init.log): Ring/Simple AllReduce 15.2 us and AllGather 11.8 us
+// for 2 ranks, i.e. 8.4 us per call plus 3.4 us per ring step.
+constexpr double kNvlinkStepLatency = 3.4e-6;
+// Lower bound of a bandwidth efficiency: only guards the division for message sizes whose
+// measured time is within noise of the latency (there the latency term dominates anyway).
+constexpr double kMinEfficiency = 0.01;
+
+double d(std::int64_t v) { return static_cast<double>(v); }
+
+double geometric_mean(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / static_cast<double>(v.size()));
+}
+
+// Memory-bound kernel families of the trace -> measured kernels (membound.csv). Families with two
+// kernels take the geometric mean of both (the op does not say which one the model uses).
+const std::map<sim::MemKernel, std::vector<std::string>>& kernel_tables() {
+  static const std::map<sim::MemKernel, std::vector<std::string>> kMap = {
+      {sim::MemKernel::Elementwise, {"copy"}},  // residual add, bias, dropout: streaming
+      {sim::MemKernel::Norm, {"rmsnorm", "layernorm"}},
+      {sim::MemKernel::Activation, {"swiglu", "gelu"}},
+      {sim::MemKernel::Rope, {"rope"}},
+      {sim::MemKernel::CrossEntropy, {"cross_entropy"}},
+      {sim::MemKernel::Optimizer, {"adamw"}},
+      {sim::MemKernel::Copy, {"copy"}},
+  };
+  return kMap;
+}
+
+std::string collective_name(sim::CollectiveKind k) {
+  switch (k) {
+    case sim::CollectiveKind::AllReduce: return "all_reduce";
+    case sim::CollectiveKind::AllGather: return "all_gather";
+    case sim::CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case sim::CollectiveKind::AllToAll: return "all_to_all";
+  }
+  throw std::invalid_argument("unknown collective kind");
+}
+
+std::vector<double> clamp_to(const LogGrid& g, const std::vector<double>& x) {
+  std::vector<double> c(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) c[i] = std::clamp(x[i], g.axis(i).front(), g.axis(i).back());
+  return c;
+}
+
+std::string shape_text(const std::vector<double>& x) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < x.size(); ++i) s << (i ? "x" : "") << x[i];
+  return s.str();
+}
+
+std::string range_text(const LogGrid& g) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < g.dims(); ++i) {
+    s << (i ? ", " : "") << g.axis_name(i) << " " << g.axis(i).front() << "-" << g.axis(i).back();
+  }
+  return s.str();
+}
+
+}  // namespace
+
+MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const MeasuredTables> tables)
+    : gpu_(std::move(gpu)),
+      rule_(derivation_rule(gpu_.name)),
+      tables_(std::move(tables)),
+      network_(gpu_) {
+  if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
+}
+
+double MeasuredCostModel::compute_time(const sim::Op& op) const {
+  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) return gemm_time(*g, op.phase);
+  if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) return attention_time(*a);
+  if (const auto* mb = std::get_if<sim::MemBoundShape>(&op.shape)) {
+    return membound_time(mb->kernel, op.bytes);
+  }
+  throw std::invalid_argument("compute_time called on a communication op");
+}
+
+double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) const {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
+    throw std::invalid_argument("GEMM with a non-positive dimension");
+  }
+  const double m = d(g.m), n = d(g.n), k = d(g.k);
+  if (g.dtype == sim::DType::FP8) return gemm_lookup("gemm/fp8/tn", m, n, k, 1.0, "fp8") / rule_.gemm_fp8;
+  double t = 0.0;
+  if (phase != sim::Phase::Backward) {
+    t = gemm_lookup("gemm/bf16/fwd", m, n, k, 2.0, "bf16/fwd");
+  } else {
+    // The op does not say whether it is the data or the weight gradient: geometric mean of both
+    // tables. The trace writes wgrad as (in, out, tokens), the table as (out, in, tokens).
+    t = geometric_mean({gemm_lookup("gemm/bf16/dgrad", m, n, k, 2.0, "bf16/dgrad"),
+                        gemm_lookup("gemm/bf16/wgrad", n, m, k, 2.0, "bf16/wgrad")});
+  }
+  t /= rule_.gemm_bf16;
+  if (g.dtype == sim::DType::FP32) {
+    note_out_of_grid("GEMM fp32 (no FP32 table): BF16 time x peak_bf16/peak_fp32");
+    t *= gpu_.peak_bf16.value / gpu_.peak_fp32.value;
+  }
+  return t;
+}
+
+// In the grid: log-log interpolation. Outside: the roofline of the grid's edge - the measured
+// rate at the nearest in-grid shape (coordinates clamped) applied to this GEMM's FLOPs, a memory
+// term at the measured copy bandwidth, and never below the grid's smallest GEMM (launch floor).
+double MeasuredCostModel::gemm_lookup(const std::string& key, double m, double n, double k,
+                                      double elem_bytes, const std::string& label) const {
+  const LogGrid& g = tables_->grid(key);
+  const std::vector<double> x{m, n, k};
+  if (g.contains(x)) return g.time_at(x);
+  const auto c = clamp_to(g, x);
+  const double rate = 2.0 * c[0] * c[1] * c[2] / g.time_at(c);
+  const double bytes = (m * k + k * n) * elem_bytes + m * n * 2.0;
+  const double floor = g.time_at({g.axis(0).front(), g.axis(1).front(), g.axis(2).front()});
+  note_out_of_grid("GEMM " + label + " " + shape_text(x) + " outside " + range_text(g) +
+                   ": edge-rate roofline");
+  return std::max({2.0 * m * n * k / rate, bytes / copy_bandwidth(), floor});
+}
+
+double MeasuredCostModel::attention_time(const sim::AttentionShape& a) const {
+  const double dq = d(a.head_dim), dv = a.head_dim_v > 0 ? d(a.head_dim_v) : dq;
+  if (a.batch <= 0 || a.heads <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || dq <= 0) {
+    throw std::invalid_argument("attention with a non-positive dimension");
+  }
+  const bool mla = dq > 160.0;  // tables: head_dim 128 (gqa, mha) and 192/128 (mla)
+  const std::string dir = a.backward ? "bwd" : "fwd";
+  const std::vector<double> x{d(a.seq_q), d(a.batch) * d(a.heads)};
+  std::string key = "attention/cudnn/" + std::string(mla ? "mla" : "gqa") + "/" + dir;
+  if (!mla && a.heads == a.kv_heads && tables_->grid("attention/cudnn/mha/" + dir).contains(x)) {
+    key = "attention/cudnn/mha/" + dir;  // MHA measured over a smaller range; GQA elsewhere
+  }
+  const LogGrid& g = tables_->grid(key);
+  double t = 0.0;
+  if (g.contains(x)) {
+    t = g.time_at(x);
+  } else {  // work ~ heads x seq^2 once the GPU is full: scale from the nearest measured shape
+    const auto c = clamp_to(g, x);
+    t = g.time_at(c) * (x[1] / c[1]) * (x[0] / c[0]) * (x[0] / c[0]);
+    note_out_of_grid("attention " + key.substr(16) + " seq x heads " + shape_text(x) + " outside " +
+                     range_text(g) + ": scaled by heads x seq^2");
+  }
+  const double table_dims = mla ? 192.0 + 128.0 : 256.0;
+  if (dq + dv != table_dims) {
+    note_out_of_grid("attention head_dim " + shape_text({dq, dv}) + ": table of " +
+                     (mla ? "192/128" : "128") + " scaled by (d + d_v)");
+    t *= (dq + dv) / table_dims;
+  }
+  if (a.dtype == sim::DType::FP8) note_out_of_grid("FP8 attention: BF16 table (not measured)");
+  // Tables are causal with seq_kv = seq_q: scale by the attended (query, key) pairs.
+  t *= d(a.seq_kv) * (a.causal ? 0.5 : 1.0) / (0.5 * d(a.seq_q));
+  return t / rule_.attention;
+}
+
+double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {
+  const LogGrid& g = tables_->grid(key);
+  const double lo = g.axis(0).front(), hi = g.axis(0).back();
+  if (bytes < lo) {
+    note_out_of_grid(key + " below " + shape_text({lo}) + " bytes: launch floor");
+    return g.time_at({lo});
+  }
+  if (bytes > hi) {
+    note_out_of_grid(key + " above " + shape_text({hi}) + " bytes: bandwidth at the largest size");
+    return bytes / hi * g.time_at({hi});
+  }
+  return g.time_at({bytes});
+}
+
+double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes) const {
+  if (bytes < 0.0) throw std::invalid_argument("memory-bound op with negative bytes");
+  if (bytes == 0.0) return 0.0;
+  std::vector<double> times;
+  for (const auto& name : kernel_tables().at(kernel)) times.push_back(kernel_time("membound/" + name, bytes));
+  return geometric_mean(times) / rule_.memory;
+}
+
+double MeasuredCostModel::copy_bandwidth() const {
+  const LogGrid& g = tables_->grid("membound/copy");
+  const double hi = g.axis(0).back();
+  return hi / g.time_at({hi});
+}
+
+sim::CollectiveParams MeasuredCostModel::nvlink_params(const std::string& key, double bytes0,
+                                                       double share_factor, int steps0) const {
+  const LogGrid& g = tables_->grid(key);
+  const double lat = g.node_time(0);  // the smallest message: latency only
+  const double lo = g.axis(0).front(), hi = g.axis(0).back();
+  double t = 0.0;
+  if (bytes0 <= lo) {
+    t = lat;
+  } else if (bytes0 > hi) {
+    note_out_of_grid(key + " above " + shape_text({hi}) + " bytes: efficiency of the largest size");
+    t = lat + (g.time_at({hi}) - lat) * bytes0 / hi;
+  } else {
+    t = g.time_at({bytes0});
+  }
+  const double excess = t - lat;
+  double eff = excess > 0.0 ? share_factor * bytes0 / (kMeasuredNvlinkBytesPerS * excess) : 1.0;
+  eff = std::clamp(eff, kMinEfficiency, 1.0);
+  sim::CollectiveParams p;
+  p.base_latency_s = std::max(0.0, lat - steps0 * kNvlinkStepLatency);
+  p.step_latency_s = kNvlinkStepLatency;
+  p.bandwidth_efficiency = eff;
+  return p;
+}
+
+sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind kind, double bytes,
+                                                           int group_size,
+                                                           sim::LinkClass link) const {
+  if (link == sim::LinkClass::Network) return network_.collective_params(kind, bytes, group_size, link);
+  const int p0 = tables_->nccl_ranks();
+  const int p = std::max(group_size, 2);
+  const bool ar = kind == sim::CollectiveKind::AllReduce;
+  const int steps0 = ar ? 2 * (p0 - 1) : (kind == sim::CollectiveKind::AllToAll ? 1 : p0 - 1);
+  const double share = ar ? 2.0 * (p0 - 1) / p0 : static_cast<double>(p0 - 1) / p0;
+  // A ring step moves bytes/p: look up the 2-GPU size with the same per-step chunk.
+  const double bytes0 = bytes * p0 / p;
+  // NCCL's own algorithm choice timed without debug logging (see measured_tables.cpp); all_to_all
+  // is point-to-point based and was not logged: its default-run table serves.
+  const std::string series = kind == sim::CollectiveKind::AllToAll ? "nccl/default/default/"
+                                                                    : "nccl/nccl_choice/";
+  return nvlink_params(series + collective_name(kind), bytes0, share, steps0);
+}
+
+sim::CollectiveParams MeasuredCostModel::p2p_params(double bytes, sim::LinkClass link) const {
+  if (link == sim::LinkClass::Network) return network_.p2p_params(bytes, link);
+  sim::CollectiveParams p = nvlink_params("nccl/default/default/send", bytes, 1.0, 0);
+  p.step_latency_s = 0.0;  // the engine charges base + step once per transfer
+  return p;
+}
+
+InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, double comm_bytes) const {
+  const std::string name = compute == OverlapCompute::Gemm ? "gemm" : "attention";
+  std::vector<InterferencePoint> pts;
+  for (const auto& p : tables_->interference()) {
+    if (p.compute == name && p.channels == "default") pts.push_back(p);
+  }
+  if (pts.empty()) throw std::out_of_range("no interference measurement for " + name);
+  std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  if (comm_bytes <= pts.front().bytes) return {pts.front().compute_slowdown, pts.front().comm_slowdown};
+  if (comm_bytes >= pts.back().bytes) return {pts.back().compute_slowdown, pts.back().comm_slowdown};
+  std::size_t j = 0;
+  while (pts[j + 1].bytes < comm_bytes) ++j;
+  const double w = std::log(comm_bytes / pts[j].bytes) / std::log(pts[j + 1].bytes / pts[j].bytes);
+  return {pts[j].compute_slowdown * (1 - w) + pts[j + 1].compute_slowdown * w,
+          pts[j].comm_slowdown * (1 - w) + pts[j + 1].comm_slowdown * w};
+}
+
+void MeasuredCostModel::note_out_of_grid(const std::string& what) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, fresh] = out_of_grid_.try_emplace(what, 0);
+  ++it->second;
+  if (fresh) {
+    out_of_grid_order_.push_back(what);
+    module_logger("calib")->warn("outside the measured tables: {}", what);
+  }
+}
+
+std::vector<OutOfGridOp> MeasuredCostModel::out_of_grid() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<OutOfGridOp> out;
+  for (const auto& w : out_of_grid_order_) out.push_back({w, out_of_grid_.at(w)});
+  return out;
+}
+
+std::vector<std::string> MeasuredCostModel::table_sources() const {
+  const std::string how = rule_.measured ? "measured" : "derived from H200 (" + rule_.basis + ")";
+  const std::string dir = tables_->dir();
+  return {
+      "GEMM BF16: " + dir + "/gemm_bf16.csv, fwd table for forward GEMMs, geometric mean of "
+          "dgrad and wgrad tables for backward; " + how,
+      "GEMM FP8: " + dir + "/gemm_fp8.csv (TN, per-tensor scales); " + how,
+      "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets); " + how,
+      "memory-bound: " + dir + "/membound.csv (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, "
+          "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw); " + how,
+      "collectives over NVLink: " + dir + "/nccl_*.csv (2 GPUs; at each size the algorithm and "
+          "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
+          "3.4 us per step (NCCL 2.28 tuning table); measured on H200",
+      "point-to-point over NVLink: " + dir + "/nccl_default.csv (send); measured on H200",
+      "collectives and p2p over the network: roofline figures (" + network_.describe() + ")",
+  };
+}
+
+std::string MeasuredCostModel::describe() const {
+  std::ostringstream s;
+  if (rule_.measured) {
+    s << "measured tables (" << tables_->provenance() << "; " << tables_->dir() << ")";
+  } else {
+    s << "derived for " << gpu_.name << " from measured H200 tables (" << tables_->provenance()
+      << "): " << rule_.basis << "; uncertainty " << rule_.uncertainty;
+  }
+  return s.str();
+}
+
+}  // namespace clustersim::calib

@@ -1,0 +1,89 @@
+// The measured cost model: every compute op costed from the kernel tables measured on H200 GPUs
+// (calib/data/h200), interpolated in log-log space over shapes; NVLink collectives from the
+// measured 2-GPU NCCL tables; other GPUs derived with stated rules. Documented in
+// docs/calibration.md.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "calib/measured_tables.hpp"
+#include "calib/roofline_cost_model.hpp"
+#include "sim/cost_model.hpp"
+
+namespace clustersim::calib {
+
+/// Compute that overlaps a collective, for interference lookups.
+enum class OverlapCompute { Gemm, Attention };
+
+/// Measured slowdowns of compute and communication when they overlap.
+struct InterferenceFactors {
+  double compute_slowdown = 1.0;  ///< compute time while an all_reduce runs / alone
+  double comm_slowdown = 1.0;     ///< all_reduce time while compute runs / alone
+};
+
+/// An op class that fell outside the measured grids, with how often it happened.
+struct OutOfGridOp {
+  std::string what;   ///< "GEMM bf16 8192x106496x16384: n above 32768; edge-rate roofline"
+  std::size_t count = 0;
+};
+
+/// CostModel from measured tables (H200) or derived from them (H100, B200, GB200).
+class MeasuredCostModel : public sim::CostModel {
+ public:
+  /// @param gpu the platform's GPU; its name selects the derivation rule.
+  /// @throws std::invalid_argument if the GPU has no rule, or no cited roofline figures (the
+  /// scale-out network parameters are the roofline's).
+  MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const MeasuredTables> tables);
+
+  /// Seconds for a GEMM, attention or memory-bound op (see docs/calibration.md for the lookup of
+  /// each). Ops outside the measured grids are costed by the fallback and recorded (warning
+  /// logged once per distinct op). @throws std::invalid_argument for a communication op.
+  double compute_time(const sim::Op& op) const override;
+  /// NVLink: base latency and per-byte efficiency from the measured 2-GPU NCCL tables (at each
+  /// size the algorithm/protocol NCCL itself chose), 3.4 us per step, looked up at the 2-GPU
+  /// size with the same per-step chunk (bytes x 2 / group_size); Network: the roofline's cited
+  /// figures.
+  sim::CollectiveParams collective_params(sim::CollectiveKind kind, double bytes, int group_size,
+                                          sim::LinkClass link) const override;
+  /// NVLink: from the measured one-way send table; Network: the roofline's figures.
+  sim::CollectiveParams p2p_params(double bytes, sim::LinkClass link) const override;
+  /// One line: measured or derived, the tables' provenance, the rule for derived GPUs.
+  std::string describe() const override;
+
+  /// Which table serves each op class and whether it is measured or derived, one line each.
+  std::vector<std::string> table_sources() const;
+  /// Ops costed outside the measured grids since construction, in first-seen order.
+  std::vector<OutOfGridOp> out_of_grid() const;
+  /// Measured interference at the NCCL default channel count, interpolated in log(bytes)
+  /// between the measured all_reduce sizes (clamped at the ends).
+  InterferenceFactors interference(OverlapCompute compute, double comm_bytes) const;
+  /// The derivation rule in use.
+  const DerivationRule& rule() const { return rule_; }
+
+ private:
+  double gemm_time(const sim::GemmShape& g, sim::Phase phase) const;
+  double gemm_lookup(const std::string& key, double m, double n, double k, double elem_bytes,
+                     const std::string& label) const;
+  double attention_time(const sim::AttentionShape& a) const;
+  double membound_time(sim::MemKernel kernel, double bytes) const;
+  double kernel_time(const std::string& key, double bytes) const;
+  double copy_bandwidth() const;
+  sim::CollectiveParams nvlink_params(const std::string& series, double bytes_equiv,
+                                      double share_factor, int steps) const;
+  void note_out_of_grid(const std::string& what) const;
+
+  sim::GpuSpec gpu_;
+  const DerivationRule& rule_;
+  std::shared_ptr<const MeasuredTables> tables_;
+  RooflineCostModel network_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::size_t> out_of_grid_;
+  mutable std::vector<std::string> out_of_grid_order_;
+};
+
+}  // namespace clustersim::calib

@@ -1,0 +1,184 @@
+#include "calib/measured_tables.hpp"
+
+#include <stdexcept>
+
+#include "sim/spec_error.hpp"
+
+#ifndef CLUSTERSIM_CALIB_DIR
+#error "CLUSTERSIM_CALIB_DIR must name the calib/data directory (set by calib/CMakeLists.txt)"
+#endif
+
+namespace clustersim::calib {
+namespace {
+
+// The table files of a measured GPU directory and how to read each (a registry, not a chain
+// of ifs on file names). `grid` files become interpolation grids; the others are kept as series.
+struct TableFile {
+  const char* name;
+  std::vector<MeasuredSeries> (*load)(const std::string&);
+  bool grid;
+};
+
+const std::vector<TableFile>& table_files() {
+  static const std::vector<TableFile> kFiles = {
+      {"gemm_bf16.csv", load_gemm_series, true},
+      {"gemm_fp8.csv", load_gemm_series, true},
+      {"attention.csv", load_attention_series, true},
+      {"membound.csv", load_membound_series, true},
+      {"nccl_default.csv", load_nccl_series, true},
+      {"nccl_ring_ll.csv", load_nccl_series, true},
+      {"nccl_ring_ll128.csv", load_nccl_series, true},
+      {"nccl_ring_simple.csv", load_nccl_series, true},
+      {"nccl_tree_ll.csv", load_nccl_series, true},
+      {"nccl_tree_ll128.csv", load_nccl_series, true},
+      {"nccl_tree_simple.csv", load_nccl_series, true},
+      {"gemm_catalog_bf16.csv", load_gemm_series, false},
+      {"gemm_catalog_fp8.csv", load_gemm_series, false},
+  };
+  return kFiles;
+}
+
+// NCCL reports its version as an integer (22803 = 2.28.3).
+std::string nccl_version(const std::string& code) {
+  try {
+    const int v = std::stoi(code);
+    return std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." +
+           std::to_string(v % 100);
+  } catch (const std::exception&) {
+    return code;
+  }
+}
+
+std::string describe_provenance(const std::string& dir) {
+  const CsvTable gemm = read_csv(dir + "/gemm_bf16.csv");
+  const CsvTable att = read_csv(dir + "/attention.csv");
+  const CsvTable nccl = read_csv(dir + "/nccl_default.csv");
+  std::string gpu = gemm.provenance_value("gpu0");
+  gpu = gpu.substr(0, gpu.find(" pci="));
+  return gpu + ", " + gemm.provenance_value("date_utc").substr(0, 10) + ", driver " +
+         gemm.provenance_value("driver") + ", cuBLASLt " + gemm.provenance_value("cublasLt") +
+         ", cuDNN " + att.provenance_value("cudnn") + " via PyTorch " +
+         att.provenance_value("torch") + ", NCCL " + nccl_version(nccl.provenance_value("nccl"));
+}
+
+int read_nccl_ranks(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const double n = t.number(0, t.column("nranks"));
+  if (n < 2) throw SpecError(path, t.lines[0], "nranks", "needs at least 2 ranks");
+  return static_cast<int>(n);
+}
+
+// Derivation rules. Sources: ../shared/reference/measured.yaml (hardware:), which cites the
+// datasheets and the MAMF (maximum achievable matmul FLOPS) measurements of Stas Bekman's
+// ml-engineering book (mamf-finder). The H200 BF16 MAMF is unpublished; the rule uses the
+// H100 figure 794.5 (same GH100 die and clocks), and FP8 uses the H200's 1453.4 TFLOP/s.
+const std::map<std::string, DerivationRule>& rules() {
+  static const std::map<std::string, DerivationRule> kRules = {
+      {"H200-SXM",
+       {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
+        "measurement spread: see calib check (leave-one-out) and the burst/sustained tables"}},
+      {"H100-SXM",
+       {"H100-SXM", false, 1.0, 1.0, 1.0, 3.35 / 4.8,
+        "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
+        "attention unchanged; memory-bound ops take 4.8/3.35 as long (HBM3 3.35 TB/s vs HBM3e "
+        "4.8 TB/s)",
+        "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
+        "memory-bound +-10%"}},
+      {"B200",
+       {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 8.0 / 4.8,
+        "H200 times / MAMF ratio (B200 BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 TFLOP/s); "
+        "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
+        "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
+        "attention +-20% (kernel maturity differs); memory-bound +-10%"}},
+      {"GB200",
+       {"GB200", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
+        "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
+        "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
+        "GEMM +-10%; attention +-20%; memory-bound +-10%"}},
+  };
+  return kRules;
+}
+
+// The series NCCL itself would run: at each size, the time of the algorithm/protocol that NCCL
+// chose in the default run, taken from the run that forced that choice. The default run's own
+// times carry NCCL's per-call debug logging (NCCL_DEBUG_SUBSYS=TUNING), which added ~8 us to
+// small messages (1 KiB all_reduce: 21.7 us logged, 13.2 us with Ring/LL forced).
+MeasuredSeries nccl_choice_series(const std::map<std::string, LogGrid>& grids,
+                                  const std::vector<NcclChoice>& choices,
+                                  const std::string& collective, const std::string& file) {
+  const LogGrid& def = grids.at("nccl/default/default/" + collective);
+  MeasuredSeries s;
+  s.key = "nccl/nccl_choice/" + collective;
+  s.file = file;
+  s.axes = {"bytes"};
+  for (std::size_t i = 0; i < def.size(); ++i) {
+    const double b = def.node_coords(i)[0];
+    const LogGrid* src = &def;
+    for (const auto& c : choices) {
+      if (c.collective != collective || c.bytes != b) continue;
+      const auto it = grids.find("nccl/" + c.algo + "/" + c.proto + "/" + collective);
+      if (it != grids.end() && it->second.contains({b})) src = &it->second;
+    }
+    s.points.push_back({{b}, src->time_at({b}), def.node_line(i)});
+  }
+  return s;
+}
+
+}  // namespace
+
+std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& dir) {
+  auto t = std::make_shared<MeasuredTables>();
+  t->dir_ = dir;
+  for (const TableFile& f : table_files()) {
+    const std::string path = dir + "/" + f.name;
+    for (auto& series : f.load(path)) {
+      if (!f.grid) {
+        t->catalog_.push_back(std::move(series));
+        continue;
+      }
+      const std::string key = series.key;
+      if (t->grids_.count(key) != 0) {
+        throw SpecError(path, 0, key, "table defined twice (also in " + t->grids_.at(key).file() + ")");
+      }
+      t->grids_.emplace(key, LogGrid(series));
+    }
+  }
+  t->interference_ = load_interference(dir + "/interference.csv");
+  t->nccl_ranks_ = read_nccl_ranks(dir + "/nccl_default.csv");
+  const std::string choice_file = dir + "/nccl_default_algo_choice.csv";
+  const auto choices = load_nccl_choices(choice_file, t->nccl_ranks_);
+  for (const char* c : {"all_reduce", "all_gather", "reduce_scatter"}) {
+    const MeasuredSeries s = nccl_choice_series(t->grids_, choices, c, choice_file);
+    t->grids_.emplace(s.key, LogGrid(s));
+  }
+  t->provenance_ = describe_provenance(dir);
+  return t;
+}
+
+const LogGrid& MeasuredTables::grid(const std::string& key) const {
+  const auto it = grids_.find(key);
+  if (it == grids_.end()) throw std::out_of_range("no measured table '" + key + "' in " + dir_);
+  return it->second;
+}
+
+std::vector<std::string> MeasuredTables::keys() const {
+  std::vector<std::string> k;
+  for (const auto& [key, g] : grids_) k.push_back(key);
+  return k;
+}
+
+std::string default_measured_dir() { return std::string(CLUSTERSIM_CALIB_DIR) + "/h200"; }
+
+const DerivationRule& derivation_rule(const std::string& gpu_name) {
+  const auto& r = rules();
+  const auto it = r.find(gpu_name);
+  if (it == r.end()) {
+    std::string known;
+    for (const auto& [name, rule] : r) known += (known.empty() ? "" : ", ") + name;
+    throw std::invalid_argument("no measured tables or derivation rule for GPU '" + gpu_name +
+                                "' (known: " + known + ")");
+  }
+  return it->second;
+}
+
+}  // namespace clustersim::calib

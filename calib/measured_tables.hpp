@@ -1,0 +1,69 @@
+// The measured tables of one GPU type (calib/data/<gpu>/, see its README.md) loaded as
+// interpolation grids, and the stated rules that derive other GPUs' costs from them.
+// Documented in docs/calibration.md.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "calib/log_grid.hpp"
+#include "calib/tables.hpp"
+
+namespace clustersim::calib {
+
+/// Every table of one measured GPU, as grids keyed like the series ("gemm/bf16/fwd",
+/// "attention/cudnn/gqa/bwd", "membound/copy", "nccl/default/default/all_reduce", ...).
+class MeasuredTables {
+ public:
+  /// Loads the tables of `dir` (gemm_bf16.csv, gemm_fp8.csv, attention.csv, membound.csv,
+  /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv).
+  /// @throws SpecError naming file, line and column for a missing or malformed table.
+  static std::shared_ptr<const MeasuredTables> load(const std::string& dir);
+
+  /// The grid of a key. @throws std::out_of_range naming the key.
+  const LogGrid& grid(const std::string& key) const;
+  bool has(const std::string& key) const { return grids_.count(key) != 0; }
+  /// All grid keys, sorted.
+  std::vector<std::string> keys() const;
+  /// Measured GEMMs at real model shapes (validation, not used for costing).
+  const std::vector<MeasuredSeries>& catalog() const { return catalog_; }
+  /// Measured compute/communication interference.
+  const std::vector<InterferencePoint>& interference() const { return interference_; }
+  /// Ranks of the NCCL tables (2 for the H200 data).
+  int nccl_ranks() const { return nccl_ranks_; }
+  const std::string& dir() const { return dir_; }
+  /// One line: GPU, date, driver and library versions of the tables.
+  const std::string& provenance() const { return provenance_; }
+
+ private:
+  std::string dir_, provenance_;
+  std::map<std::string, LogGrid> grids_;
+  std::vector<MeasuredSeries> catalog_;
+  std::vector<InterferencePoint> interference_;
+  int nccl_ranks_ = 0;
+};
+
+/// Directory of the measured H200 tables compiled into the library
+/// (CLUSTERSIM_CALIB_DIR "/h200").
+std::string default_measured_dir();
+
+/// How a GPU's costs follow from the measured (H200) tables: each factor divides the measured
+/// time of its op class. The measured GPU itself has all factors 1 and `measured` true.
+struct DerivationRule {
+  std::string gpu;
+  bool measured = false;
+  double gemm_bf16 = 1.0;   ///< BF16 GEMM speed-up over the measured GPU
+  double gemm_fp8 = 1.0;    ///< FP8 GEMM speed-up
+  double attention = 1.0;   ///< fused-attention speed-up
+  double memory = 1.0;      ///< memory-bound kernel speed-up (HBM bandwidth ratio)
+  std::string basis;        ///< the rule and its sources
+  std::string uncertainty;  ///< stated uncertainty of the derived times
+};
+
+/// The rule for a GPU: "H200-SXM" (measured), "H100-SXM", "B200", "GB200".
+/// @throws std::invalid_argument for a GPU with no rule (the message lists the known ones).
+const DerivationRule& derivation_rule(const std::string& gpu_name);
+
+}  // namespace clustersim::calib

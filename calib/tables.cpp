@@ -1,0 +1,244 @@
+#include "calib/tables.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "sim/spec_error.hpp"
+
+namespace clustersim::calib {
+namespace {
+
+std::vector<std::string> split_cells(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) cells.push_back(cell);
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+void add_provenance(CsvTable& t, const std::string& line) {
+  std::string body = line.substr(1);
+  if (!body.empty() && body.front() == ' ') body.erase(0, 1);
+  const auto colon = body.find(": ");
+  if (colon == std::string::npos) {
+    t.provenance.emplace_back("", body);
+  } else {
+    t.provenance.emplace_back(body.substr(0, colon), body.substr(colon + 2));
+  }
+}
+
+// Throws when a row's correctness spot check (column max_rel_err) exceeds `tolerance`.
+void check_spot(const CsvTable& t, std::size_t row, std::size_t col, double tolerance) {
+  const double err = t.number(row, col);
+  if (err > tolerance) {
+    std::ostringstream why;
+    why << "spot check failed: relative error " << err << " exceeds " << tolerance
+        << " (the probe's result was wrong; re-measure)";
+    throw SpecError(t.path, t.lines[row], t.columns[col], why.str());
+  }
+}
+
+// Groups rows into series by a key built from the row; coordinates from `axis_cols`.
+template <typename KeyFn, typename CoordFn>
+std::vector<MeasuredSeries> group(const CsvTable& t, const std::vector<std::string>& axes,
+                                  double tolerance, KeyFn key_of, CoordFn coords_of) {
+  const std::size_t time_col = t.column("time_s");
+  const std::size_t err_col = t.column("max_rel_err");
+  std::map<std::string, MeasuredSeries> by_key;
+  std::vector<std::string> order;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    check_spot(t, r, err_col, tolerance);
+    const std::string key = key_of(r);
+    auto [it, fresh] = by_key.try_emplace(key);
+    if (fresh) {
+      it->second.key = key;
+      it->second.file = t.path;
+      it->second.axes = axes;
+      order.push_back(key);
+    }
+    const double time = t.number(r, time_col);
+    if (time <= 0.0) throw SpecError(t.path, t.lines[r], "time_s", "must be positive");
+    it->second.points.push_back({coords_of(r), time, t.lines[r]});
+  }
+  std::vector<MeasuredSeries> out;
+  for (const auto& k : order) out.push_back(std::move(by_key[k]));
+  return out;
+}
+
+}  // namespace
+
+std::size_t CsvTable::column(const std::string& name) const {
+  const auto it = std::find(columns.begin(), columns.end(), name);
+  if (it == columns.end()) throw SpecError(path, header_line, name, "missing column");
+  return static_cast<std::size_t>(it - columns.begin());
+}
+
+double CsvTable::number(std::size_t row, std::size_t col) const {
+  const std::string& cell = rows[row][col];
+  std::size_t used = 0;
+  double v = 0.0;
+  try {
+    v = std::stod(cell, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (cell.empty() || used != cell.size() || !std::isfinite(v)) {
+    throw SpecError(path, lines[row], columns[col], "'" + cell + "' is not a finite number");
+  }
+  return v;
+}
+
+std::string CsvTable::provenance_value(const std::string& key) const {
+  for (const auto& [k, v] : provenance) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+CsvTable read_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw SpecError(path, 0, "", "cannot open the table");
+  CsvTable t;
+  t.path = path;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    if (line.front() == '#') {
+      add_provenance(t, line);
+    } else if (t.columns.empty()) {
+      t.columns = split_cells(line);
+      t.header_line = n;
+    } else {
+      auto cells = split_cells(line);
+      if (cells.size() != t.columns.size()) {
+        throw SpecError(path, n, "", "row has " + std::to_string(cells.size()) +
+                                         " cells, the header has " +
+                                         std::to_string(t.columns.size()));
+      }
+      t.rows.push_back(std::move(cells));
+      t.lines.push_back(n);
+    }
+  }
+  if (t.columns.empty()) throw SpecError(path, 0, "", "no header row");
+  if (t.rows.empty()) throw SpecError(path, t.header_line, "", "no data rows");
+  return t;
+}
+
+std::vector<MeasuredSeries> load_gemm_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t dt = t.column("dtype"), lay = t.column("layout");
+  const std::size_t m = t.column("m"), n = t.column("n"), k = t.column("k");
+  return group(
+      t, {"m", "n", "k"}, 0.02,
+      [&](std::size_t r) { return "gemm/" + t.text(r, dt) + "/" + t.text(r, lay); },
+      [&](std::size_t r) {
+        return std::vector<double>{t.number(r, m), t.number(r, n), t.number(r, k)};
+      });
+}
+
+std::vector<MeasuredSeries> load_attention_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t be = t.column("backend"), set = t.column("set"), dir = t.column("direction");
+  const std::size_t seq = t.column("seq"), heads = t.column("heads"), batch = t.column("batch");
+  return group(
+      t, {"seq", "heads"}, 0.02,
+      [&](std::size_t r) {
+        return "attention/" + t.text(r, be) + "/" + t.text(r, set) + "/" + t.text(r, dir);
+      },
+      [&](std::size_t r) {
+        return std::vector<double>{t.number(r, seq), t.number(r, batch) * t.number(r, heads)};
+      });
+}
+
+std::vector<MeasuredSeries> load_membound_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t kernel = t.column("kernel"), bytes = t.column("bytes");
+  return group(
+      t, {"bytes"}, 0.03, [&](std::size_t r) { return "membound/" + t.text(r, kernel); },
+      [&](std::size_t r) { return std::vector<double>{t.number(r, bytes)}; });
+}
+
+std::vector<MeasuredSeries> load_nccl_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t coll = t.column("collective"), algo = t.column("algo");
+  const std::size_t proto = t.column("proto"), bytes = t.column("bytes");
+  const std::size_t ranks = t.column("nranks");
+  for (std::size_t r = 1; r < t.rows.size(); ++r) {
+    if (t.text(r, ranks) != t.text(0, ranks)) {
+      throw SpecError(path, t.lines[r], "nranks", "differs from the first row's " + t.text(0, ranks));
+    }
+  }
+  return group(
+      t, {"bytes"}, 1e-4,
+      [&](std::size_t r) {
+        return "nccl/" + lower(t.text(r, algo)) + "/" + lower(t.text(r, proto)) + "/" +
+               t.text(r, coll);
+      },
+      [&](std::size_t r) { return std::vector<double>{t.number(r, bytes)}; });
+}
+
+std::vector<NcclChoice> load_nccl_choices(const std::string& path, int nranks) {
+  static const std::map<std::string, std::pair<std::string, bool>> kNames = {
+      {"AllReduce", {"all_reduce", false}},
+      {"AllGather", {"all_gather", true}},
+      {"ReduceScatter", {"reduce_scatter", true}},
+  };
+  const CsvTable t = read_csv(path);
+  const std::size_t coll = t.column("collective"), bytes = t.column("bytes_logged");
+  const std::size_t algo = t.column("algo"), proto = t.column("proto");
+  std::vector<NcclChoice> out;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto it = kNames.find(t.text(r, coll));
+    if (it == kNames.end()) {
+      throw SpecError(path, t.lines[r], "collective", "unknown NCCL collective '" + t.text(r, coll) + "'");
+    }
+    const double scale = it->second.second ? static_cast<double>(nranks) : 1.0;
+    out.push_back({it->second.first, t.number(r, bytes) * scale, lower(t.text(r, algo)),
+                   lower(t.text(r, proto))});
+  }
+  return out;
+}
+
+std::vector<InterferencePoint> load_interference(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t compute = t.column("compute"), ch = t.column("channels");
+  const std::size_t bytes = t.column("bytes"), cs = t.column("compute_slowdown");
+  const std::size_t ms = t.column("comm_slowdown"), err = t.column("check_err");
+  std::map<std::tuple<std::string, std::string, double>, std::pair<InterferencePoint, int>> acc;
+  std::vector<std::tuple<std::string, std::string, double>> order;
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    check_spot(t, r, err, 1e-3);
+    const auto key = std::make_tuple(t.text(r, compute), t.text(r, ch), t.number(r, bytes));
+    auto [it, fresh] = acc.try_emplace(key);
+    if (fresh) {
+      order.push_back(key);
+      it->second.first = {t.text(r, compute), t.text(r, ch), t.number(r, bytes), 0.0, 0.0};
+    }
+    it->second.first.compute_slowdown += t.number(r, cs);
+    it->second.first.comm_slowdown += t.number(r, ms);
+    ++it->second.second;
+  }
+  std::vector<InterferencePoint> out;
+  for (const auto& key : order) {
+    auto [p, count] = acc[key];
+    p.compute_slowdown /= count;
+    p.comm_slowdown /= count;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace clustersim::calib

@@ -1,0 +1,96 @@
+// Reading the probes' CSV tables (calib/data/<gpu>/*.csv, written by calib/probes/): provenance
+// lines ("# key: value"), one header row, data rows. Reading is strict: a missing column, a
+// non-numeric cell, a row of the wrong width or a failed correctness spot check is a SpecError
+// naming the file, the line and the column, never a silent skip. Documented in
+// docs/calibration.md.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace clustersim::calib {
+
+/// One CSV file of a probe, as text.
+struct CsvTable {
+  std::string path;
+  /// "# key: value" lines in file order (before and after the rows); lines without ": " have
+  /// an empty key.
+  std::vector<std::pair<std::string, std::string>> provenance;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<int> lines;  ///< 1-based source line of each row
+  int header_line = 0;     ///< 1-based line of the header row
+
+  /// Index of a column. @throws SpecError (file, header line, column, "missing column").
+  std::size_t column(const std::string& name) const;
+  /// A cell as a finite number. @throws SpecError (file, line, column, reason).
+  double number(std::size_t row, std::size_t col) const;
+  /// A cell as text (no check).
+  const std::string& text(std::size_t row, std::size_t col) const { return rows[row][col]; }
+  /// The first provenance value with this key, or "" if there is none.
+  std::string provenance_value(const std::string& key) const;
+};
+
+/// Reads a probe CSV. @throws SpecError if the file cannot be read, has no header row, has a row
+/// whose number of cells differs from the header's, or has no data rows.
+CsvTable read_csv(const std::string& path);
+
+/// A measured time at a point of a table's axes (e.g. m, n, k of a GEMM).
+struct MeasuredPoint {
+  std::vector<double> coords;  ///< one value per axis, in the axis' unit
+  double time_s = 0.0;         ///< median time per call, s
+  int line = 0;                ///< source line, for messages
+};
+
+/// The points of one kernel configuration, e.g. "gemm/bf16/fwd" over axes (m, n, k).
+struct MeasuredSeries {
+  std::string key;                ///< "gemm/bf16/fwd", "attention/cudnn/gqa/fwd", ...
+  std::string file;               ///< source file
+  std::vector<std::string> axes;  ///< axis names ("m", "n", "k"; "seq", "heads"; "bytes")
+  std::vector<MeasuredPoint> points;
+};
+
+/// GEMM grid or shape list (gemm_*.csv): one series per (dtype, layout), key
+/// "gemm/<dtype>/<layout>", axes m, n, k. Rows whose spot check exceeds 2% relative error are
+/// an error. @throws SpecError.
+std::vector<MeasuredSeries> load_gemm_series(const std::string& path);
+/// Attention table (attention.csv): one series per (backend, set, direction), key
+/// "attention/<backend>/<set>/<direction>" (e.g. "attention/cudnn/gqa/fwd"), axes seq and
+/// heads (batch x heads). Spot-check tolerance 2%. @throws SpecError.
+std::vector<MeasuredSeries> load_attention_series(const std::string& path);
+/// Memory-bound table (membound.csv): one series per kernel, key "membound/<kernel>", axis
+/// bytes (moved per call). Spot-check tolerance 3%. @throws SpecError.
+std::vector<MeasuredSeries> load_membound_series(const std::string& path);
+/// NCCL table (nccl_*.csv): one series per (collective, algo, proto), key
+/// "nccl/<algo>/<proto>/<collective>" with algo/proto lower case ("nccl/default/default/
+/// all_reduce", "nccl/ring/ll128/all_gather"), axis bytes (nccl-tests size convention). Results
+/// must be exact to 1e-4. All rows must have the same nranks. @throws SpecError.
+std::vector<MeasuredSeries> load_nccl_series(const std::string& path);
+
+/// NCCL's own choice of algorithm and protocol for one call of the default NCCL run
+/// (nccl_default_algo_choice.csv, read off NCCL's TUNING debug log).
+struct NcclChoice {
+  std::string collective;  ///< "all_reduce", "all_gather", "reduce_scatter"
+  double bytes = 0.0;      ///< size in the nccl-tests convention of the tables
+  std::string algo;        ///< lower case: "ring", "tree"
+  std::string proto;       ///< lower case: "ll", "ll128", "simple"
+};
+/// Reads the choice table. NCCL logs all_gather and reduce_scatter sizes per rank; they are
+/// multiplied by `nranks` to match the tables. @throws SpecError.
+std::vector<NcclChoice> load_nccl_choices(const std::string& path, int nranks);
+
+/// Measured slowdowns when compute and an NCCL all_reduce overlap (interference.csv), averaged
+/// over the ranks.
+struct InterferencePoint {
+  std::string compute;   ///< "gemm" or "attention"
+  std::string channels;  ///< "default" or the NCCL channel (CTA) count
+  double bytes = 0.0;    ///< all_reduce size per rank
+  double compute_slowdown = 1.0;  ///< compute time with the collective / alone
+  double comm_slowdown = 1.0;     ///< collective time with compute / alone
+};
+/// Reads interference.csv. @throws SpecError.
+std::vector<InterferencePoint> load_interference(const std::string& path);
+
+}  // namespace clustersim::calib

@@ -1,0 +1,244 @@
+// Tests of the measured cost model (calib/measured_cost_model) and the calib check.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "calib/calib_check.hpp"
+#include "calib/measured_cost_model.hpp"
+#include "calib/roofline_cost_model.hpp"
+#include "calib/tables.hpp"
+
+namespace clustersim::calib {
+namespace {
+
+// Datasheet figures (NVIDIA H200 / H100 SXM / B200 datasheets, as in
+// ../shared/reference/measured.yaml hardware:). Only the name selects the rule; the peaks feed
+// the roofline the model keeps for the network and the FP32 ratio.
+sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
+  sim::GpuSpec g;
+  g.name = name;
+  g.peak_bf16 = {name == "B200" ? 2250e12 : 989e12};
+  g.peak_fp8 = {name == "B200" ? 4500e12 : 1979e12};
+  g.peak_fp32 = {67e12};
+  g.hbm_capacity = {141e9};
+  g.hbm_bandwidth = {hbm_tbps * 1e12};
+  g.tdp = {700.0};
+  return g;
+}
+
+class MeasuredModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { tables_ = MeasuredTables::load(default_measured_dir()); }
+  static std::shared_ptr<const MeasuredTables> tables_;
+  MeasuredCostModel h200_{gpu("H200-SXM", 4.8), tables_};
+};
+std::shared_ptr<const MeasuredTables> MeasuredModel::tables_;
+
+sim::Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, sim::DType dt,
+             sim::Phase phase = sim::Phase::Forward) {
+  sim::Op op;
+  op.shape = sim::GemmShape{m, n, k, dt};
+  op.phase = phase;
+  return op;
+}
+
+sim::Op attention(std::int64_t heads, std::int64_t seq, bool backward, bool causal = true) {
+  sim::Op op;
+  sim::AttentionShape a;
+  a.batch = 1;
+  a.heads = heads;
+  a.kv_heads = heads / 8;
+  a.seq_q = a.seq_kv = seq;
+  a.head_dim = a.head_dim_v = 128;
+  a.causal = causal;
+  a.backward = backward;
+  op.shape = a;
+  return op;
+}
+
+sim::Op mem(sim::MemKernel k, double bytes) {
+  sim::Op op;
+  op.shape = sim::MemBoundShape{k};
+  op.bytes = bytes;
+  return op;
+}
+
+// The time_s of the first row of `file` whose listed columns have the listed values.
+double measured(const std::string& file, const std::vector<std::pair<std::string, std::string>>& match) {
+  const CsvTable t = read_csv(default_measured_dir() + "/" + file);
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    bool ok = true;
+    for (const auto& [col, val] : match) ok = ok && t.text(r, t.column(col)) == val;
+    if (ok) return t.number(r, t.column("time_s"));
+  }
+  ADD_FAILURE() << "no such row in " << file;
+  return 0.0;
+}
+
+TEST_F(MeasuredModel, GemmAtAGridNodeIsTheMeasuredTime) {
+  const double t = measured("gemm_bf16.csv", {{"layout", "fwd"}, {"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::BF16)) / t, 1.0, 1e-12);
+  const double f8 = measured("gemm_fp8.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8)) / f8, 1.0, 1e-12);
+  EXPECT_LT(f8, 0.7 * t);  // FP8 well ahead of BF16 on a large GEMM
+}
+
+TEST_F(MeasuredModel, BackwardGemmIsTheMeanOfDgradAndTransposedWgrad) {
+  const double dg = measured("gemm_bf16.csv", {{"layout", "dgrad"}, {"m", "4096"}, {"n", "2048"}, {"k", "8192"}});
+  // The trace writes wgrad as (in, out, tokens); the table as (out, in, tokens).
+  const double wg = measured("gemm_bf16.csv", {{"layout", "wgrad"}, {"m", "2048"}, {"n", "4096"}, {"k", "8192"}});
+  const double t = h200_.compute_time(gemm(4096, 2048, 8192, sim::DType::BF16, sim::Phase::Backward));
+  EXPECT_NEAR(t / std::sqrt(dg * wg), 1.0, 1e-12);
+}
+
+TEST_F(MeasuredModel, GemmTimeGrowsWithEveryDimension) {
+  double prev = 0.0;
+  for (std::int64_t m = 1024; m <= 65536; m = m * 3 / 2) {  // mostly off-grid sizes
+    const double t = h200_.compute_time(gemm(m, 5120, 3584, sim::DType::BF16));
+    EXPECT_GT(t, prev) << "m=" << m;
+    prev = t;
+  }
+  EXPECT_LT(h200_.compute_time(gemm(8192, 4096, 4096, sim::DType::BF16)),
+            h200_.compute_time(gemm(8192, 4096, 6144, sim::DType::BF16)));
+  EXPECT_TRUE(h200_.out_of_grid().empty());
+}
+
+TEST_F(MeasuredModel, GemmOutsideTheGridUsesTheEdgeRateAndIsListed) {
+  const double in = h200_.compute_time(gemm(8192, 32768, 16384, sim::DType::BF16));
+  const double out = h200_.compute_time(gemm(8192, 106496, 16384, sim::DType::BF16));
+  EXPECT_NEAR(out / in, 106496.0 / 32768.0, 1e-9);  // same rate as the edge, 3.25x the FLOPs
+  ASSERT_EQ(h200_.out_of_grid().size(), 1u);
+  EXPECT_NE(h200_.out_of_grid()[0].what.find("n 512-32768"), std::string::npos);
+  h200_.compute_time(gemm(8192, 106496, 16384, sim::DType::BF16));
+  EXPECT_EQ(h200_.out_of_grid()[0].count, 2u);
+  EXPECT_THROW(h200_.compute_time(gemm(0, 1, 1, sim::DType::BF16)), std::invalid_argument);
+}
+
+TEST_F(MeasuredModel, AttentionFollowsTheTableAndTheMask) {
+  const double f = measured("attention.csv", {{"backend", "cudnn"}, {"set", "gqa"}, {"direction", "fwd"}, {"heads", "64"}, {"seq", "8192"}});
+  EXPECT_NEAR(h200_.compute_time(attention(64, 8192, false)) / f, 1.0, 1e-12);
+  EXPECT_GT(h200_.compute_time(attention(64, 8192, true)), 1.5 * f);  // backward ~2.5x the work
+  EXPECT_NEAR(h200_.compute_time(attention(64, 8192, false, false)) / f, 2.0, 1e-12);
+  const double r = h200_.compute_time(attention(16, 65536, false)) /
+                   h200_.compute_time(attention(16, 32768, false));
+  EXPECT_GT(r, 3.5);  // quadratic in the sequence once the GPU is full
+  EXPECT_LT(r, 4.5);
+  // Beyond 128k tokens: scaled by seq^2 from the edge, and listed.
+  const double edge = h200_.compute_time(attention(16, 131072, false));
+  EXPECT_NEAR(h200_.compute_time(attention(16, 262144, false)) / edge, 4.0, 1e-9);
+  EXPECT_EQ(h200_.out_of_grid().size(), 1u);
+}
+
+TEST_F(MeasuredModel, MemoryBoundKernelsUseTheirFamilies) {
+  const double copy = measured("membound.csv", {{"kernel", "copy"}, {"shape", "268435456"}});
+  const double copy_bytes = 1.07374e9;  // 2 x 2^29 BF16 values, as the table prints it (6 digits)
+  EXPECT_NEAR(h200_.compute_time(mem(sim::MemKernel::Copy, copy_bytes)) / copy, 1.0, 1e-12);
+  const double rms = measured("membound.csv", {{"kernel", "rmsnorm"}, {"shape", "8192x8192"}});
+  const double ln = measured("membound.csv", {{"kernel", "layernorm"}, {"shape", "8192x8192"}});
+  // Norm is the geometric mean of the RMSNorm and LayerNorm curves at the op's bytes.
+  const double bytes = 4.0 * 8192 * 8192;
+  const auto& rg = tables_->grid("membound/rmsnorm");
+  const auto& lg = tables_->grid("membound/layernorm");
+  EXPECT_NEAR(h200_.compute_time(mem(sim::MemKernel::Norm, bytes)),
+              std::sqrt(rg.time_at({bytes}) * lg.time_at({bytes})), 1e-15);
+  EXPECT_GT(ln, rms * 0.9);
+  // Monotone once past the launch floor (below ~8 MiB the measured times are flat within noise,
+  // and the model follows the measurement).
+  double prev = 0.0;
+  for (double b = 16777216.0; b <= 4.0e9; b *= 1.7) {
+    const double t = h200_.compute_time(mem(sim::MemKernel::Optimizer, b));
+    EXPECT_GE(t, prev);
+    prev = t;
+  }
+  EXPECT_EQ(h200_.compute_time(mem(sim::MemKernel::Rope, 0.0)), 0.0);
+}
+
+TEST_F(MeasuredModel, NvlinkParametersReproduceTheMeasuredCollective) {
+  // The engine's time for 2 ranks: base + steps x step + share / (450 GB/s x efficiency).
+  // NCCL chose Ring/Simple from 2 MiB on (nccl_default_algo_choice.csv).
+  for (const char* size : {"67108864", "1073741824", "4294967296"}) {
+    const double bytes = std::stod(size);
+    const double t = measured("nccl_ring_simple.csv", {{"collective", "all_reduce"}, {"bytes", size}});
+    const auto p = h200_.collective_params(sim::CollectiveKind::AllReduce, bytes, 2, sim::LinkClass::NVLink);
+    EXPECT_NEAR((p.base_latency_s + 2 * p.step_latency_s + bytes / (450e9 * p.bandwidth_efficiency)) / t, 1.0, 1e-9);
+    EXPECT_LE(p.bandwidth_efficiency, 1.0);
+  }
+  // Small messages: NCCL chose Ring/LL; the forced Ring/LL run has no debug-logging overhead.
+  const auto small = h200_.collective_params(sim::CollectiveKind::AllGather, 1024, 2, sim::LinkClass::NVLink);
+  const double t_small = measured("nccl_ring_ll.csv", {{"collective", "all_gather"}, {"bytes", "1024"}});
+  EXPECT_NEAR(small.base_latency_s + small.step_latency_s, t_small, 1e-12);
+  EXPECT_LT(t_small, 0.8 * measured("nccl_default.csv", {{"collective", "all_gather"}, {"bytes", "1024"}}));
+  // Larger groups: the same per-step chunk -> same efficiency as the 2-GPU message of bytes*2/p.
+  const auto p8 = h200_.collective_params(sim::CollectiveKind::AllReduce, 4.0 * 1073741824.0, 8, sim::LinkClass::NVLink);
+  const auto p2 = h200_.collective_params(sim::CollectiveKind::AllReduce, 1073741824.0, 2, sim::LinkClass::NVLink);
+  EXPECT_DOUBLE_EQ(p8.bandwidth_efficiency, p2.bandwidth_efficiency);
+  const auto send = h200_.p2p_params(268435456.0, sim::LinkClass::NVLink);
+  const double t_send = measured("nccl_default.csv", {{"collective", "send"}, {"bytes", "268435456"}});
+  EXPECT_NEAR((send.base_latency_s + send.step_latency_s + 268435456.0 / (450e9 * send.bandwidth_efficiency)) / t_send, 1.0, 1e-9);
+}
+
+TEST_F(MeasuredModel, NetworkKeepsTheRooflineFigures) {
+  const RooflineCostModel roof(gpu("H200-SXM", 4.8));
+  const auto a = h200_.collective_params(sim::CollectiveKind::AllReduce, 1e9, 64, sim::LinkClass::Network);
+  const auto b = roof.collective_params(sim::CollectiveKind::AllReduce, 1e9, 64, sim::LinkClass::Network);
+  EXPECT_EQ(a.base_latency_s, b.base_latency_s);
+  EXPECT_EQ(a.bandwidth_efficiency, b.bandwidth_efficiency);
+  sim::Op op;
+  op.shape = sim::CollectiveSpec{};
+  EXPECT_THROW(h200_.compute_time(op), std::invalid_argument);
+}
+
+TEST_F(MeasuredModel, DerivedGpusFollowTheirStatedRules) {
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  const MeasuredCostModel b200(gpu("B200", 8.0), tables_);
+  const sim::Op g = gemm(8192, 8192, 8192, sim::DType::BF16);
+  const sim::Op m = mem(sim::MemKernel::Copy, 1e9);
+  EXPECT_DOUBLE_EQ(h100.compute_time(g), h200_.compute_time(g));
+  EXPECT_NEAR(h100.compute_time(m) / h200_.compute_time(m), 4.8 / 3.35, 1e-12);
+  EXPECT_NEAR(h200_.compute_time(g) / b200.compute_time(g), 1745.0 / 794.5, 1e-12);
+  EXPECT_NE(b200.describe().find("derived"), std::string::npos);
+  EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
+  EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
+  EXPECT_EQ(h200_.table_sources().size(), 7u);
+}
+
+TEST_F(MeasuredModel, InterferenceInterpolatesTheMeasuredSlowdowns) {
+  const auto& pts = tables_->interference();
+  double cs = 0.0;
+  for (const auto& p : pts) {
+    if (p.compute == "gemm" && p.channels == "default" && p.bytes == 134217728.0) cs = p.compute_slowdown;
+  }
+  EXPECT_GT(cs, 1.0);
+  EXPECT_DOUBLE_EQ(h200_.interference(OverlapCompute::Gemm, 134217728.0).compute_slowdown, cs);
+  EXPECT_DOUBLE_EQ(h200_.interference(OverlapCompute::Gemm, 1.0).comm_slowdown,
+                   h200_.interference(OverlapCompute::Gemm, 16777216.0).comm_slowdown);
+}
+
+TEST_F(MeasuredModel, CalibCheckMeetsTheMedianGoalOnGemmAndCollectives) {
+  const CheckReport r = run_calib_check(*tables_, h200_);
+  EXPECT_EQ(r.loo.size(), tables_->keys().size());
+  for (const auto& row : r.loo_long) {
+    if (row.table.rfind("gemm/", 0) == 0 || row.table.rfind("membound/", 0) == 0) {
+      EXPECT_LE(row.median, 0.03) << row.table;
+    }
+    if (row.table == "nccl/default/default/all_reduce") {
+      EXPECT_LE(row.max, 0.10);
+    }
+  }
+  bool catalog_in = false;
+  for (const auto& row : r.catalog) {
+    if (row.table == "gemm/bf16/fwd (catalog, in grid)") {
+      catalog_in = true;
+      EXPECT_LE(row.median, 0.05) << format_check_report(r);
+    }
+  }
+  EXPECT_TRUE(catalog_in);
+  const std::string text = format_check_report(r);
+  EXPECT_NE(text.find("gemm/fp8/tn"), std::string::npos);
+  const MeasuredCostModel b200(gpu("B200", 8.0), tables_);
+  EXPECT_THROW(run_calib_check(*tables_, b200), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace clustersim::calib

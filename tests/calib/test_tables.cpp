@@ -1,0 +1,191 @@
+// Tests of the probe-table reader (calib/tables) and the log-log grid (calib/log_grid).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "calib/log_grid.hpp"
+#include "calib/measured_tables.hpp"
+#include "calib/tables.hpp"
+#include "sim/spec_error.hpp"
+
+namespace clustersim::calib {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Writes `text` to a fresh file in the temporary directory and returns its path.
+std::string write_temp(const std::string& name, const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / "clustersim_test_calib";
+  fs::create_directories(dir);
+  const fs::path p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+const char* kGemmHeader = "dtype,layout,m,n,k,time_s,max_rel_err\n";
+
+// Expects a SpecError whose message names the file, the line and the field.
+template <typename Fn>
+void expect_spec_error(Fn fn, const std::string& file, int line, const std::string& field) {
+  try {
+    fn();
+    FAIL() << "no SpecError";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), file);
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_EQ(e.field(), field) << e.what();
+  }
+}
+
+TEST(CsvTable, ReadsProvenanceColumnsAndRows) {
+  const std::string p = write_temp("ok.csv",
+                                   "# probe: gemm\n# date_utc: 2026-11-29T20:00:00Z\n" +
+                                       std::string(kGemmHeader) +
+                                       "bf16,fwd,1024,512,512,1e-05,0.001\n# gpu0_after: x\n");
+  const CsvTable t = read_csv(p);
+  EXPECT_EQ(t.provenance_value("probe"), "gemm");
+  EXPECT_EQ(t.provenance_value("gpu0_after"), "x");
+  EXPECT_EQ(t.header_line, 3);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.lines[0], 4);
+  EXPECT_DOUBLE_EQ(t.number(0, t.column("time_s")), 1e-5);
+}
+
+TEST(CsvTable, RowOfWrongWidthNamesTheLine) {
+  const std::string p = write_temp("width.csv", std::string(kGemmHeader) +
+                                                    "bf16,fwd,1024,512,512,1e-05,0.001\n"
+                                                    "bf16,fwd,2048,512,512,1e-05\n");
+  expect_spec_error([&] { read_csv(p); }, p, 3, "");
+}
+
+TEST(CsvTable, NonNumericCellNamesLineAndColumn) {
+  const std::string p = write_temp("nan.csv", std::string(kGemmHeader) +
+                                                  "bf16,fwd,1024,512,512,1e-05,0.001\n"
+                                                  "bf16,fwd,2048,fast,512,1e-05,0.001\n");
+  expect_spec_error([&] { load_gemm_series(p); }, p, 3, "n");
+}
+
+TEST(CsvTable, MissingColumnNamesTheHeaderLine) {
+  const std::string p = write_temp("nocol.csv", "# x: y\ndtype,layout,m,n,time_s,max_rel_err\n"
+                                                "bf16,fwd,1024,512,1e-05,0.001\n");
+  expect_spec_error([&] { load_gemm_series(p); }, p, 2, "k");
+}
+
+TEST(CsvTable, FailedSpotCheckIsAnError) {
+  const std::string p = write_temp("spot.csv", std::string(kGemmHeader) +
+                                                   "bf16,fwd,1024,512,512,1e-05,0.5\n");
+  expect_spec_error([&] { load_gemm_series(p); }, p, 2, "max_rel_err");
+}
+
+TEST(CsvTable, NonPositiveTimeIsAnError) {
+  const std::string p = write_temp("time.csv", std::string(kGemmHeader) +
+                                                   "bf16,fwd,1024,512,512,0,0.001\n");
+  expect_spec_error([&] { load_gemm_series(p); }, p, 2, "time_s");
+}
+
+TEST(CsvTable, EmptyOrMissingTablesAreErrors) {
+  const std::string p = write_temp("empty.csv", "# only provenance\n" + std::string(kGemmHeader));
+  expect_spec_error([&] { read_csv(p); }, p, 2, "");
+  EXPECT_THROW(read_csv(p + ".absent"), SpecError);
+}
+
+// A table t = c * m * n * k on a 3 x 2 x 2 grid, optionally leaving out or doubling a point.
+MeasuredSeries power_law(bool drop_one, bool duplicate_one) {
+  MeasuredSeries s;
+  s.key = "gemm/bf16/fwd";
+  s.file = "synthetic.csv";
+  s.axes = {"m", "n", "k"};
+  int line = 1;
+  for (double m : {1024.0, 2048.0, 8192.0})
+    for (double n : {512.0, 4096.0})
+      for (double k : {512.0, 1024.0}) {
+        if (drop_one && m == 2048.0 && n == 4096.0 && k == 512.0) continue;
+        s.points.push_back({{m, n, k}, 1e-15 * m * n * k, ++line});
+      }
+  if (duplicate_one) s.points.push_back(s.points.front());
+  return s;
+}
+
+TEST(LogGrid, IncompleteGridNamesTheMissingPoint) {
+  try {
+    LogGrid g(power_law(true, false));
+    FAIL() << "no SpecError";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("m=2048 n=4096 k=512"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LogGrid, DuplicatePointIsAnError) {
+  EXPECT_THROW(LogGrid g(power_law(false, true)), SpecError);
+}
+
+TEST(LogGrid, PowerLawIsExactBetweenAndAtNodes) {
+  const LogGrid g(power_law(false, false));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto x = g.node_coords(i);
+    EXPECT_NEAR(g.time_at(x) / (1e-15 * x[0] * x[1] * x[2]), 1.0, 1e-12);
+  }
+  // Off-grid: log-log multilinear interpolation is exact for a product of powers.
+  EXPECT_NEAR(g.time_at({3000.0, 1500.0, 700.0}) / (1e-15 * 3000.0 * 1500.0 * 700.0), 1.0, 1e-12);
+  EXPECT_TRUE(g.contains({3000.0, 1500.0, 700.0}));
+  EXPECT_FALSE(g.contains({3000.0, 1500.0, 2048.0}));
+  // Outside: clamped to the edge, not extrapolated.
+  EXPECT_NEAR(g.time_at({3000.0, 1500.0, 4096.0}), g.time_at({3000.0, 1500.0, 1024.0}), 1e-18);
+  EXPECT_THROW(g.time_at({3000.0, 1500.0}), std::invalid_argument);
+  EXPECT_THROW(g.time_at({3000.0, -1.0, 1.0}), std::invalid_argument);
+}
+
+TEST(LogGrid, LeaveOneOutOfAPowerLawIsExact) {
+  const LooStats s = leave_one_out(LogGrid(power_law(false, false)));
+  EXPECT_EQ(s.points, 12u);
+  EXPECT_LT(s.max, 1e-12);
+}
+
+TEST(LogGrid, LeaveOneOutSeesABump) {
+  MeasuredSeries s;
+  s.key = "membound/copy";
+  s.axes = {"bytes"};
+  for (int i = 0; i < 7; ++i) {
+    const double b = 1024.0 * std::pow(2.0, i);
+    s.points.push_back({{b}, (i == 3 ? 1.5 : 1.0) * b * 1e-12, i + 2});
+  }
+  const LooStats st = leave_one_out(LogGrid(s));
+  EXPECT_NEAR(st.max, 1.0 / 3.0, 1e-9);  // predicted 1.0 for a measured 1.5
+  EXPECT_EQ(st.worst, "bytes=8192");
+  EXPECT_EQ(st.over_10pct, 3u);  // the bump and its two neighbours (sqrt(1.5) - 1 = 22%)
+  EXPECT_EQ(leave_one_out(LogGrid(s), 1.0).points, 0u);  // nothing that slow
+}
+
+TEST(LogGrid, MeasuredTablesAreReproducedAtEveryNode) {
+  const auto tables = MeasuredTables::load(default_measured_dir());
+  for (const auto& key : tables->keys()) {
+    const LogGrid& g = tables->grid(key);
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      ASSERT_NEAR(g.time_at(g.node_coords(i)) / g.node_time(i), 1.0, 1e-12) << key;
+    }
+  }
+}
+
+TEST(MeasuredTables, LoadsEveryTableOfTheH200Directory) {
+  const auto t = MeasuredTables::load(default_measured_dir());
+  for (const char* key : {"gemm/bf16/fwd", "gemm/bf16/dgrad", "gemm/bf16/wgrad", "gemm/fp8/tn",
+                          "attention/cudnn/gqa/fwd", "attention/cudnn/mla/bwd",
+                          "attention/flash/gqa/fwd", "membound/copy", "membound/adamw",
+                          "nccl/default/default/all_reduce", "nccl/default/default/send",
+                          "nccl/ring/ll128/all_gather", "nccl/tree/simple/all_reduce",
+                          "nccl/nccl_choice/all_reduce", "nccl/nccl_choice/reduce_scatter"}) {
+    EXPECT_TRUE(t->has(key)) << key;
+  }
+  EXPECT_EQ(t->grid("gemm/bf16/fwd").size(), 343u);
+  EXPECT_EQ(t->nccl_ranks(), 2);
+  EXPECT_EQ(t->catalog().size(), 2u);
+  EXPECT_NE(t->provenance().find("NVIDIA H200"), std::string::npos) << t->provenance();
+  EXPECT_THROW(t->grid("gemm/fp4/tn"), std::out_of_range);
+  EXPECT_THROW(MeasuredTables::load(default_measured_dir() + "/absent"), SpecError);
+}
+
+}  // namespace
+}  // namespace clustersim::calib
