@@ -44,6 +44,8 @@ const std::map<sim::MemKernel, std::vector<std::string>>& kernel_tables() {
       {sim::MemKernel::CrossEntropy, {"cross_entropy"}},
       {sim::MemKernel::Optimizer, {"adamw"}},
       {sim::MemKernel::Copy, {"copy"}},
+      {sim::MemKernel::HostCopy, {}},       // PCIe: not measured, the roofline's figure
+      {sim::MemKernel::HostOptimizer, {}},  // host CPU: not measured, the roofline's figure
   };
   return kMap;
 }
@@ -84,7 +86,7 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
     : gpu_(std::move(gpu)),
       rule_(derivation_rule(gpu_.name)),
       tables_(std::move(tables)),
-      network_(gpu_) {
+      roofline_(gpu_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
 }
 
@@ -188,8 +190,17 @@ double MeasuredCostModel::kernel_time(const std::string& key, double bytes) cons
 double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes) const {
   if (bytes < 0.0) throw std::invalid_argument("memory-bound op with negative bytes");
   if (bytes == 0.0) return 0.0;
+  const auto it = kernel_tables().find(kernel);
+  if (it == kernel_tables().end() || it->second.empty()) {
+    note_out_of_grid(std::string("memory-bound ") + sim::to_string(kernel) +
+                     ": not measured, roofline figure");
+    sim::Op op;
+    op.shape = sim::MemBoundShape{kernel};
+    op.bytes = bytes;
+    return roofline_.compute_time(op);
+  }
   std::vector<double> times;
-  for (const auto& name : kernel_tables().at(kernel)) times.push_back(kernel_time("membound/" + name, bytes));
+  for (const auto& name : it->second) times.push_back(kernel_time("membound/" + name, bytes));
   return geometric_mean(times) / rule_.memory;
 }
 
@@ -226,7 +237,7 @@ sim::CollectiveParams MeasuredCostModel::nvlink_params(const std::string& key, d
 sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind kind, double bytes,
                                                            int group_size,
                                                            sim::LinkClass link) const {
-  if (link == sim::LinkClass::Network) return network_.collective_params(kind, bytes, group_size, link);
+  if (link == sim::LinkClass::Network) return roofline_.collective_params(kind, bytes, group_size, link);
   const int p0 = tables_->nccl_ranks();
   const int p = std::max(group_size, 2);
   const bool ar = kind == sim::CollectiveKind::AllReduce;
@@ -242,7 +253,7 @@ sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind k
 }
 
 sim::CollectiveParams MeasuredCostModel::p2p_params(double bytes, sim::LinkClass link) const {
-  if (link == sim::LinkClass::Network) return network_.p2p_params(bytes, link);
+  if (link == sim::LinkClass::Network) return roofline_.p2p_params(bytes, link);
   sim::CollectiveParams p = nvlink_params("nccl/default/default/send", bytes, 1.0, 0);
   p.step_latency_s = 0.0;  // the engine charges base + step once per transfer
   return p;
@@ -296,7 +307,7 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
           "3.4 us per step (NCCL 2.28 tuning table); measured on H200",
       "point-to-point over NVLink: " + dir + "/nccl_default.csv (send); measured on H200",
-      "collectives and p2p over the network: roofline figures (" + network_.describe() + ")",
+      "collectives and p2p over the network: roofline figures (" + roofline_.describe() + ")",
   };
 }
 

@@ -80,7 +80,7 @@ class MeasuredCostModel : public sim::CostModel {
   sim::GpuSpec gpu_;
   const DerivationRule& rule_;
   std::shared_ptr<const MeasuredTables> tables_;
-  RooflineCostModel network_;
+  RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::size_t> out_of_grid_;
   mutable std::vector<std::string> out_of_grid_order_;

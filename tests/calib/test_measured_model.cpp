@@ -152,6 +152,12 @@ TEST_F(MeasuredModel, MemoryBoundKernelsUseTheirFamilies) {
     prev = t;
   }
   EXPECT_EQ(h200_.compute_time(mem(sim::MemKernel::Rope, 0.0)), 0.0);
+  // Host-side kernels were not measured: the roofline's figure, listed as outside the tables.
+  const RooflineCostModel roof(gpu("H200-SXM", 4.8));
+  EXPECT_EQ(h200_.compute_time(mem(sim::MemKernel::HostCopy, 1e9)),
+            roof.compute_time(mem(sim::MemKernel::HostCopy, 1e9)));
+  ASSERT_EQ(h200_.out_of_grid().size(), 1u);
+  EXPECT_NE(h200_.out_of_grid()[0].what.find("not measured"), std::string::npos);
 }
 
 TEST_F(MeasuredModel, NvlinkParametersReproduceTheMeasuredCollective) {
