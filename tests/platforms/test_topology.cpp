@@ -29,7 +29,7 @@ TEST(Topology, HgxPathClassesAndHops) {
   // Same rail, same SU: one leaf; the stand-ins keep the route shape.
   EXPECT_EQ(t.path(3, 11).cls, PathClass::Leaf);
   EXPECT_EQ(t.path(3, 11).switch_hops, 1);
-  EXPECT_EQ(names(t, 3, 11), (V{"nic_up_3", "pad_leaf_up", "pad_leaf_down", "nic_down_11"}));
+  EXPECT_EQ(names(t, 3, 11), (V{"nic_up_3", "pad_leaf_up_3", "pad_leaf_down_11", "nic_down_11"}));
   // Cross rail in the SU: leaf, spine, leaf.
   EXPECT_EQ(t.path(3, 12).cls, PathClass::Spine);
   EXPECT_EQ(t.path(3, 12).switch_hops, 3);
@@ -56,7 +56,7 @@ TEST(Topology, LatencyIsNicsPlusSwitchesCrossed) {
   EXPECT_EQ(t.path(0, 1024).switch_hops, 5);
   EXPECT_DOUBLE_EQ(t.path_latency(0, 1024), 2 * nic + 5 * sw);
   EXPECT_EQ(names(t, 0, 1024), (V{"nic_up_0", "leaf_up_0", "pod_up_0", "pod_down_1", "leaf_down_32", "nic_down_1024"}));
-  EXPECT_EQ(names(t, 0, 8), (V{"nic_up_0", "pad_leaf_up", "pad_leaf_down", "pad_pod_up", "pad_pod_down", "nic_down_8"}));
+  EXPECT_EQ(names(t, 0, 8), (V{"nic_up_0", "pad_leaf_up_0", "pad_leaf_down_8", "pad_pod_up_0", "pad_pod_down_8", "nic_down_8"}));
 }
 
 TEST(Topology, Nvl72RackIsOneNvlinkDomainAndLeavesHoldFourRails) {
