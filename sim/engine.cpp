@@ -18,14 +18,16 @@ namespace detail {
 
 ProgramPlan plan_program(const Program& program) {
   const auto n = static_cast<std::uint32_t>(program.ops.size());
-  std::vector<bool> external_dependents(n, false);
+  std::vector<std::uint8_t> waiters(n, 0);  // streams (bit mask) awaiting each op
   for (std::uint32_t i = 0; i < n; ++i) {
     for (std::uint32_t d : program.ops[i].deps) {
       if (d >= i) {
         throw std::invalid_argument("op " + std::to_string(i) + " depends on op " +
                                     std::to_string(d) + ", which is not earlier in the program");
       }
-      if (program.ops[d].stream != program.ops[i].stream) external_dependents[d] = true;
+      if (program.ops[d].stream != program.ops[i].stream) {
+        waiters[d] |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(program.ops[i].stream));
+      }
     }
   }
   ProgramPlan plan;
@@ -50,7 +52,7 @@ ProgramPlan plan_program(const Program& program) {
     // Fuse into the current compute run unless this op waits on another stream or the run's
     // last op is awaited by another stream (its completion time must then be exact).
     const bool fuse = op.is_compute() && !sp.units.empty() && sp.units.back().compute &&
-                      cross.empty() && !sp.units.back().notify;
+                      cross.empty() && sp.units.back().waiters == 0;
     if (fuse) {
       Unit& u = sp.units.back();
       u.end = pos + 1;
@@ -64,7 +66,7 @@ ProgramPlan plan_program(const Program& program) {
       u.deps = std::move(cross);
       sp.units.push_back(std::move(u));
     }
-    sp.units.back().notify = external_dependents[i];
+    sp.units.back().waiters = waiters[i];
   }
   return plan;
 }

@@ -27,6 +27,12 @@ struct TimelineEvent {
 struct EngineOptions {
   bool record_timeline = false;  ///< keep every op interval (memory grows with ops x ranks)
   bool in_process = false;       ///< run in this process (only once per process; for plugins)
+  /// Reduction "identical data-parallel replicas" (docs/engine.md): only the replica with DP
+  /// coordinate 0 plays its whole program; the ranks of the other replicas play only their
+  /// data-parallel collectives (as flows, contending on the fabric like the real ones), timed by
+  /// the representative's compute. Exact when replicas interact only through DP collectives on
+  /// streams of their own (checked; std::invalid_argument otherwise).
+  bool identical_dp_replicas = false;
 };
 
 /// Time accounting of a step, averaged over ranks. compute + exposed_comm + bubble equals the

@@ -20,7 +20,7 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
-constexpr int kGroupKinds = 4;
+constexpr int kGroupKinds = kGroupKindCount;
 constexpr int kSlotFromPrevStage = kGroupKinds * kStreamCount;
 constexpr int kSlotFromNextStage = kSlotFromPrevStage + 1;
 constexpr int kSlots = kSlotFromNextStage + 1;
@@ -42,7 +42,9 @@ struct RankState {
   const ProgramPlan* plan = nullptr;
   std::vector<std::uint8_t> done;
   sg4::MutexPtr mutex;
-  sg4::ConditionVariablePtr cv;
+  std::array<sg4::ConditionVariablePtr, kStreamCount> cvs;  // one per waiting stream
+  int source = 0;       // rank whose done flags satisfy this rank's cross-stream deps
+  bool mirror = false;  // plays only its DP streams, mirroring `source` (identical replicas)
   std::array<sg4::Mailbox*, kSlots> mailboxes{};
   std::array<std::unique_ptr<GroupInfo>, kGroupKinds> groups;
   std::vector<std::int64_t> current_op;  // per stream slot, -1 when finished
@@ -114,7 +116,7 @@ class StreamActor {
   void operator()();
 
  private:
-  void wait_deps(RankState& r, const Unit& u);
+  void wait_deps(RankState& src, const Unit& u, Stream stream);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
   void run_p2p(const Op& op);
@@ -133,7 +135,7 @@ void StreamActor::operator()() {
     const Op& first = r.program->ops[sp.ops[u.begin]];
     r.current_op[static_cast<size_t>(slot_)] = sp.ops[u.begin];
     const double t0 = sg4::Engine::get_clock();
-    wait_deps(r, u);
+    wait_deps(sh_->ranks[static_cast<size_t>(r.source)], u, sp.stream);
     const double t1 = sg4::Engine::get_clock();
     if (u.compute) {
       run_compute(r, sp, u);
@@ -155,7 +157,9 @@ void StreamActor::operator()() {
       }
     }
     for (std::uint32_t pos = u.begin; pos < u.end; ++pos) r.done[sp.ops[pos]] = 1;
-    if (u.notify) r.cv->notify_all();
+    for (int w = 0; w < kStreamCount; ++w) {
+      if ((u.waiters >> w) & 1u) r.cvs[static_cast<size_t>(w)]->notify_all();
+    }
   }
   const double now = sg4::Engine::get_clock();
   if (compute_stream) r.compute_end = now;
@@ -163,13 +167,16 @@ void StreamActor::operator()() {
   r.current_op[static_cast<size_t>(slot_)] = -1;
 }
 
-void StreamActor::wait_deps(RankState& r, const Unit& u) {
+// Waits until every cross-stream dependency of `u` is done on rank `src` (the rank itself, or
+// the representative it mirrors), sleeping on src's condition variable for `stream`.
+void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream) {
   auto ready = [&] {
-    return std::all_of(u.deps.begin(), u.deps.end(), [&](std::uint32_t d) { return r.done[d] != 0; });
+    return std::all_of(u.deps.begin(), u.deps.end(),
+                       [&](std::uint32_t d) { return src.done[d] != 0; });
   };
   if (ready()) return;
-  std::unique_lock<sg4::Mutex> lock(*r.mutex);
-  while (!ready()) r.cv->wait(lock);
+  std::unique_lock<sg4::Mutex> lock(*src.mutex);
+  while (!ready()) src.cvs[static_cast<size_t>(stream)]->wait(lock);
 }
 
 void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u) {
@@ -270,6 +277,87 @@ std::string describe_blocked(const Shared& sh) {
   return "no blocked actor found";
 }
 
+
+// True if every op of the stream is a collective over the data-parallel group.
+bool dp_only_stream(const Program& program, const StreamPlan& sp) {
+  return std::all_of(sp.ops.begin(), sp.ops.end(), [&](std::uint32_t i) {
+    const auto* c = std::get_if<CollectiveSpec>(&program.ops[i].shape);
+    return c != nullptr && c->group == GroupKind::DP;
+  });
+}
+
+// The identical-replica reduction is exact only if data-parallel replicas interact through DP
+// collectives alone, and those sit on streams of their own.
+void check_replica_reduction(const Workload& w, const std::vector<ProgramPlan>& plans) {
+  for (size_t p = 0; p < w.programs.size(); ++p) {
+    for (const StreamPlan& sp : plans[p].streams) {
+      bool has_dp = false;
+      for (std::uint32_t i : sp.ops) {
+        const auto* c = std::get_if<CollectiveSpec>(&w.programs[p].ops[i].shape);
+        if (c != nullptr && c->group == GroupKind::DP) has_dp = true;
+      }
+      if (has_dp && !dp_only_stream(w.programs[p], sp)) {
+        throw std::invalid_argument(
+            std::string("the identical-DP-replica reduction needs data-parallel collectives on a "
+                        "stream of their own; stream ") +
+            to_string(sp.stream) + " mixes them with other ops");
+      }
+    }
+  }
+}
+
+// The representative of rank's data-parallel group: its member with DP coordinate 0.
+int replica_source(const Workload& w, int rank) {
+  return w.layout.group(rank, GroupKind::DP).front();
+}
+
+void setup_rank(Shared& sh, int rank, bool reduce) {
+  const Workload& w = *sh.workload;
+  RankState& r = sh.ranks[static_cast<size_t>(rank)];
+  const auto prog = w.program_of_rank[static_cast<size_t>(rank)];
+  r.rank = rank;
+  r.program = &w.programs[prog];
+  r.plan = &sh.plans[prog];
+  r.done.assign(r.program->ops.size(), 0);
+  r.mutex = sg4::Mutex::create();
+  for (auto& cv : r.cvs) cv = sg4::ConditionVariable::create();
+  r.source = reduce ? replica_source(w, rank) : rank;
+  r.mirror = r.source != rank;
+  r.current_op.assign(r.plan->streams.size(), -1);
+  for (size_t s = 0; s < r.plan->streams.size(); ++s) {
+    if (r.mirror && !dp_only_stream(*r.program, r.plan->streams[s])) continue;
+    r.current_op[s] = 0;
+    sg4::Actor::create("r" + std::to_string(rank) + "s" + std::to_string(s),
+                       sh.platform->gpus[static_cast<size_t>(rank)],
+                       StreamActor(&sh, rank, static_cast<int>(s)));
+  }
+}
+
+Breakdown account(Shared& sh, double& step) {
+  step = 0.0;
+  for (RankState& r : sh.ranks) {
+    if (!r.mirror) continue;  // a mirror's compute stream is its representative's
+    const RankState& src = sh.ranks[static_cast<size_t>(r.source)];
+    r.busy = src.busy;
+    r.exposed = src.exposed;
+    r.bubble = src.bubble;
+    r.compute_end = src.compute_end;
+    r.end = std::max(r.end, src.end);
+  }
+  for (const RankState& r : sh.ranks) step = std::max(step, r.end);
+  Breakdown b;
+  for (const RankState& r : sh.ranks) {
+    b.compute_s += r.busy;
+    b.exposed_comm_s += r.exposed;
+    b.bubble_s += r.bubble + (step - r.compute_end);
+  }
+  const auto n = static_cast<double>(sh.ranks.size());
+  b.compute_s /= n;
+  b.exposed_comm_s /= n;
+  b.bubble_s /= n;
+  return b;
+}
+
 }  // namespace
 
 void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& platform,
@@ -281,43 +369,19 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   sh.options = &options;
   sh.plans.reserve(workload.programs.size());
   for (const Program& p : workload.programs) sh.plans.push_back(plan_program(p));
+  const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
+  if (reduce) check_replica_reduction(workload, sh.plans);
   const int world = workload.layout.world();
   sh.ranks.resize(static_cast<size_t>(world));
-  for (int rank = 0; rank < world; ++rank) {
-    RankState& r = sh.ranks[static_cast<size_t>(rank)];
-    const auto prog = workload.program_of_rank[static_cast<size_t>(rank)];
-    r.rank = rank;
-    r.program = &workload.programs[prog];
-    r.plan = &sh.plans[prog];
-    r.done.assign(r.program->ops.size(), 0);
-    r.mutex = sg4::Mutex::create();
-    r.cv = sg4::ConditionVariable::create();
-    r.current_op.assign(r.plan->streams.size(), -1);
-    for (size_t s = 0; s < r.plan->streams.size(); ++s) {
-      r.current_op[s] = 0;
-      sg4::Actor::create("r" + std::to_string(rank) + "s" + std::to_string(s),
-                         platform.gpus[static_cast<size_t>(rank)],
-                         StreamActor(&sh, rank, static_cast<int>(s)));
-    }
-  }
+  for (int rank = 0; rank < world; ++rank) setup_rank(sh, rank, reduce);
   engine.run();
   const std::string blocked = describe_blocked(sh);
   if (blocked != "no blocked actor found") {
     throw std::runtime_error("simulation deadlocked: " + blocked);
   }
   double step = 0.0;
-  for (const RankState& r : sh.ranks) step = std::max(step, r.end);
-  Breakdown b;
-  for (const RankState& r : sh.ranks) {
-    b.compute_s += r.busy;
-    b.exposed_comm_s += r.exposed;
-    b.bubble_s += r.bubble + (step - r.compute_end);
-  }
-  b.compute_s /= world;
-  b.exposed_comm_s /= world;
-  b.bubble_s /= world;
+  result.breakdown = account(sh, step);
   result.step_time_s = step;
-  result.breakdown = b;
   result.events = sh.events;
   result.timeline = std::move(sh.timeline);
 }

@@ -15,6 +15,7 @@ struct RunArgs {
   std::string json;
   std::string trace;
   bool show_default = false;
+  std::string replicas = "auto";
 };
 
 int run_command(const RunArgs& args) {
@@ -25,6 +26,7 @@ int run_command(const RunArgs& args) {
   const Job job = args.job.empty() ? load_default_job() : load_job(args.job);
   SimulateOptions options;
   options.timeline = !args.trace.empty();
+  options.replicas = args.replicas;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -55,6 +57,11 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", args->trace,
                   "Also write a Chrome/Perfetto trace-event JSON of every rank's streams to FILE "
                   "(open in ui.perfetto.dev or chrome://tracing)");
+  cmd->add_option("--replicas", args->replicas,
+                  "full: simulate every rank; identical: simulate one data-parallel replica in "
+                  "full and only the data-parallel collectives of the others (docs/engine.md); "
+                  "auto (default): identical above 1,024 GPUs")
+      ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     try {

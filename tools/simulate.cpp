@@ -24,10 +24,18 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
 
   sim::EngineOptions engine_options;
   engine_options.record_timeline = options.timeline;
+  if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
+    throw std::invalid_argument("replicas must be auto, full or identical, not '" +
+                                options.replicas + "'");
+  }
+  engine_options.identical_dp_replicas =
+      options.replicas == "identical" ||
+      (options.replicas == "auto" && workload.layout.world() > kAutoReplicaThreshold);
   RunReport report;
   report.step = sim::simulate_step(workload, *platform, cost, engine_options);
   report.job_description = workload.description + " on " + platform->describe();
   report.cost_model = cost.describe();
+  report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
   report.gpus = workload.layout.world();
   const auto& acc = workload.accounting;
   const double gpu_seconds = report.step.step_time_s * report.gpus;
@@ -57,6 +65,7 @@ std::string report_json(const RunReport& r) {
   j["tokens_per_step"] = r.tokens_per_step;
   j["job"] = r.job_description;
   j["cost_model"] = r.cost_model;
+  j["replicas"] = r.replicas;
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
   return j.dump(2) + "\n";
@@ -84,7 +93,7 @@ std::string report_text(const RunReport& r) {
       << "), exposed comm " << b.exposed_comm_s << " s (" << pct(b.exposed_comm_s)
       << "), bubble " << b.bubble_s << " s (" << pct(b.bubble_s) << ")\n";
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
-      << r.step.events << " events\n";
+      << r.step.events << " events, replicas " << r.replicas << "\n";
   return out.str();
 }
 

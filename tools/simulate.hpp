@@ -14,6 +14,7 @@ namespace clustersim::tools {
 struct RunReport {
   std::string job_description;   ///< workload and platform in one line
   std::string cost_model;        ///< CostModel::describe()
+  std::string replicas;          ///< "full" or "identical" (the reduction actually used)
   int gpus = 0;
   sim::StepResult step;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
@@ -29,7 +30,14 @@ struct RunReport {
 /// Options of a simulation run.
 struct SimulateOptions {
   bool timeline = false;  ///< keep every op interval (for --trace)
+  /// Replica reduction (docs/engine.md): "full" plays every rank, "identical" plays one
+  /// data-parallel replica in full and only the DP collectives of the others, "auto" picks
+  /// "identical" above kAutoReplicaThreshold GPUs.
+  std::string replicas = "auto";
 };
+
+/// Above this many GPUs, replicas "auto" uses the identical-replica reduction.
+inline constexpr int kAutoReplicaThreshold = 1024;
 
 /// Builds the platform, generates and costs the workload, simulates one step.
 /// @throws SpecError for inconsistent jobs, std::runtime_error for simulation failures.

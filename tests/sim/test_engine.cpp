@@ -167,7 +167,7 @@ TEST(EnginePlan, FusesComputeRunsAndSplitsOnCrossStreamDeps) {
   ASSERT_EQ(compute.units.size(), 2u);
   EXPECT_DOUBLE_EQ(compute.units[0].duration_s, 3.0);  // ops 0, 1, 3
   EXPECT_EQ(compute.units[1].deps, std::vector<std::uint32_t>{2});
-  EXPECT_TRUE(plan.streams[1].units[0].notify);
+  EXPECT_EQ(plan.streams[1].units[0].waiters, 1u << static_cast<unsigned>(Stream::Compute));
 }
 
 TEST(EnginePlan, RejectsForwardDependencies) {
