@@ -51,12 +51,21 @@ struct RankState {
   double busy = 0, exposed = 0, bubble = 0, compute_end = 0, end = 0;
 };
 
+// Cost-model answers for one communication op: identical for every rank running the program,
+// so asked once (table lookups are far slower than the engine's per-op work).
+struct CommParams {
+  bool ready = false;
+  CollectiveParams nvl;  // collective over NVLink, or point-to-point within a domain
+  CollectiveParams net;  // collective crossing domains, or point-to-point across them
+};
+
 struct Shared {
   const Workload* workload = nullptr;
   const CostModel* cost = nullptr;
   const BuiltPlatform* platform = nullptr;
   const EngineOptions* options = nullptr;
   std::vector<ProgramPlan> plans;
+  std::vector<std::vector<CommParams>> comm_params;  // [program][op]
   std::vector<RankState> ranks;
   std::uint64_t events = 0;
   std::vector<TimelineEvent> timeline;
@@ -67,8 +76,29 @@ struct Shared {
     return m;
   }
   int domain(int rank) const { return rank / platform->nvlink_domain_size; }
+  const CommParams& params(int rank, const Op& op);
   const GroupInfo& group(int rank, GroupKind kind);
 };
+
+const CommParams& Shared::params(int rank, const Op& op) {
+  const RankState& r = ranks[static_cast<size_t>(rank)];
+  const auto prog = workload->program_of_rank[static_cast<size_t>(rank)];
+  auto& table = comm_params[prog];
+  if (table.empty()) table.resize(r.program->ops.size());
+  CommParams& c = table[static_cast<size_t>(&op - r.program->ops.data())];
+  if (!c.ready) {
+    if (const auto* spec = std::get_if<CollectiveSpec>(&op.shape)) {
+      const int p = group(rank, spec->group).size;
+      c.nvl = cost->collective_params(spec->kind, op.bytes, p, LinkClass::NVLink);
+      c.net = cost->collective_params(spec->kind, op.bytes, p, LinkClass::Network);
+    } else {
+      c.nvl = cost->p2p_params(op.bytes, LinkClass::NVLink);
+      c.net = cost->p2p_params(op.bytes, LinkClass::Network);
+    }
+    c.ready = true;
+  }
+  return c;
+}
 
 const GroupInfo& Shared::group(int rank, GroupKind kind) {
   auto& slot = ranks[static_cast<size_t>(rank)].groups[static_cast<size_t>(kind)];
@@ -199,8 +229,9 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const int p = g.size;
   int steps = 0, inter = 0;
   collective_steps(spec.kind, p, g.domains, steps, inter);
-  const CollectiveParams nvl = sh_->cost->collective_params(spec.kind, op.bytes, p, LinkClass::NVLink);
-  const CollectiveParams net = sh_->cost->collective_params(spec.kind, op.bytes, p, LinkClass::Network);
+  const CommParams& prm = sh_->params(rank_, op);
+  const CollectiveParams& nvl = prm.nvl;
+  const CollectiveParams& net = prm.net;
   const bool crosses = g.domains > 1;
   const double eff = crosses ? net.bandwidth_efficiency : nvl.bandwidth_efficiency;
   const double latency = (crosses ? net.base_latency_s : nvl.base_latency_s) +
@@ -236,7 +267,8 @@ void StreamActor::run_p2p(const Op& op) {
   double latency = 0.0;
   auto params_to = [&](int peer) {
     const LinkClass link = sh_->domain(peer) == sh_->domain(rank_) ? LinkClass::NVLink : LinkClass::Network;
-    return sh_->cost->p2p_params(op.bytes, link);
+    const CommParams& prm = sh_->params(rank_, op);
+    return link == LinkClass::NVLink ? prm.nvl : prm.net;
   };
   if (spec.send_to != Peer::None) {
     const int peer = layout.pp_peer(rank_, spec.send_to);
@@ -369,6 +401,7 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   sh.options = &options;
   sh.plans.reserve(workload.programs.size());
   for (const Program& p : workload.programs) sh.plans.push_back(plan_program(p));
+  sh.comm_params.resize(workload.programs.size());
   const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
   if (reduce) check_replica_reduction(workload, sh.plans);
   const int world = workload.layout.world();

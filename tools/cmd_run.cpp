@@ -16,6 +16,7 @@ struct RunArgs {
   std::string trace;
   bool show_default = false;
   std::string replicas = "auto";
+  std::string cost = "measured";
 };
 
 int run_command(const RunArgs& args) {
@@ -27,6 +28,7 @@ int run_command(const RunArgs& args) {
   SimulateOptions options;
   options.timeline = !args.trace.empty();
   options.replicas = args.replicas;
+  options.cost = args.cost;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -62,6 +64,11 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "full and only the data-parallel collectives of the others (docs/engine.md); "
                   "auto (default): identical above 1,024 GPUs")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd->add_option("--cost", args->cost,
+                  "Cost model: measured (default; kernel and NCCL tables measured on H200 in "
+                  "calib/data, derived for other GPUs, docs/calibration.md) or roofline (datasheet "
+                  "peaks x cited efficiencies, docs/cost-model.md)")
+      ->check(CLI::IsMember({"measured", "roofline"}));
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     try {

@@ -8,18 +8,30 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "calib/measured_cost_model.hpp"
+#include "calib/measured_tables.hpp"
 #include "calib/roofline_cost_model.hpp"
 #include "platforms/builder.hpp"
 #include "workloads/generator.hpp"
 
 namespace clustersim::tools {
 
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu) {
+  if (name == "roofline") return std::make_unique<calib::RooflineCostModel>(gpu);
+  if (name == "measured") {
+    return std::make_unique<calib::MeasuredCostModel>(
+        gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
+  }
+  throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
+}
+
 RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
   sim::Workload workload = workloads::generate_workload(job.workload);
   const sim::DType dtype = workloads::compute_dtype(job.workload);
   workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
-  calib::RooflineCostModel cost(platform->gpu());
+  const auto cost_model = make_cost_model(options.cost, platform->gpu());
+  const sim::CostModel& cost = *cost_model;
   sim::cost_workload(workload, cost);
 
   sim::EngineOptions engine_options;

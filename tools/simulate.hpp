@@ -34,10 +34,17 @@ struct SimulateOptions {
   /// data-parallel replica in full and only the DP collectives of the others, "auto" picks
   /// "identical" above kAutoReplicaThreshold GPUs.
   std::string replicas = "auto";
+  /// Cost model: "measured" (calib/data tables, derived for non-H200 GPUs by the rules of
+  /// docs/calibration.md) or "roofline" (datasheet peaks x cited efficiencies).
+  std::string cost = "measured";
 };
 
 /// Above this many GPUs, replicas "auto" uses the identical-replica reduction.
 inline constexpr int kAutoReplicaThreshold = 1024;
+
+/// The cost model named `name` ("measured" or "roofline") for `gpu`.
+/// @throws std::invalid_argument for another name or a GPU the model cannot cost.
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu);
 
 /// Builds the platform, generates and costs the workload, simulates one step.
 /// @throws SpecError for inconsistent jobs, std::runtime_error for simulation failures.
