@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -45,6 +46,7 @@ struct RankState {
   std::array<sg4::ConditionVariablePtr, kStreamCount> cvs;  // one per waiting stream
   int source = 0;       // rank whose done flags satisfy this rank's cross-stream deps
   bool mirror = false;  // plays only its DP streams, mirroring `source` (identical replicas)
+  bool record = false;  // keeps its timeline
   std::array<sg4::Mailbox*, kSlots> mailboxes{};
   std::array<std::unique_ptr<GroupInfo>, kGroupKinds> groups;
   std::vector<std::int64_t> current_op;  // per stream slot, -1 when finished
@@ -175,7 +177,7 @@ void StreamActor::operator()() {
       run_collective(first, sp.stream);
     }
     const double t2 = sg4::Engine::get_clock();
-    if (!u.compute && sh_->options->record_timeline) record(sp.stream, first, t1, t2);
+    if (!u.compute && r.record) record(sp.stream, first, t1, t2);
     if (compute_stream) {
       r.exposed += t1 - t0;
       if (u.compute) {
@@ -213,7 +215,7 @@ void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u)
   const double start = sg4::Engine::get_clock();
   sg4::this_actor::sleep_for(u.duration_s);
   ++sh_->events;
-  if (!sh_->options->record_timeline) return;
+  if (!r.record) return;
   double t = start;
   for (std::uint32_t pos = u.begin; pos < u.end; ++pos) {
     const Op& op = r.program->ops[sp.ops[pos]];
@@ -292,8 +294,17 @@ void StreamActor::run_p2p(const Op& op) {
 
 void StreamActor::record(Stream stream, const Op& op, double start, double end) {
   const RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
-  sh_->timeline.push_back(
-      TimelineEvent{rank_, stream, r.program->labels.at(op.label), start, end});
+  std::string name = r.program->labels.at(op.label);
+  char detail[96];
+  if (const auto* c = std::get_if<CollectiveSpec>(&op.shape)) {
+    std::snprintf(detail, sizeof detail, " %s %s ring %.3gMB", to_string(c->kind),
+                  to_string(c->group), op.bytes / 1e6);
+    name += detail;
+  } else if (op.is_p2p()) {
+    std::snprintf(detail, sizeof detail, " p2p %.3gMB", op.bytes / 1e6);
+    name += detail;
+  }
+  sh_->timeline.push_back(TimelineEvent{rank_, stream, std::move(name), start, end});
 }
 
 std::string describe_blocked(const Shared& sh) {
@@ -355,6 +366,9 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
   for (auto& cv : r.cvs) cv = sg4::ConditionVariable::create();
   r.source = reduce ? replica_source(w, rank) : rank;
   r.mirror = r.source != rank;
+  const auto& only = sh.options->timeline_ranks;
+  r.record = sh.options->record_timeline &&
+             (only.empty() || std::find(only.begin(), only.end(), rank) != only.end());
   r.current_op.assign(r.plan->streams.size(), -1);
   for (size_t s = 0; s < r.plan->streams.size(); ++s) {
     if (r.mirror && !dp_only_stream(*r.program, r.plan->streams[s])) continue;

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/engine.hpp"
 #include "tools/job.hpp"
@@ -15,6 +16,7 @@ struct RunReport {
   std::string job_description;   ///< workload and platform in one line
   std::string cost_model;        ///< CostModel::describe()
   std::string replicas;          ///< "full" or "identical" (the reduction actually used)
+  std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
   int gpus = 0;
   sim::StepResult step;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
@@ -30,6 +32,7 @@ struct RunReport {
 /// Options of a simulation run.
 struct SimulateOptions {
   bool timeline = false;  ///< keep every op interval (for --trace)
+  std::vector<int> timeline_ranks;  ///< ranks whose ops are kept (empty: all)
   /// Replica reduction (docs/engine.md): "full" plays every rank, "identical" plays one
   /// data-parallel replica in full and only the DP collectives of the others, "auto" picks
   /// "identical" above kAutoReplicaThreshold GPUs.
