@@ -98,7 +98,7 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--replicas", args->replicas,
                   "full: simulate every rank; identical: simulate one data-parallel replica in "
                   "full and only the data-parallel collectives of the others (docs/engine.md); "
-                  "auto (default): identical above 1,024 GPUs")
+                  "auto (default): identical above 256 GPUs")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_option("--cost", args->cost,
                   "Cost model: measured (default; kernel and NCCL tables measured on H200 in "

@@ -43,7 +43,7 @@ struct SimulateOptions {
 };
 
 /// Above this many GPUs, replicas "auto" uses the identical-replica reduction.
-inline constexpr int kAutoReplicaThreshold = 1024;
+inline constexpr int kAutoReplicaThreshold = 256;
 
 /// The cost model named `name` ("measured" or "roofline") for `gpu`.
 /// @throws std::invalid_argument for another name or a GPU the model cannot cost.
