@@ -47,20 +47,6 @@ int list_command() {
   return 0;
 }
 
-// Runs `fn` and maps errors to exit codes: 2 for bad input, 1 for anything else.
-template <typename Fn>
-void guarded(Fn fn, int& exit_code) {
-  try {
-    exit_code = fn();
-  } catch (const SpecError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    exit_code = 2;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    exit_code = 1;
-  }
-}
-
 }  // namespace
 
 void register_platform_command(CLI::App& app, int& exit_code) {
@@ -77,10 +63,10 @@ void register_platform_command(CLI::App& app, int& exit_code) {
       ->required();
   show->add_option("--xml", args->xml,
                    "Also write an equivalent SimGrid XML platform to FILE (at most 256 GPUs)");
-  show->callback([args, &exit_code] { guarded([&] { return show_command(*args); }, exit_code); });
+  show->callback([args, &exit_code] { exit_code = run_guarded([&] { return show_command(*args); }); });
 
   CLI::App* list = cmd->add_subcommand("list", "List the catalog platforms");
-  list->callback([&exit_code] { guarded(list_command, exit_code); });
+  list->callback([&exit_code] { exit_code = run_guarded(list_command); });
 }
 
 }  // namespace clustersim::tools

@@ -113,15 +113,7 @@ void register_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
-    try {
-      exit_code = run_command(*args);
-    } catch (const SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 1;
-    }
+    exit_code = run_guarded([&] { return run_command(*args); });
   });
 }
 

@@ -47,15 +47,7 @@ void register_trace_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--rank", args->rank, "Rank whose program to write (0 .. GPUs-1)")->required();
   cmd->add_option("--out", args->out, "Output file (JSON lines)")->required();
   cmd->callback([args, &exit_code] {
-    try {
-      exit_code = trace_command(*args);
-    } catch (const SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 1;
-    }
+    exit_code = run_guarded([&] { return trace_command(*args); });
   });
 }
 

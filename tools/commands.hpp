@@ -4,7 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+
 namespace clustersim::tools {
+
+/// Runs a subcommand body and maps its outcome to the CLI's exit codes: its return value, 2
+/// for SpecError (bad input, "error: FILE:LINE: FIELD: REASON" on stderr), 1 for any other
+/// exception. Never lets an exception escape.
+int run_guarded(const std::function<int()>& body);
 
 /// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE]`
 void register_run_command(CLI::App& app, int& exit_code);
