@@ -19,5 +19,7 @@ void register_run_command(CLI::App& app, int& exit_code);
 void register_platform_command(CLI::App& app, int& exit_code);
 /// `clustersim trace JOB.yaml --rank R --out FILE`
 void register_trace_command(CLI::App& app, int& exit_code);
+/// `clustersim memory JOB.yaml [--json FILE]`
+void register_memory_command(CLI::App& app, int& exit_code);
 
 }  // namespace clustersim::tools
