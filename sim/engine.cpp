@@ -73,6 +73,10 @@ ProgramPlan plan_program(const Program& program) {
 
 }  // namespace detail
 
+std::string replica_reduction_problem(const Workload& workload) {
+  return detail::replica_reduction_problem(workload);
+}
+
 void cost_workload(Workload& workload, const CostModel& cost) {
   for (Program& program : workload.programs) {
     for (Op& op : program.ops) {

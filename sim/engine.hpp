@@ -62,6 +62,10 @@ struct StepResult {
   std::vector<TimelineEvent> timeline;
 };
 
+/// Why EngineOptions::identical_dp_replicas cannot apply to `workload` (a collective spanning
+/// replicas shares a stream with other ops, or there is one replica); "" when it can.
+std::string replica_reduction_problem(const Workload& workload);
+
 /// Fills Op::duration_s of every compute op of every program from `cost`.
 void cost_workload(Workload& workload, const CostModel& cost);
 

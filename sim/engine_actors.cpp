@@ -77,6 +77,7 @@ struct Shared {
   const EngineOptions* options = nullptr;
   std::vector<ProgramPlan> plans;
   std::vector<std::vector<CommParams>> comm_params;  // [program][op]
+  std::vector<std::vector<bool>> replica_streams;    // [program][stream slot]
   std::vector<RankState> ranks;
   std::uint64_t events = 0;
   std::vector<TimelineEvent> timeline;
@@ -333,32 +334,43 @@ std::string describe_blocked(const Shared& sh) {
 }
 
 
-// True if every op of the stream is a collective over the data-parallel group.
-bool dp_only_stream(const Program& program, const StreamPlan& sp) {
-  return std::all_of(sp.ops.begin(), sp.ops.end(), [&](std::uint32_t i) {
-    const auto* c = std::get_if<CollectiveSpec>(&program.ops[i].shape);
-    return c != nullptr && c->group == GroupKind::DP;
-  });
+// True if the op is a collective whose group spans data-parallel replicas (DP, DP x CP,
+// expert-DP groups, or any group a layout places across replicas).
+bool spans_replicas(const Workload& w, int rank, const Op& op) {
+  const auto* c = std::get_if<CollectiveSpec>(&op.shape);
+  if (c == nullptr) return false;
+  const int dp = w.layout.coord(rank, GroupKind::DP);
+  for (int m : w.layout.group(rank, c->group)) {
+    if (w.layout.coord(m, GroupKind::DP) != dp) return true;
+  }
+  return false;
 }
 
-// The identical-replica reduction is exact only if data-parallel replicas interact through DP
-// collectives alone, and those sit on streams of their own.
-void check_replica_reduction(const Workload& w, const std::vector<ProgramPlan>& plans) {
+// For each program (seen from its first rank), which streams hold only replica-spanning
+// collectives. Empty `problem` when the reduction applies; otherwise the reason.
+std::vector<std::vector<bool>> replica_streams(const Workload& w,
+                                               const std::vector<ProgramPlan>& plans,
+                                               std::string& problem) {
+  std::vector<std::vector<bool>> out(w.programs.size());
+  std::vector<int> first_rank(w.programs.size(), -1);
+  for (int r = 0; r < w.layout.world(); ++r) {
+    auto& f = first_rank[w.program_of_rank[static_cast<size_t>(r)]];
+    if (f < 0) f = r;
+  }
   for (size_t p = 0; p < w.programs.size(); ++p) {
     for (const StreamPlan& sp : plans[p].streams) {
-      bool has_dp = false;
+      size_t spanning = 0;
       for (std::uint32_t i : sp.ops) {
-        const auto* c = std::get_if<CollectiveSpec>(&w.programs[p].ops[i].shape);
-        if (c != nullptr && c->group == GroupKind::DP) has_dp = true;
+        if (first_rank[p] >= 0 && spans_replicas(w, first_rank[p], w.programs[p].ops[i])) ++spanning;
       }
-      if (has_dp && !dp_only_stream(w.programs[p], sp)) {
-        throw std::invalid_argument(
-            std::string("the identical-DP-replica reduction needs data-parallel collectives on a "
-                        "stream of their own; stream ") +
-            to_string(sp.stream) + " mixes them with other ops");
+      if (spanning > 0 && spanning < sp.ops.size() && problem.empty()) {
+        problem = std::string("stream ") + to_string(sp.stream) +
+                  " mixes collectives across data-parallel replicas with other ops";
       }
+      out[p].push_back(spanning > 0 && spanning == sp.ops.size());
     }
   }
+  return out;
 }
 
 // The representative of rank's data-parallel group: its member with DP coordinate 0.
@@ -383,7 +395,7 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
              (only.empty() || std::find(only.begin(), only.end(), rank) != only.end());
   r.current_op.assign(r.plan->streams.size(), -1);
   for (size_t s = 0; s < r.plan->streams.size(); ++s) {
-    if (r.mirror && !dp_only_stream(*r.program, r.plan->streams[s])) continue;
+    if (r.mirror && !sh.replica_streams[prog][s]) continue;
     r.current_op[s] = 0;
     sg4::Actor::create("r" + std::to_string(rank) + "s" + std::to_string(s),
                        sh.platform->gpus[static_cast<size_t>(rank)],
@@ -418,6 +430,15 @@ Breakdown account(Shared& sh, double& step) {
 
 }  // namespace
 
+std::string replica_reduction_problem(const Workload& workload) {
+  if (workload.layout.size(GroupKind::DP) <= 1) return "there is a single data-parallel replica";
+  std::vector<ProgramPlan> plans;
+  for (const Program& p : workload.programs) plans.push_back(plan_program(p));
+  std::string problem;
+  (void)replica_streams(workload, plans, problem);
+  return problem;
+}
+
 void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& platform,
           const CostModel& cost, const EngineOptions& options, StepResult& result) {
   Shared sh;
@@ -429,7 +450,13 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   for (const Program& p : workload.programs) sh.plans.push_back(plan_program(p));
   sh.comm_params.resize(workload.programs.size());
   const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
-  if (reduce) check_replica_reduction(workload, sh.plans);
+  if (reduce) {
+    std::string problem;
+    sh.replica_streams = replica_streams(workload, sh.plans, problem);
+    if (!problem.empty()) {
+      throw std::invalid_argument("the identical-replica reduction does not apply: " + problem);
+    }
+  }
   const int world = workload.layout.world();
   sh.ranks.resize(static_cast<size_t>(world));
   for (int rank = 0; rank < world; ++rank) setup_rank(sh, rank, reduce);

@@ -50,9 +50,13 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +
                                 options.replicas + "'");
   }
+  const bool large = workload.layout.world() > kAutoReplicaThreshold;
+  const std::string problem = sim::replica_reduction_problem(workload);
+  if (options.replicas == "identical" && !problem.empty()) {
+    throw std::invalid_argument("--replicas identical: " + problem);
+  }
   engine_options.identical_dp_replicas =
-      options.replicas == "identical" ||
-      (options.replicas == "auto" && workload.layout.world() > kAutoReplicaThreshold);
+      problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && large));
   RunReport report;
   report.step = sim::simulate_step(workload, *platform, cost, engine_options);
   report.job_description = workload.description + " on " + platform->describe();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/engine.hpp"
@@ -35,6 +36,9 @@ struct ProgramPlan {
 /// Groups the ops of a costed program into units. @throws std::invalid_argument on a dep that
 /// does not point to an earlier op or on an uncosted compute op.
 ProgramPlan plan_program(const Program& program);
+
+/// Why the identical-replica reduction cannot run this workload ("" when it can).
+std::string replica_reduction_problem(const Workload& workload);
 
 /// Plays the workload in an engine that already holds the platform; fills `result`.
 /// Must run inside a process that owns no other SimGrid engine.

@@ -51,6 +51,12 @@ INSTANTIATE_TEST_SUITE_P(
              "parallelism: {tp: 4, pp: 2, dp: 8, sequence_parallel: true}\n"
              "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 64, "
              "precision: bf16}\n"},
+        Case{"llama70b_cp2_64", 64,
+             "cluster: {platform: hgx_h100, gpus: 64}\n"
+             "model: {catalog: llama3_70b, layers: 8}\n"
+             "parallelism: {tp: 4, pp: 2, cp: 2, dp: 4, sequence_parallel: true}\n"
+             "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 32, "
+             "precision: bf16}\n"},
         Case{"llama70b_256_fp8", 256,
              "cluster: {platform: hgx_h100, gpus: 256}\n"
              "model: {catalog: llama3_70b, layers: 8}\n"
