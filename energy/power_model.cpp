@@ -22,7 +22,7 @@ void check_shape(const ClusterShape& s, double pue) {
 void add_shared_units(const SystemPower& sys, const ClusterShape& s, PowerBreakdown& out) {
   out.nic_w = sys.nic.value * s.nics_per_node / s.gpus_per_node;
   out.nvswitch_w = sys.nvswitch_tray.value * sys.nvswitch_trays_per_domain / s.gpus_per_domain;
-  out.network_w = sys.switch_port.value * static_cast<double>(s.switch_ports) / s.gpus;
+  out.network_w = sys.switch_port.value * s.switch_ports / s.gpus;
 }
 
 }  // namespace

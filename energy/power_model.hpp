@@ -49,7 +49,7 @@ struct ClusterShape {
   int gpus_per_node = 0;
   int nics_per_node = 0;
   int gpus_per_domain = 0;  ///< NVLink domain size
-  long long switch_ports = 0;  ///< scale-out switch ports installed for these GPUs
+  double switch_ports = 0.0;  ///< scale-out switch ports the job's NICs use (leaf, spine, core)
 };
 
 /// Average power per GPU by where it goes. All W per GPU.

@@ -1,9 +1,11 @@
-// The job file: `cluster:` (platforms/), `model:`, `parallelism:`, `training:` (workloads/).
-// Documented in docs/job-spec.md.
+// The job file: `cluster:` (platforms/), `model:`, `parallelism:`, `training:` (workloads/),
+// and the optional `energy:`, `economics:`, `reliability:` (energy/). Documented in
+// docs/job-spec.md and docs/energy.md.
 #pragma once
 
 #include <string>
 
+#include "energy/spec_io.hpp"
 #include "platforms/cluster_spec.hpp"
 #include "workloads/job_spec.hpp"
 
@@ -13,6 +15,9 @@ namespace clustersim::tools {
 struct Job {
   platforms::ClusterSpec cluster;
   workloads::WorkloadSpec workload;
+  energy::EnergySection energy;            ///< PUE, tokens to train (defaults when absent)
+  energy::EconomicsSection economics;      ///< pricing (platform figures fill the gaps)
+  energy::ReliabilitySection reliability;  ///< failures, recovery, checkpointing
   std::string origin;  ///< file path, or "<built-in default>"
 };
 

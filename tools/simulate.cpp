@@ -46,6 +46,11 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.tflops_per_gpu = acc.model_flops / gpu_seconds / 1e12;
   report.tokens_per_s_per_gpu = acc.tokens / gpu_seconds;
   report.tokens_per_step = acc.tokens;
+  report.memory_bound_share = memory_bound_share(workload);
+  report.energy = evaluate_energy(job,
+                                  {report.step.breakdown, report.tokens_per_s_per_gpu,
+                                   report.memory_bound_share, report.gpus},
+                                  std::nullopt, false);
   return report;
 }
 
@@ -68,6 +73,7 @@ std::string report_json(const RunReport& r) {
   j["replicas"] = r.replicas;
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
+  if (r.energy) add_energy_json(j, *r.energy);
   return j.dump(2) + "\n";
 }
 
@@ -94,6 +100,7 @@ std::string report_text(const RunReport& r) {
       << "), bubble " << b.bubble_s << " s (" << pct(b.bubble_s) << ")\n";
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
       << r.step.events << " events, replicas " << r.replicas << "\n";
+  if (r.energy) out << energy_text(*r.energy);
   return out.str();
 }
 
