@@ -164,6 +164,7 @@ void print_domain_sweep(std::ostream& out, const Side& a, const Side& b, nlohman
 
 nlohmann::ordered_json side_json(const Side& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(report_json(s.run));
+  add_energy_json(j, s.energy);  // the TCO-priced evaluation replaces run's default pricing
   const auto& r = s.reliability;
   j["reliability"] = {{"job_mtbf_s", r.system_mtbf_s},
                       {"checkpoint_interval_s", r.checkpoint_interval_s},
