@@ -3,6 +3,7 @@
 // same with failures (Monte-Carlo over a whole training run), and where B stops winning: the
 // relative speed and the NVLink-domain MTBF at which the two break even. docs/energy.md.
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -68,7 +69,7 @@ void row(std::ostream& out, const std::string& label, const std::string& a, cons
 
 void print_steady_state(std::ostream& out, const Side& a, const Side& b) {
   auto both = [&](const std::string& label, auto f) { row(out, label, f(a), f(b)); };
-  both("job", [](const Side& s) { return s.job.origin; });
+  both("job", [](const Side& s) { return std::filesystem::path(s.job.origin).filename().string(); });
   both("GPUs", [](const Side& s) { return std::to_string(s.run.gpus) + " x " + s.job.cluster.platform.gpu.name; });
   both("step time (s)", [](const Side& s) { return num(s.run.step.step_time_s, 3); });
   both("MFU", [](const Side& s) { return num(100 * s.run.mfu, 1) + "%"; });
