@@ -2,11 +2,10 @@
 // cost per million tokens of GPT-3 175B on 128 H100 (BF16, FP8) and Llama3-405B on H100, from
 // the simulated throughput and the power and cost model. Nothing is fitted to these figures.
 //
-// S0's J/token imply one power per GPU whatever the job (3.63 J x 496 tokens/s = 1.80 kW for
-// BF16, 2.46 J x 728 tokens/s = 1.79 kW for FP8, 8.8 J x ~202 tokens/s = 1.78 kW for 405B):
-// an accounting at a fixed all-in power, not an activity measurement. The model's comparable
-// figure is its provisioned view (every part at its rated maximum); its activity view (what
-// the job draws, below the rating) must stay below S0. docs/energy.md discusses the misses.
+// The checked figure is the model's headline J/token (`energy.joules_per_token`: the activity
+// view, what the job draws). S0's J/token times S0's throughput is the same ~1.8 kW per GPU in
+// all three cases, so a miss splits into a throughput part and a power part; the messages
+// print both, and docs/energy.md ("S0 checks") discusses them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -40,8 +39,8 @@ std::string describe(const RunReport& r) {
 void check_joules_per_token(const RunReport& r, double s0) {
   ASSERT_TRUE(r.energy.has_value());
   const auto& e = *r.energy;
-  EXPECT_LT(e.energy.joules_per_token, s0) << describe(r);
-  EXPECT_NEAR(e.energy_provisioned.joules_per_token, s0, kTolerance * s0)
+  EXPECT_LT(e.energy.joules_per_token, e.energy_provisioned.joules_per_token) << describe(r);
+  EXPECT_NEAR(e.energy.joules_per_token, s0, kTolerance * s0)
       << "S0 " << s0 << " J/token; " << describe(r);
 }
 
