@@ -17,8 +17,9 @@ GpuHourCost gpu_hour_cost(const CostInputs& in, double facility_w_per_gpu) {
   }
   if (!(in.capex_usd > 0) || in.capex_unit_gpus <= 0 || !(in.depreciation_years > 0) ||
       !(in.usd_per_kwh >= 0) || !(in.opex_usd_per_gpu_year >= 0) || !(facility_w_per_gpu >= 0)) {
-    throw std::invalid_argument("TCO pricing needs positive capex, GPUs per capex unit and "
-                                "depreciation years, and non-negative power price, opex and power");
+    throw std::invalid_argument(
+        "TCO pricing needs positive capex, GPUs per capex unit and "
+        "depreciation years, and non-negative power price, opex and power");
   }
   c.capex = in.capex_usd / in.capex_unit_gpus / (in.depreciation_years * kHoursPerYear);
   c.electricity = facility_w_per_gpu / 1e3 * in.usd_per_kwh;

@@ -44,9 +44,9 @@ GpuHourCost gpu_hour_cost(const CostInputs& inputs, double facility_w_per_gpu);
 struct CostMetrics {
   double usd_per_gpu_hour = 0.0;
   double usd_per_million_tokens = 0.0;
-  double train_tokens = 0.0;        ///< N
-  double cost_to_train_usd = 0.0;   ///< N tokens at the failure-free throughput
-  double time_to_train_s = 0.0;     ///< N / (tokens/s/GPU x GPUs), failure-free
+  double train_tokens = 0.0;       ///< N
+  double cost_to_train_usd = 0.0;  ///< N tokens at the failure-free throughput
+  double time_to_train_s = 0.0;    ///< N / (tokens/s/GPU x GPUs), failure-free
 };
 
 /// Cost metrics for `gpus` GPUs at `tokens_per_s_per_gpu`.

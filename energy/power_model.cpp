@@ -9,8 +9,9 @@ namespace {
 void check_shape(const ClusterShape& s, double pue) {
   if (s.gpus <= 0 || s.gpus_per_node <= 0 || s.gpus_per_domain <= 0 || s.nics_per_node < 0 ||
       s.switch_ports < 0) {
-    throw std::invalid_argument("cluster shape needs positive gpus, gpus_per_node, "
-                                "gpus_per_domain and non-negative NIC and port counts");
+    throw std::invalid_argument(
+        "cluster shape needs positive gpus, gpus_per_node, "
+        "gpus_per_domain and non-negative NIC and port counts");
   }
   if (!(pue >= 1.0)) {
     throw std::invalid_argument("PUE must be at least 1 (facility power includes IT power), not " +

@@ -35,20 +35,20 @@ struct GpuPower {
 /// Everything but the GPU boards, per unit, and how many units a GPU shares.
 struct SystemPower {
   GpuPower gpu;
-  Watts node_other;          ///< one server/compute tray without its GPUs, while training
-  Watts node_rated;          ///< one server/compute tray at its rated maximum, GPUs included
-  Watts nic;                 ///< one scale-out NIC not already counted in the node figures
-  Watts nvswitch_tray;       ///< one NVLink switch tray outside the nodes (rack-scale domains)
-  Watts switch_port;         ///< one scale-out switch port (switch and its transceiver share)
+  Watts node_other;     ///< one server/compute tray without its GPUs, while training
+  Watts node_rated;     ///< one server/compute tray at its rated maximum, GPUs included
+  Watts nic;            ///< one scale-out NIC not already counted in the node figures
+  Watts nvswitch_tray;  ///< one NVLink switch tray outside the nodes (rack-scale domains)
+  Watts switch_port;    ///< one scale-out switch port (switch and its transceiver share)
   int nvswitch_trays_per_domain = 0;
 };
 
 /// How the job's GPUs share the units of SystemPower.
 struct ClusterShape {
-  int gpus = 0;             ///< GPUs of the job
+  int gpus = 0;  ///< GPUs of the job
   int gpus_per_node = 0;
   int nics_per_node = 0;
-  int gpus_per_domain = 0;  ///< NVLink domain size
+  int gpus_per_domain = 0;    ///< NVLink domain size
   double switch_ports = 0.0;  ///< scale-out switch ports the job's NICs use (leaf, spine, core)
 };
 
@@ -79,8 +79,7 @@ PowerBreakdown activity_power(const SystemPower& system, const ClusterShape& sha
 /// Provisioned view: the GPU at its power limit and the server at its rated maximum (the
 /// non-GPU share is node_rated minus the node's GPUs at tdp), times `pue`.
 /// @throws std::invalid_argument as activity_power, or when node_rated is below the GPUs' tdp.
-PowerBreakdown provisioned_power(const SystemPower& system, const ClusterShape& shape,
-                                 double pue);
+PowerBreakdown provisioned_power(const SystemPower& system, const ClusterShape& shape, double pue);
 
 /// Annual electricity use of an average US household, kWh: 10,791 (US EIA, Residential
 /// Energy Consumption Survey / "How much electricity does an American home use?", 2022
@@ -89,11 +88,11 @@ inline constexpr double kUsHouseholdKwhPerYear = 10791.0;
 
 /// Energy per token and what it means at scale.
 struct EnergyMetrics {
-  double joules_per_token = 0.0;          ///< facility J per trained token
-  double kwh_per_million_tokens = 0.0;    ///< facility kWh per 10^6 tokens
-  double tokens_per_household_year = 0.0; ///< tokens trained on one US household-year
-  double train_tokens = 0.0;              ///< N, tokens to train
-  double energy_to_train_mwh = 0.0;       ///< facility MWh to train N tokens
+  double joules_per_token = 0.0;           ///< facility J per trained token
+  double kwh_per_million_tokens = 0.0;     ///< facility kWh per 10^6 tokens
+  double tokens_per_household_year = 0.0;  ///< tokens trained on one US household-year
+  double train_tokens = 0.0;               ///< N, tokens to train
+  double energy_to_train_mwh = 0.0;        ///< facility MWh to train N tokens
 };
 
 /// Energy metrics from facility watts per GPU and tokens/s per GPU.

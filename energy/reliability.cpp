@@ -15,10 +15,14 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 long long units_of(UnitKind kind, const RunShape& s) {
   switch (kind) {
-    case UnitKind::Gpu: return s.gpus;
-    case UnitKind::Node: return s.gpus / s.gpus_per_node;
-    case UnitKind::Domain: return s.gpus / s.gpus_per_domain;
-    case UnitKind::Job: return 1;
+    case UnitKind::Gpu:
+      return s.gpus;
+    case UnitKind::Node:
+      return s.gpus / s.gpus_per_node;
+    case UnitKind::Domain:
+      return s.gpus / s.gpus_per_domain;
+    case UnitKind::Job:
+      return 1;
   }
   return 0;
 }
@@ -26,8 +30,9 @@ long long units_of(UnitKind kind, const RunShape& s) {
 void check_shape(const RunShape& s) {
   if (s.gpus <= 0 || s.gpus_per_node <= 0 || s.gpus_per_domain <= 0 ||
       s.gpus % s.gpus_per_node != 0 || s.gpus % s.gpus_per_domain != 0) {
-    throw std::invalid_argument("run shape: gpus must be a positive multiple of the node and "
-                                "NVLink domain sizes");
+    throw std::invalid_argument(
+        "run shape: gpus must be a positive multiple of the node and "
+        "NVLink domain sizes");
   }
 }
 
@@ -177,19 +182,26 @@ Plan make_plan(const ReliabilityInputs& in, const RunShape& shape) {
 
 const char* to_string(UnitKind kind) {
   switch (kind) {
-    case UnitKind::Gpu: return "gpu";
-    case UnitKind::Node: return "node";
-    case UnitKind::Domain: return "domain";
-    case UnitKind::Job: return "job";
+    case UnitKind::Gpu:
+      return "gpu";
+    case UnitKind::Node:
+      return "node";
+    case UnitKind::Domain:
+      return "domain";
+    case UnitKind::Job:
+      return "job";
   }
   return "?";
 }
 
 const char* to_string(Recovery recovery) {
   switch (recovery) {
-    case Recovery::Restart: return "restart";
-    case Recovery::ReplaceNode: return "replace_node";
-    case Recovery::ReplaceDomain: return "replace_domain";
+    case Recovery::Restart:
+      return "restart";
+    case Recovery::ReplaceNode:
+      return "replace_node";
+    case Recovery::ReplaceDomain:
+      return "replace_domain";
   }
   return "?";
 }

@@ -21,36 +21,36 @@ enum class UnitKind : std::uint8_t {
 
 /// What the job needs before it can restart after a failure of this mode.
 enum class Recovery : std::uint8_t {
-  Restart,        ///< nothing: restart on the same hardware (software, transient faults)
-  ReplaceNode,    ///< a healthy node: a spare, or the failed one back from repair
-  ReplaceDomain   ///< a healthy NVLink domain: a spare, or the failed one back from repair
+  Restart,       ///< nothing: restart on the same hardware (software, transient faults)
+  ReplaceNode,   ///< a healthy node: a spare, or the failed one back from repair
+  ReplaceDomain  ///< a healthy NVLink domain: a spare, or the failed one back from repair
 };
 
 /// One failure process: independent units, each failing at exponential rate 1 / mtbf.
 struct FailureMode {
-  std::string name;            ///< e.g. "gpu", "hbm", "nvl_backplane"
+  std::string name;  ///< e.g. "gpu", "hbm", "nvl_backplane"
   UnitKind unit = UnitKind::Gpu;
-  double mtbf_h = 0.0;         ///< mean time between interruptions of one unit, hours
+  double mtbf_h = 0.0;  ///< mean time between interruptions of one unit, hours
   Recovery recovery = Recovery::Restart;
-  std::string source;          ///< where the figure comes from
+  std::string source;  ///< where the figure comes from
 };
 
 /// Recovery costs and spares.
 struct RecoveryInputs {
-  double detection_s = 0.0;  ///< from the failure to the job noticing it, s
-  double restart_s = 0.0;    ///< relaunch: scheduling, process start, communicator setup, s
-  int spare_nodes = -1;      ///< hot spare nodes, -1 = as many as needed
-  int spare_domains = 0;     ///< spare NVLink domains (racks), -1 = as many as needed
+  double detection_s = 0.0;      ///< from the failure to the job noticing it, s
+  double restart_s = 0.0;        ///< relaunch: scheduling, process start, communicator setup, s
+  int spare_nodes = -1;          ///< hot spare nodes, -1 = as many as needed
+  int spare_domains = 0;         ///< spare NVLink domains (racks), -1 = as many as needed
   double node_repair_s = 0.0;    ///< a failed node back in the pool, s (finite spares only)
   double domain_repair_s = 0.0;  ///< a failed NVLink domain back in the pool, s
 };
 
 /// Checkpointing: size and storage speed give the write and reload costs.
 struct CheckpointInputs {
-  double bytes = 0.0;           ///< checkpoint size (weights + optimizer state), bytes
-  double write_bandwidth = 0.0; ///< aggregate storage write bandwidth, bytes/s
-  double read_bandwidth = 0.0;  ///< aggregate storage read bandwidth, bytes/s
-  double interval_s = 0.0;      ///< work between checkpoints, s; 0 = Young/Daly optimum
+  double bytes = 0.0;            ///< checkpoint size (weights + optimizer state), bytes
+  double write_bandwidth = 0.0;  ///< aggregate storage write bandwidth, bytes/s
+  double read_bandwidth = 0.0;   ///< aggregate storage read bandwidth, bytes/s
+  double interval_s = 0.0;       ///< work between checkpoints, s; 0 = Young/Daly optimum
 };
 
 /// Everything the reliability model needs besides the job's shape.
@@ -58,8 +58,8 @@ struct ReliabilityInputs {
   std::vector<FailureMode> modes;
   RecoveryInputs recovery;
   CheckpointInputs checkpoint;
-  int trials = 1000;            ///< Monte-Carlo runs
-  std::uint64_t seed = 1;       ///< the runs are a function of the seed (std::mt19937_64)
+  int trials = 1000;       ///< Monte-Carlo runs
+  std::uint64_t seed = 1;  ///< the runs are a function of the seed (std::mt19937_64)
 };
 
 /// The job the Monte-Carlo runs.
@@ -82,25 +82,25 @@ double job_failure_rate(const std::vector<FailureMode>& modes, const RunShape& s
 /// Mean and 95% interval of one quantity over the Monte-Carlo runs.
 struct Estimate {
   double mean = 0.0;
-  double ci95_low = 0.0;   ///< 95% confidence interval of the mean (normal approximation)
+  double ci95_low = 0.0;  ///< 95% confidence interval of the mean (normal approximation)
   double ci95_high = 0.0;
-  double p05 = 0.0;        ///< 5th percentile over runs
-  double p95 = 0.0;        ///< 95th percentile over runs
+  double p05 = 0.0;  ///< 5th percentile over runs
+  double p95 = 0.0;  ///< 95th percentile over runs
 };
 
 /// Result of the Monte-Carlo.
 struct RunReliability {
-  double system_mtbf_s = 0.0;        ///< 1 / job_failure_rate
-  double checkpoint_write_s = 0.0;   ///< one checkpoint write (blocking), s
-  double checkpoint_reload_s = 0.0;  ///< one reload, s
-  double checkpoint_interval_s = 0.0;///< work between checkpoints used, s
-  Estimate wall_s;                   ///< elapsed time to finish the work, s
-  Estimate goodput;                  ///< work_s / elapsed
-  Estimate failures;                 ///< interruptions per run
+  double system_mtbf_s = 0.0;            ///< 1 / job_failure_rate
+  double checkpoint_write_s = 0.0;       ///< one checkpoint write (blocking), s
+  double checkpoint_reload_s = 0.0;      ///< one reload, s
+  double checkpoint_interval_s = 0.0;    ///< work between checkpoints used, s
+  Estimate wall_s;                       ///< elapsed time to finish the work, s
+  Estimate goodput;                      ///< work_s / elapsed
+  Estimate failures;                     ///< interruptions per run
   std::vector<double> failures_by_mode;  ///< mean interruptions per run, in `modes` order
-  double lost_work_s = 0.0;          ///< mean recomputed work per run, s
-  double downtime_s = 0.0;           ///< mean detection+restart+reload+waiting per run, s
-  double checkpointing_s = 0.0;      ///< mean time writing checkpoints per run, s
+  double lost_work_s = 0.0;              ///< mean recomputed work per run, s
+  double downtime_s = 0.0;               ///< mean detection+restart+reload+waiting per run, s
+  double checkpointing_s = 0.0;          ///< mean time writing checkpoints per run, s
   int trials = 0;
 };
 

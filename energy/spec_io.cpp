@@ -53,8 +53,9 @@ void read_recovery(YamlMap& r, ReliabilitySection& s) {
   s.domain_repair_given = r.has("domain_repair");
   if (s.domain_repair_given) rec.domain_repair_s = r.get_duration("domain_repair").value;
   if (rec.spare_nodes >= 0 && !s.node_repair_given) {
-    throw r.error("spare_nodes", "a finite number of spare nodes needs node_repair (the time a "
-                                 "failed node takes to come back; no public default exists)");
+    throw r.error("spare_nodes",
+                  "a finite number of spare nodes needs node_repair (the time a "
+                  "failed node takes to come back; no public default exists)");
   }
 }
 
@@ -82,12 +83,15 @@ EconomicsSection parse_economics_section(YamlMap& root) {
   if (!m) return s;
   s.origin = origin_of(*m);
   if (m->has("pricing")) {
-    s.pricing = m->get_enum("pricing", {"rental", "tco"}) == "rental" ? Pricing::Rental : Pricing::Tco;
+    s.pricing =
+        m->get_enum("pricing", {"rental", "tco"}) == "rental" ? Pricing::Rental : Pricing::Tco;
   }
-  if (m->has("usd_per_gpu_hour")) s.rental_usd_per_gpu_hour = m->get_double("usd_per_gpu_hour", 1e-6, 1e4);
+  if (m->has("usd_per_gpu_hour"))
+    s.rental_usd_per_gpu_hour = m->get_double("usd_per_gpu_hour", 1e-6, 1e4);
   if (m->has("capex_usd")) s.capex_usd = m->get_double("capex_usd", 1.0, 1e12);
   if (m->has("capex_unit")) s.capex_unit = m->get_enum("capex_unit", {"node", "domain"});
-  s.depreciation_years = m->get_double_or("depreciation_years", kDefaultDepreciationYears, 0.1, 50.0);
+  s.depreciation_years =
+      m->get_double_or("depreciation_years", kDefaultDepreciationYears, 0.1, 50.0);
   s.usd_per_kwh = m->get_double_or("usd_per_kwh", kDefaultUsdPerKwh, 0.0, 10.0);
   s.opex_usd_per_gpu_year = m->get_double_or("opex_usd_per_gpu_year", 0.0, 0.0, 1e7);
   m->finish();
@@ -119,13 +123,15 @@ ReliabilitySection parse_reliability_section(YamlMap& root) {
   }
   if (r.has("checkpoint_interval") && r.get_string("checkpoint_interval") != "auto") {
     s.checkpoint_interval_s = r.get_duration("checkpoint_interval").value;
-    if (!(s.checkpoint_interval_s > 0)) throw r.error("checkpoint_interval", "must be positive or auto");
+    if (!(s.checkpoint_interval_s > 0))
+      throw r.error("checkpoint_interval", "must be positive or auto");
   }
   if (r.has("domain_mtbf")) s.domain_mtbf_h = r.get_duration("domain_mtbf").value / 3600.0;
   if (s.domain_mtbf_h && !(*s.domain_mtbf_h > 0)) throw r.error("domain_mtbf", "must be positive");
   read_mode_overrides(r, s);
   s.trials = static_cast<int>(r.get_int_or("trials", kDefaultTrials, 1, 1000000));
-  s.seed = static_cast<std::uint64_t>(r.get_int_or("seed", static_cast<std::int64_t>(kDefaultSeed), 0, std::numeric_limits<std::int64_t>::max()));
+  s.seed = static_cast<std::uint64_t>(r.get_int_or("seed", static_cast<std::int64_t>(kDefaultSeed),
+                                                   0, std::numeric_limits<std::int64_t>::max()));
   r.finish();
   return s;
 }

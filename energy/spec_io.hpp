@@ -35,22 +35,22 @@ struct EconomicsSection {
   std::optional<Pricing> pricing;
   std::optional<double> rental_usd_per_gpu_hour;
   std::optional<double> capex_usd;
-  std::optional<std::string> capex_unit;   ///< "node" or "domain"
-  double depreciation_years = 0.0;         ///< default kDefaultDepreciationYears
-  double usd_per_kwh = 0.0;                ///< default kDefaultUsdPerKwh
-  double opex_usd_per_gpu_year = 0.0;      ///< default 0 (not modelled unless given)
+  std::optional<std::string> capex_unit;  ///< "node" or "domain"
+  double depreciation_years = 0.0;        ///< default kDefaultDepreciationYears
+  double usd_per_kwh = 0.0;               ///< default kDefaultUsdPerKwh
+  double opex_usd_per_gpu_year = 0.0;     ///< default 0 (not modelled unless given)
   SectionOrigin origin;
 };
 
 /// `reliability:`.
 struct ReliabilitySection {
-  RecoveryInputs recovery;                 ///< defaults kDefaultDetectionS, kDefaultRestartS
+  RecoveryInputs recovery;  ///< defaults kDefaultDetectionS, kDefaultRestartS
   bool node_repair_given = false;
   bool domain_repair_given = false;
-  double storage_write_bandwidth = 0.0;    ///< default kDefaultStorageBandwidth
-  double storage_read_bandwidth = 0.0;     ///< default: the write bandwidth
-  double checkpoint_interval_s = 0.0;      ///< 0 = Young/Daly
-  std::optional<double> domain_mtbf_h;     ///< NVLink-domain failures (rack-scale platforms)
+  double storage_write_bandwidth = 0.0;       ///< default kDefaultStorageBandwidth
+  double storage_read_bandwidth = 0.0;        ///< default: the write bandwidth
+  double checkpoint_interval_s = 0.0;         ///< 0 = Young/Daly
+  std::optional<double> domain_mtbf_h;        ///< NVLink-domain failures (rack-scale platforms)
   std::map<std::string, double> mode_mtbf_h;  ///< overrides of llama3_failure_modes() MTBFs
   int trials = 0;
   std::uint64_t seed = 0;

@@ -32,16 +32,18 @@ struct Side {
   energy::RunReliability reliability;
 
   double tokens_per_usd() const { return 1e6 / energy.cost.usd_per_million_tokens; }
-  double tokens_per_usd_with_failures() const { return tokens_per_usd() * reliability.goodput.mean; }
+  double tokens_per_usd_with_failures() const {
+    return tokens_per_usd() * reliability.goodput.mean;
+  }
 };
 
 Side evaluate(const std::string& path, const SimulateOptions& options) {
   Side s{load_job(path), {}, {}, {}, {}};
   s.run = simulate_job(s.job, options);
-  auto e = evaluate_energy(s.job,
-                           {s.run.step.breakdown, s.run.tokens_per_s_per_gpu,
-                            s.run.memory_bound_share, s.run.gpus},
-                           energy::Pricing::Tco, true);
+  auto e = evaluate_energy(
+      s.job,
+      {s.run.step.breakdown, s.run.tokens_per_s_per_gpu, s.run.memory_bound_share, s.run.gpus},
+      energy::Pricing::Tco, true);
   if (!e) {
     throw SpecError(path, 0, "cluster.platform",
                     "platform '" + s.job.cluster.platform.name + "' has no power: figures");
@@ -69,43 +71,55 @@ void row(std::ostream& out, const std::string& label, const std::string& a, cons
 
 void print_steady_state(std::ostream& out, const Side& a, const Side& b) {
   auto both = [&](const std::string& label, auto f) { row(out, label, f(a), f(b)); };
-  both("job", [](const Side& s) { return std::filesystem::path(s.job.origin).filename().string(); });
-  both("GPUs", [](const Side& s) { return std::to_string(s.run.gpus) + " x " + s.job.cluster.platform.gpu.name; });
+  both("job",
+       [](const Side& s) { return std::filesystem::path(s.job.origin).filename().string(); });
+  both("GPUs", [](const Side& s) {
+    return std::to_string(s.run.gpus) + " x " + s.job.cluster.platform.gpu.name;
+  });
   both("step time (s)", [](const Side& s) { return num(s.run.step.step_time_s, 3); });
   both("MFU", [](const Side& s) { return num(100 * s.run.mfu, 1) + "%"; });
   both("tokens/s/GPU", [](const Side& s) { return num(s.run.tokens_per_s_per_gpu, 1); });
-  both("power/GPU all-in (W)", [](const Side& s) { return num(s.energy.activity_power.facility_w(), 0); });
+  both("power/GPU all-in (W)",
+       [](const Side& s) { return num(s.energy.activity_power.facility_w(), 0); });
   both("  GPU / host / network+NVSw", [](const Side& s) {
     const auto& p = s.energy.activity_power;
-    return num(p.gpu_w, 0) + " / " + num(p.host_w, 0) + " / " + num(p.network_w + p.nvswitch_w + p.nic_w, 0);
+    return num(p.gpu_w, 0) + " / " + num(p.host_w, 0) + " / " +
+           num(p.network_w + p.nvswitch_w + p.nic_w, 0);
   });
-  both("power/GPU provisioned (W)", [](const Side& s) { return num(s.energy.provisioned.facility_w(), 0); });
+  both("power/GPU provisioned (W)",
+       [](const Side& s) { return num(s.energy.provisioned.facility_w(), 0); });
   both("J/token (provisioned)", [](const Side& s) {
-    return num(s.energy.energy.joules_per_token, 2) + " (" + num(s.energy.energy_provisioned.joules_per_token, 2) + ")";
+    return num(s.energy.energy.joules_per_token, 2) + " (" +
+           num(s.energy.energy_provisioned.joules_per_token, 2) + ")";
   });
   both("TCO $/GPU-h (capex+power)", [](const Side& s) {
     const auto& c = s.energy.gpu_hour;
     return num(c.total(), 3) + " (" + num(c.capex, 3) + "+" + num(c.electricity, 3) + ")";
   });
-  both("$ per million tokens", [](const Side& s) { return num(s.energy.cost.usd_per_million_tokens, 3); });
+  both("$ per million tokens",
+       [](const Side& s) { return num(s.energy.cost.usd_per_million_tokens, 3); });
   both("perf/TCO (M tokens per $)", [](const Side& s) { return num(s.tokens_per_usd() / 1e6, 3); });
 }
 
 void print_with_failures(std::ostream& out, const Side& a, const Side& b) {
   auto both = [&](const std::string& label, auto f) { row(out, label, f(a), f(b)); };
-  both("tokens to train", [](const Side& s) { return num(s.job.energy.train_tokens / 1e12, 2) + "e12"; });
+  both("tokens to train",
+       [](const Side& s) { return num(s.job.energy.train_tokens / 1e12, 2) + "e12"; });
   both("job MTBF (h)", [](const Side& s) { return num(s.reliability.system_mtbf_s / 3600, 2); });
   both("checkpoint every (min)", [](const Side& s) {
-    return num(s.reliability.checkpoint_interval_s / 60, 1) + " (write " + num(s.reliability.checkpoint_write_s, 1) + " s)";
+    return num(s.reliability.checkpoint_interval_s / 60, 1) + " (write " +
+           num(s.reliability.checkpoint_write_s, 1) + " s)";
   });
   both("failure-free time (days)", [](const Side& s) { return num(s.shape.work_s / 86400, 1); });
-  both("time to train (days) [95%]", [](const Side& s) { return interval(s.reliability.wall_s, 1 / 86400.0, 1); });
+  both("time to train (days) [95%]",
+       [](const Side& s) { return interval(s.reliability.wall_s, 1 / 86400.0, 1); });
   both("interruptions", [](const Side& s) { return num(s.reliability.failures.mean, 0); });
   both("goodput [95% CI]", [](const Side& s) { return interval(s.reliability.goodput, 100, 2); });
   both("cost to train ($M)", [](const Side& s) {
     return num(s.reliability.wall_s.mean * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 1);
   });
-  both("perf/TCO with failures", [](const Side& s) { return num(s.tokens_per_usd_with_failures() / 1e6, 3); });
+  both("perf/TCO with failures",
+       [](const Side& s) { return num(s.tokens_per_usd_with_failures() / 1e6, 3); });
 }
 
 // B's perf-per-TCO advantage over A with failures, when B's (or A's) domains fail every mtbf_h.
@@ -136,10 +150,14 @@ void print_break_even(std::ostream& out, const Side& a, const Side& b, nlohmann:
   j["break_even_speed_ratio_with_failures"] = speed / ratio_f;
 }
 
-void print_domain_sweep(std::ostream& out, const Side& a, const Side& b, nlohmann::ordered_json& j) {
-  if (!has_multi_node_domains(a.job.cluster.platform) && !has_multi_node_domains(b.job.cluster.platform)) return;
+void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
+                        nlohmann::ordered_json& j) {
+  if (!has_multi_node_domains(a.job.cluster.platform) &&
+      !has_multi_node_domains(b.job.cluster.platform))
+    return;
   const int trials = std::min(b.job.reliability.trials, 300);
-  out << "\nNVLink-domain (rack) MTBF sweep, " << trials << " runs each: perf/TCO B/A with failures\n";
+  out << "\nNVLink-domain (rack) MTBF sweep, " << trials
+      << " runs each: perf/TCO B/A with failures\n";
   nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
   for (double mtbf : {300.0, 1e3, 3e3, 1e4, 3e4, 1e5, 1e6}) {
     const double r = ratio_at_domain_mtbf(a, b, mtbf, trials);
@@ -167,15 +185,19 @@ nlohmann::ordered_json side_json(const Side& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(report_json(s.run));
   add_energy_json(j, s.energy);  // the TCO-priced evaluation replaces run's default pricing
   const auto& r = s.reliability;
-  j["reliability"] = {{"job_mtbf_s", r.system_mtbf_s},
-                      {"checkpoint_interval_s", r.checkpoint_interval_s},
-                      {"checkpoint_write_s", r.checkpoint_write_s},
-                      {"failure_free_s", s.shape.work_s},
-                      {"wall_s", {{"mean", r.wall_s.mean}, {"ci95", {r.wall_s.ci95_low, r.wall_s.ci95_high}},
-                                  {"p05", r.wall_s.p05}, {"p95", r.wall_s.p95}}},
-                      {"goodput", {{"mean", r.goodput.mean}, {"ci95", {r.goodput.ci95_low, r.goodput.ci95_high}}}},
-                      {"interruptions", r.failures.mean},
-                      {"trials", r.trials}};
+  j["reliability"] = {
+      {"job_mtbf_s", r.system_mtbf_s},
+      {"checkpoint_interval_s", r.checkpoint_interval_s},
+      {"checkpoint_write_s", r.checkpoint_write_s},
+      {"failure_free_s", s.shape.work_s},
+      {"wall_s",
+       {{"mean", r.wall_s.mean},
+        {"ci95", {r.wall_s.ci95_low, r.wall_s.ci95_high}},
+        {"p05", r.wall_s.p05},
+        {"p95", r.wall_s.p95}}},
+      {"goodput", {{"mean", r.goodput.mean}, {"ci95", {r.goodput.ci95_low, r.goodput.ci95_high}}}},
+      {"interruptions", r.failures.mean},
+      {"trials", r.trials}};
   return j;
 }
 
@@ -211,8 +233,9 @@ int tco_command(const TcoArgs& args) {
 void register_tco_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<TcoArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "tco", "Compare two jobs per TCO dollar: throughput, power, J/token, $/M tokens, then the "
-             "same with failures and where B stops winning (docs/energy.md)");
+      "tco",
+      "Compare two jobs per TCO dollar: throughput, power, J/token, $/M tokens, then the "
+      "same with failures and where B stops winning (docs/energy.md)");
   cmd->add_option("a", args->a, "Job A (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("b", args->b, "Job B (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--json", args->json, "Also write both reports and the comparison as JSON");

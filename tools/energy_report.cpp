@@ -85,12 +85,14 @@ energy::CostInputs resolve_cost_inputs(const Job& job, std::optional<energy::Pri
   // The job's rental price, else the platform's; 0 when neither gives one.
   const double rental = e.rental_usd_per_gpu_hour.value_or(plat.cost.rental_usd_per_gpu_hour);
   energy::CostInputs in;
-  in.pricing = e.pricing ? *e.pricing
-                         : (fallback ? *fallback
-                                     : (rental > 0 ? energy::Pricing::Rental : energy::Pricing::Tco));
+  in.pricing =
+      e.pricing
+          ? *e.pricing
+          : (fallback ? *fallback : (rental > 0 ? energy::Pricing::Rental : energy::Pricing::Tco));
   if (in.pricing == energy::Pricing::Rental) {
     if (!(rental > 0)) {
-      throw economics_error(job, "usd_per_gpu_hour", "platform '" + plat.name +
+      throw economics_error(job, "usd_per_gpu_hour",
+                            "platform '" + plat.name +
                                 "' lists no rental price: give economics.usd_per_gpu_hour or "
                                 "use pricing: tco");
     }
@@ -99,8 +101,10 @@ energy::CostInputs resolve_cost_inputs(const Job& job, std::optional<energy::Pri
   }
   const double capex = e.capex_usd ? *e.capex_usd : (plat.cost.present ? plat.cost.capex_usd : 0.0);
   if (!(capex > 0)) {
-    throw economics_error(job, "capex_usd", "platform '" + plat.name + "' lists no capital cost: "
-                          "give economics.capex_usd and capex_unit for TCO pricing");
+    throw economics_error(job, "capex_usd",
+                          "platform '" + plat.name +
+                              "' lists no capital cost: "
+                              "give economics.capex_usd and capex_unit for TCO pricing");
   }
   const std::string unit = e.capex_unit ? *e.capex_unit : plat.cost.capex_unit;
   in.capex_usd = capex;
@@ -127,7 +131,8 @@ std::optional<EnergyReport> evaluate_energy(const Job& job, const StepFigures& f
   r.activity_power = energy::activity_power(sys, shape, r.activity, pue);
   r.provisioned = energy::provisioned_power(sys, shape, pue);
   r.energy = energy::energy_metrics(r.activity_power.facility_w(), f.tokens_per_s_per_gpu, n);
-  r.energy_provisioned = energy::energy_metrics(r.provisioned.facility_w(), f.tokens_per_s_per_gpu, n);
+  r.energy_provisioned =
+      energy::energy_metrics(r.provisioned.facility_w(), f.tokens_per_s_per_gpu, n);
   try {
     const energy::CostInputs in = resolve_cost_inputs(job, default_pricing);
     r.pricing = in.pricing;
@@ -142,9 +147,12 @@ std::optional<EnergyReport> evaluate_energy(const Job& job, const StepFigures& f
 
 void add_energy_json(nlohmann::ordered_json& j, const EnergyReport& r) {
   auto watts = [](const energy::PowerBreakdown& p) {
-    return nlohmann::ordered_json{{"gpu", p.gpu_w},         {"host", p.host_w},
-                                  {"nic", p.nic_w},         {"nvswitch", p.nvswitch_w},
-                                  {"network", p.network_w}, {"it", p.it_w()},
+    return nlohmann::ordered_json{{"gpu", p.gpu_w},
+                                  {"host", p.host_w},
+                                  {"nic", p.nic_w},
+                                  {"nvswitch", p.nvswitch_w},
+                                  {"network", p.network_w},
+                                  {"it", p.it_w()},
                                   {"facility", p.facility_w()}};
   };
   nlohmann::ordered_json e;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 
@@ -23,10 +22,10 @@ struct EnergyReport {
   energy::PowerBreakdown provisioned;     ///< W per GPU, everything at its rated maximum
   energy::EnergyMetrics energy;           ///< from activity_power
   energy::EnergyMetrics energy_provisioned;
-  std::optional<energy::Pricing> pricing; ///< absent when no price is known (see cost_note)
+  std::optional<energy::Pricing> pricing;  ///< absent when no price is known (see cost_note)
   energy::GpuHourCost gpu_hour;
   energy::CostMetrics cost;
-  std::string cost_note;                  ///< why cost is absent, when it is
+  std::string cost_note;  ///< why cost is absent, when it is
 };
 
 /// Inputs of evaluate_energy taken from a simulated step.

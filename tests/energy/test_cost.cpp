@@ -32,8 +32,8 @@ TEST(CostModel, TcoAddsDepreciationElectricityAndOpex) {
   CostInputs rack = in;
   rack.capex_usd = 3.9e6;
   rack.capex_unit_gpus = 72;
-  EXPECT_NEAR(gpu_hour_cost(rack, 0).capex / gpu_hour_cost(in, 0).capex, 3.9e6 / 72 / (250000.0 / 8),
-              1e-12);
+  EXPECT_NEAR(gpu_hour_cost(rack, 0).capex / gpu_hour_cost(in, 0).capex,
+              3.9e6 / 72 / (250000.0 / 8), 1e-12);
 }
 
 TEST(CostModel, CostPerTokenFollowsFromPriceAndThroughput) {

@@ -2,11 +2,10 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace {
@@ -80,7 +79,8 @@ TEST(EnergyCli, TcoComparesPerDollarWithAndWithoutFailures) {
 }
 
 TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
-  const auto r = run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_domain_mtbf.yaml"));
+  const auto r =
+      run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_domain_mtbf.yaml"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("reliability.domain_mtbf"), std::string::npos) << r.output;
 }
@@ -96,8 +96,8 @@ TEST(EnergyCli, RentalWithoutAPriceIsANoteInRunAndAnErrorInTco) {
   const auto run = run_cli("run " + data("gb200_rental_without_price.yaml"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("cost          n/a"), std::string::npos) << run.output;
-  const auto tco = run_cli("tco " + data("small_h100.yaml") + " " +
-                           data("gb200_rental_without_price.yaml"));
+  const auto tco =
+      run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_rental_without_price.yaml"));
   EXPECT_EQ(tco.exit_code, 2) << tco.output;
   EXPECT_NE(tco.output.find("gb200_rental_without_price.yaml:6: economics.usd_per_gpu_hour"),
             std::string::npos)

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 #include "energy/failure_catalog.hpp"
@@ -187,11 +187,11 @@ TEST(Reliability, Llama3SixteenThousandGpusOverFiftyFourDays) {
     shape.work_s *= 54 * 86400.0 / r.wall_s.mean;
   }
   const RunReliability r = simulate_run(in, shape);
-  std::printf("16,384 H100, %.2f days: %.1f interruptions [%.1f, %.1f], goodput %.4f [%.4f, %.4f], "
-              "checkpoint every %.1f min\n",
-              r.wall_s.mean / 86400, r.failures.mean, r.failures.p05, r.failures.p95,
-              r.goodput.mean, r.goodput.ci95_low, r.goodput.ci95_high,
-              r.checkpoint_interval_s / 60);
+  std::printf(
+      "16,384 H100, %.2f days: %.1f interruptions [%.1f, %.1f], goodput %.4f [%.4f, %.4f], "
+      "checkpoint every %.1f min\n",
+      r.wall_s.mean / 86400, r.failures.mean, r.failures.p05, r.failures.p95, r.goodput.mean,
+      r.goodput.ci95_low, r.goodput.ci95_high, r.checkpoint_interval_s / 60);
   EXPECT_NEAR(r.wall_s.mean, 54 * 86400.0, 0.002 * 54 * 86400.0);
   // Failures only arrive while the job runs: 466 x goodput-ish of the 54 days.
   const double running = (r.wall_s.mean - r.downtime_s) / (54 * 86400.0);

@@ -30,10 +30,10 @@ RunReport simulate(const std::string& yaml) {
 std::string describe(const RunReport& r) {
   const auto& e = *r.energy;
   return "tokens/s/GPU " + std::to_string(r.tokens_per_s_per_gpu) + ", activity " +
-         std::to_string(e.activity_power.facility_w()) + " W/GPU = " +
-         std::to_string(e.energy.joules_per_token) + " J/token, provisioned " +
-         std::to_string(e.provisioned.facility_w()) + " W/GPU = " +
-         std::to_string(e.energy_provisioned.joules_per_token) + " J/token";
+         std::to_string(e.activity_power.facility_w()) +
+         " W/GPU = " + std::to_string(e.energy.joules_per_token) + " J/token, provisioned " +
+         std::to_string(e.provisioned.facility_w()) +
+         " W/GPU = " + std::to_string(e.energy_provisioned.joules_per_token) + " J/token";
 }
 
 void check_joules_per_token(const RunReport& r, double s0) {

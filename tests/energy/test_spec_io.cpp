@@ -25,18 +25,18 @@ TEST(SpecIo, AbsentSectionsGiveTheCitedDefaults) {
 }
 
 TEST(SpecIo, ReadsUnitsAndOverrides) {
-  YamlMap root = doc(
-      "energy: {pue: 1.2, train_tokens: 15e12}\n"
-      "economics: {pricing: tco, capex_usd: 3.9e6, capex_unit: domain, usd_per_kwh: 0.1}\n"
-      "reliability:\n"
-      "  restart: 5min\n"
-      "  spare_nodes: 16\n"
-      "  node_repair: 1d\n"
-      "  domain_mtbf: 20000h\n"
-      "  checkpoint_interval: 30min\n"
-      "  storage_bandwidth: 1TB/s\n"
-      "  mode_mtbf: {hbm: 100000h}\n"
-      "  seed: 42\n");
+  YamlMap root =
+      doc("energy: {pue: 1.2, train_tokens: 15e12}\n"
+          "economics: {pricing: tco, capex_usd: 3.9e6, capex_unit: domain, usd_per_kwh: 0.1}\n"
+          "reliability:\n"
+          "  restart: 5min\n"
+          "  spare_nodes: 16\n"
+          "  node_repair: 1d\n"
+          "  domain_mtbf: 20000h\n"
+          "  checkpoint_interval: 30min\n"
+          "  storage_bandwidth: 1TB/s\n"
+          "  mode_mtbf: {hbm: 100000h}\n"
+          "  seed: 42\n");
   EXPECT_DOUBLE_EQ(parse_energy_section(root).train_tokens, 15e12);
   const EconomicsSection c = parse_economics_section(root);
   EXPECT_EQ(*c.pricing, Pricing::Tco);
