@@ -104,4 +104,20 @@ TEST(EnergyCli, RentalWithoutAPriceIsANoteInRunAndAnErrorInTco) {
       << tco.output;
 }
 
+TEST(EnergyCli, PlatformPowerAndCostFiguresAreOverridable) {
+  const auto r = run_cli("run " + data("h100_power_overrides.yaml") + " --json " + tmp("o.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = read_json(tmp("o.json"));
+  const auto& w = j["energy"]["w_per_gpu"];
+  EXPECT_DOUBLE_EQ(w["host"].get<double>(), 4000.0 / 8);
+  // 2-tier non-blocking fat-tree: 3 switch ports per NIC, one NIC per GPU.
+  EXPECT_DOUBLE_EQ(w["network"].get<double>(), 3 * 20.0);
+  EXPECT_DOUBLE_EQ(w["facility"].get<double>(), w["it"].get<double>());  // PUE 1
+  EXPECT_DOUBLE_EQ(j["cost"]["usd_per_gpu_hour"].get<double>(), 2.0);
+  const auto bad = run_cli("run " + data("h200_capex_override.yaml"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("h200_capex_override.yaml:5"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("no economics: section"), std::string::npos) << bad.output;
+}
+
 }  // namespace
