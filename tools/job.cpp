@@ -14,6 +14,13 @@ Job parse_job(YamlMap root) {
   job.energy = energy::parse_energy_section(root);
   job.economics = energy::parse_economics_section(root);
   job.reliability = energy::parse_reliability_section(root);
+  if (auto sim = root.get_map_opt("simulation")) {
+    job.simulation.replicas = sim->get_enum_or("replicas", "auto", {"auto", "full", "identical"});
+    job.simulation.cost = sim->get_enum_or("cost_model", "measured", {"measured", "roofline"});
+    job.simulation.nccl_algo =
+        sim->get_enum_or("nccl_algo", "", {"", "ring", "tree", "hierarchical", "nvls"});
+    sim->finish();
+  }
   root.finish();
   return job;
 }

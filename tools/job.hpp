@@ -11,6 +11,13 @@
 
 namespace clustersim::tools {
 
+/// How to simulate (the job's optional `simulation:` section; command-line flags override).
+struct SimulationSpec {
+  std::string replicas = "auto";  ///< auto | full | identical (docs/engine.md)
+  std::string cost = "measured";  ///< measured | roofline (docs/cost-model.md)
+  std::string nccl_algo;          ///< "" (NCCL-style choice) | ring | tree | hierarchical | nvls
+};
+
 /// A validated job.
 struct Job {
   platforms::ClusterSpec cluster;
@@ -18,6 +25,7 @@ struct Job {
   energy::EnergySection energy;            ///< PUE, tokens to train (defaults when absent)
   energy::EconomicsSection economics;      ///< pricing (platform figures fill the gaps)
   energy::ReliabilitySection reliability;  ///< failures, recovery, checkpointing
+  SimulationSpec simulation;
   std::string origin;  ///< file path, or "<built-in default>"
 };
 
