@@ -20,7 +20,7 @@ namespace clustersim::tools {
 namespace {
 
 struct TcoArgs {
-  std::string a, b, json, replicas = "auto";
+  std::string a, b, json, replicas;  // replicas: "" = the job's simulation.replicas
 };
 
 // One job of the comparison, evaluated.
@@ -37,8 +37,10 @@ struct Side {
   }
 };
 
-Side evaluate(const std::string& path, const SimulateOptions& options) {
+Side evaluate(const std::string& path, const std::string& replicas) {
   Side s{load_job(path), {}, {}, {}, {}};
+  SimulateOptions options = options_from_job(s.job);
+  if (!replicas.empty()) options.replicas = replicas;
   s.run = simulate_job(s.job, options);
   auto e = evaluate_energy(
       s.job,
@@ -202,10 +204,8 @@ nlohmann::ordered_json side_json(const Side& s) {
 }
 
 int tco_command(const TcoArgs& args) {
-  SimulateOptions options;
-  options.replicas = args.replicas;
-  const Side a = evaluate(args.a, options);
-  const Side b = evaluate(args.b, options);
+  const Side a = evaluate(args.a, args.replicas);
+  const Side b = evaluate(args.b, args.replicas);
   std::ostringstream out;
   row(out, "", "A", "B");
   print_steady_state(out, a, b);
@@ -239,7 +239,8 @@ void register_tco_command(CLI::App& app, int& exit_code) {
   cmd->add_option("a", args->a, "Job A (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("b", args->b, "Job B (YAML)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--json", args->json, "Also write both reports and the comparison as JSON");
-  cmd->add_option("--replicas", args->replicas, "Replica reduction, as for `run`")
+  cmd->add_option("--replicas", args->replicas,
+                  "Replica reduction, as for `run` (overrides the jobs' simulation.replicas)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->callback([args, &exit_code] {
     try {

@@ -22,7 +22,7 @@ constexpr double kTolerance = 0.10;
 
 RunReport simulate(const std::string& yaml) {
   Job job = load_job(std::string(ENERGY_TEST_DATA_DIR) + "/" + yaml);
-  SimulateOptions options;
+  SimulateOptions options = options_from_job(job);
   options.replicas = "identical";  // exact for these jobs (docs/engine.md), and fast
   return simulate_job(job, options);
 }
