@@ -12,7 +12,7 @@
 namespace clustersim::platforms {
 namespace {
 
-enum class Section { Gpu, Node, Fabric };
+enum class Section { Gpu, Node, Fabric, Power, Economics };
 
 // One platform figure: its key (the same in the platform file and in `overrides:`), the section
 // it lives in, and how it is read. `partial` is true for overrides, where a nested mapping may
@@ -49,6 +49,29 @@ void read_oversubscription(YamlMap& m, const char* k, PlatformSpec& s, bool part
 
 int read_count(YamlMap& m, const char* k) { return static_cast<int>(m.get_int(k, 1, kMaxCount)); }
 
+Watts read_watts(YamlMap& m, const char* k) { return m.get_power(k); }
+
+const std::vector<Field>& power_and_cost_fields() {
+  using S = Section;
+  using P = PlatformSpec;
+  static const std::vector<Field> kFields = {
+      {"gpu_tensor", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.gpu_tensor = read_watts(m, k); }},
+      {"gpu_memory_bound", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.gpu_memory_bound = read_watts(m, k); }},
+      {"gpu_communication", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.gpu_communication = read_watts(m, k); }},
+      {"gpu_waiting", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.gpu_waiting = read_watts(m, k); }},
+      {"node_other", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.node_other = read_watts(m, k); }},
+      {"node_rated", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.node_rated = read_watts(m, k); }},
+      {"nic", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.nic = read_watts(m, k); }},
+      {"nvswitch_tray", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.nvswitch_tray = read_watts(m, k); }},
+      {"nvswitch_trays_per_domain", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.nvswitch_trays_per_domain = static_cast<int>(m.get_int(k, 0, 1024)); }},
+      {"switch_port", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.switch_port = read_watts(m, k); }},
+      {"capex_usd", S::Economics, [](YamlMap& m, const char* k, P& s, bool) { s.cost.capex_usd = m.get_double(k, 1.0, 1e12); }},
+      {"capex_unit", S::Economics, [](YamlMap& m, const char* k, P& s, bool) { s.cost.capex_unit = m.get_enum(k, {"node", "domain"}); }},
+      {"rental_usd_per_gpu_hour", S::Economics, [](YamlMap& m, const char* k, P& s, bool) { s.cost.rental_usd_per_gpu_hour = m.get_double_or(k, 0.0, 0.0, 1e4); }},
+  };
+  return kFields;
+}
+
 const std::vector<Field>& fields() {
   using S = Section;
   using P = PlatformSpec;
@@ -79,8 +102,10 @@ const std::vector<Field>& fields() {
 }
 
 const Field* find_field(const std::string& key) {
-  for (const auto& f : fields()) {
-    if (key == f.key) return &f;
+  for (const auto* list : {&fields(), &power_and_cost_fields()}) {
+    for (const auto& f : *list) {
+      if (key == f.key) return &f;
+    }
   }
   return nullptr;
 }
@@ -93,10 +118,27 @@ std::string join(const std::vector<std::string>& items) {
 
 void read_section(YamlMap& root, const char* name, Section section, PlatformSpec& spec) {
   YamlMap map = root.get_map(name);
-  for (const auto& f : fields()) {
-    if (f.section == section) f.read(map, f.key, spec, false);
+  for (const auto* list : {&fields(), &power_and_cost_fields()}) {
+    for (const auto& f : *list) {
+      if (f.section == section) f.read(map, f.key, spec, false);
+    }
   }
   map.finish();
+}
+
+// Power figures must describe a GPU that draws something and a server that holds its GPUs.
+void validate_power(const PlatformSpec& s, const YamlMap& at, bool sections) {
+  const PowerFigures& p = s.power;
+  if (!p.present) return;
+  auto fail = [&](const std::string& reason) { throw at.error(sections ? "power" : "", reason); };
+  if (p.gpu_tensor.value <= 0 || p.gpu_memory_bound.value <= 0 || p.gpu_communication.value <= 0 ||
+      p.gpu_waiting.value <= 0) {
+    fail("GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) must be positive");
+  }
+  if (p.node_rated.value < s.gpu.tdp.value * s.node.gpus_per_node) {
+    fail("node_rated must hold the node's GPUs at their tdp (" +
+         std::to_string(s.gpu.tdp.value * s.node.gpus_per_node) + " W)");
+  }
 }
 
 // Cross-field checks. Errors point at the section of the platform file (`at` is its root) or,
@@ -154,8 +196,17 @@ PlatformSpec load_platform_file(const std::string& path) {
   read_section(root, "gpu", Section::Gpu, spec);
   read_section(root, "node", Section::Node, spec);
   read_section(root, "fabric", Section::Fabric, spec);
+  if (root.has("power")) {
+    read_section(root, "power", Section::Power, spec);
+    spec.power.present = true;
+  }
+  if (root.has("economics")) {
+    read_section(root, "economics", Section::Economics, spec);
+    spec.cost.present = true;
+  }
   root.finish();
   validate(spec, root, true);
+  validate_power(spec, root, true);
   return spec;
 }
 
@@ -180,7 +231,9 @@ PlatformSpec find_platform(const std::string& name) {
 
 std::vector<std::string> overridable_keys() {
   std::vector<std::string> keys;
-  for (const auto& f : fields()) keys.emplace_back(f.key);
+  for (const auto* list : {&fields(), &power_and_cost_fields()}) {
+    for (const auto& f : *list) keys.emplace_back(f.key);
+  }
   return keys;
 }
 
@@ -191,10 +244,16 @@ void apply_overrides(PlatformSpec& spec, YamlMap& overrides) {
       throw overrides.error(key, "'" + key + "' is not a platform figure (overridable: " +
                                      join(overridable_keys()) + ")");
     }
+    const bool power = field->section == Section::Power;
+    if ((power && !spec.power.present) || (field->section == Section::Economics && !spec.cost.present)) {
+      throw overrides.error(key, "platform '" + spec.name + "' has no " +
+                                     (power ? "power" : "economics") + ": section to override");
+    }
     field->read(overrides, field->key, spec, true);
   }
   overrides.finish();
   validate(spec, overrides, false);
+  validate_power(spec, overrides, false);
 }
 
 }  // namespace clustersim::platforms

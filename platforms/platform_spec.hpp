@@ -47,6 +47,30 @@ struct FabricSpec {
   Seconds switch_latency;   ///< port-to-port latency of one switch, s
 };
 
+/// Power figures (`power:`, optional; docs/energy.md): GPU board power per activity class, the
+/// rest of a server, NICs, NVLink switch trays and scale-out switch ports. All W.
+struct PowerFigures {
+  bool present = false;      ///< false: the platform file has no `power:` (no energy outputs)
+  Watts gpu_tensor;          ///< GPU running GEMMs/attention
+  Watts gpu_memory_bound;    ///< GPU running memory-bound kernels
+  Watts gpu_communication;   ///< GPU running NCCL collectives only
+  Watts gpu_waiting;         ///< GPU idle or spinning on a peer, context alive
+  Watts node_other;          ///< one server/compute tray without its GPUs, while training
+  Watts node_rated;          ///< one server/compute tray at its rated maximum, GPUs included
+  Watts nic;                 ///< one NIC not counted in the node figures
+  Watts nvswitch_tray;       ///< one NVLink switch tray outside the nodes
+  Watts switch_port;         ///< one scale-out switch port
+  int nvswitch_trays_per_domain = 0;
+};
+
+/// Cost figures (`economics:`, optional; docs/energy.md). US dollars.
+struct CostFigures {
+  bool present = false;
+  double capex_usd = 0.0;               ///< all-in capital cost of one capex unit
+  std::string capex_unit = "node";      ///< "node" (a server) or "domain" (an NVLink rack)
+  double rental_usd_per_gpu_hour = 0.0; ///< rental price; 0 when none is published
+};
+
 /// One platform: everything a cluster of these machines is made of.
 struct PlatformSpec {
   std::string name;         ///< catalog name or file stem, e.g. "hgx_h100"
@@ -55,6 +79,8 @@ struct PlatformSpec {
   sim::GpuSpec gpu;
   NodeSpec node;
   FabricSpec fabric;
+  PowerFigures power;
+  CostFigures cost;
 };
 
 /// Loads and validates a platform file. @throws SpecError (file:line, field, reason) on a
@@ -68,7 +94,8 @@ PlatformSpec find_platform(const std::string& name);
 /// Names of the catalog platforms, sorted.
 std::vector<std::string> catalog_platforms();
 
-/// Applies an `overrides:` mapping: any figure of the platform by its key name, e.g.
+/// Applies an `overrides:` mapping: any figure of the platform by its key name (power and
+/// economics figures too, when the platform has those sections), e.g.
 /// {nic_bandwidth: "800Gbps", oversubscription: {leaf: 2}}, then re-validates.
 /// @throws SpecError at the offending key (unknown keys included).
 void apply_overrides(PlatformSpec& spec, YamlMap& overrides);

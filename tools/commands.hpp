@@ -19,6 +19,8 @@ void register_run_command(CLI::App& app, int& exit_code);
 void register_platform_command(CLI::App& app, int& exit_code);
 /// `clustersim trace JOB.yaml --rank R --out FILE`
 void register_trace_command(CLI::App& app, int& exit_code);
+/// `clustersim tco A.yaml B.yaml [--json FILE] [--replicas MODE]`
+void register_tco_command(CLI::App& app, int& exit_code);
 /// `clustersim memory JOB.yaml [--json FILE]`
 void register_memory_command(CLI::App& app, int& exit_code);
 

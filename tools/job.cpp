@@ -11,6 +11,9 @@ Job parse_job(YamlMap root) {
   YamlMap cluster = root.get_map("cluster");
   job.cluster = platforms::parse_cluster_section(cluster);
   job.workload = workloads::parse_workload_spec(root, job.cluster.gpus);
+  job.energy = energy::parse_energy_section(root);
+  job.economics = energy::parse_economics_section(root);
+  job.reliability = energy::parse_reliability_section(root);
   if (auto sim = root.get_map_opt("simulation")) {
     job.simulation.replicas = sim->get_enum_or("replicas", "auto", {"auto", "full", "identical"});
     job.simulation.cost = sim->get_enum_or("cost_model", "measured", {"measured", "roofline"});

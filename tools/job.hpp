@@ -1,9 +1,11 @@
-// The job file: `cluster:` (platforms/), `model:`, `parallelism:`, `training:` (workloads/).
-// Documented in docs/job-spec.md.
+// The job file: `cluster:` (platforms/), `model:`, `parallelism:`, `training:` (workloads/),
+// and the optional `energy:`, `economics:`, `reliability:` (energy/). Documented in
+// docs/job-spec.md and docs/energy.md.
 #pragma once
 
 #include <string>
 
+#include "energy/spec_io.hpp"
 #include "platforms/cluster_spec.hpp"
 #include "workloads/job_spec.hpp"
 
@@ -20,6 +22,9 @@ struct SimulationSpec {
 struct Job {
   platforms::ClusterSpec cluster;
   workloads::WorkloadSpec workload;
+  energy::EnergySection energy;            ///< PUE, tokens to train (defaults when absent)
+  energy::EconomicsSection economics;      ///< pricing (platform figures fill the gaps)
+  energy::ReliabilitySection reliability;  ///< failures, recovery, checkpointing
   SimulationSpec simulation;
   std::string origin;  ///< file path, or "<built-in default>"
 };

@@ -77,6 +77,11 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.tflops_per_gpu = acc.model_flops / gpu_seconds / 1e12;
   report.tokens_per_s_per_gpu = acc.tokens / gpu_seconds;
   report.tokens_per_step = acc.tokens;
+  report.memory_bound_share = memory_bound_share(workload);
+  report.energy = evaluate_energy(job,
+                                  {report.step.breakdown, report.tokens_per_s_per_gpu,
+                                   report.memory_bound_share, report.gpus},
+                                  std::nullopt, false);
   return report;
 }
 
@@ -100,6 +105,7 @@ std::string report_json(const RunReport& r) {
   j["cost_notes"] = r.cost_notes;
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
+  if (r.energy) add_energy_json(j, *r.energy);
   return j.dump(2) + "\n";
 }
 
@@ -130,6 +136,7 @@ std::string report_text(const RunReport& r) {
   }
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
       << r.step.events << " events, replicas " << r.replicas << "\n";
+  if (r.energy) out << energy_text(*r.energy);
   return out.str();
 }
 

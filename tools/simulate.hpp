@@ -3,10 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "tools/energy_report.hpp"
 #include "tools/job.hpp"
 
 namespace clustersim::tools {
@@ -27,6 +29,8 @@ struct RunReport {
   double tflops_per_gpu = 0.0;   ///< model TFLOP/s per GPU
   double tokens_per_s_per_gpu = 0.0;
   double tokens_per_step = 0.0;
+  double memory_bound_share = 0.0;    ///< of compute-stream busy time (energy model input)
+  std::optional<EnergyReport> energy; ///< power, energy, cost; absent without platform power
 };
 
 /// Options of a simulation run.

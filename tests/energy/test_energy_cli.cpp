@@ -1,0 +1,123 @@
+// End-to-end: energy and cost in `clustersim run`, and `clustersim tco`.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run_cli(const std::string& args) {
+  const std::string cmd = std::string(CLUSTERSIM_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) r.output += buf.data();
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string data(const std::string& name) { return std::string(ENERGY_TEST_DATA_DIR) + "/" + name; }
+std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+TEST(EnergyCli, RunReportsPowerEnergyAndCostConsistently) {
+  const auto r = run_cli("run " + data("small_h100.yaml") + " --json " + tmp("e.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("J/token"), std::string::npos) << r.output;
+  const auto j = read_json(tmp("e.json"));
+  const auto& e = j["energy"];
+  const auto& a = e["activity_s"];
+  const double step = j["step_time_s"];
+  EXPECT_NEAR(a["tensor"].get<double>() + a["memory_bound"].get<double>() +
+                  a["communication"].get<double>() + a["waiting"].get<double>(),
+              step, 1e-9 * step);
+  const auto& w = e["w_per_gpu"];
+  EXPECT_NEAR(w["facility"].get<double>(), 1.2 * w["it"].get<double>(), 1e-9);
+  EXPECT_NEAR(e["joules_per_token"].get<double>(),
+              w["facility"].get<double>() / j["tokens_per_s_per_gpu"].get<double>(), 1e-9);
+  EXPECT_GT(e["joules_per_token_provisioned"].get<double>(), e["joules_per_token"].get<double>());
+  EXPECT_EQ(j["cost"]["pricing"], "rental");
+  EXPECT_NEAR(j["cost"]["usd_per_million_tokens"].get<double>(),
+              1.42 / 3600 * 1e6 / j["tokens_per_s_per_gpu"].get<double>(), 1e-9);
+}
+
+TEST(EnergyCli, TcoComparesPerDollarWithAndWithoutFailures) {
+  const auto r = run_cli("tco " + data("small_h100.yaml") + " " + data("small_gb200.yaml") +
+                         " --json " + tmp("tco.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("break-even"), std::string::npos) << r.output;
+  const auto j = read_json(tmp("tco.json"));
+  const auto& c = j["comparison"];
+  const double ratio = c["perf_per_tco_ratio"];
+  const double a_per_usd = 1.0 / j["a"]["cost"]["usd_per_million_tokens"].get<double>();
+  const double b_per_usd = 1.0 / j["b"]["cost"]["usd_per_million_tokens"].get<double>();
+  EXPECT_NEAR(ratio, b_per_usd / a_per_usd, 1e-9 * ratio);
+  EXPECT_EQ(j["a"]["cost"]["pricing"], "tco");  // tco prices both jobs by TCO by default
+  const double goodput = j["b"]["reliability"]["goodput"]["mean"];
+  EXPECT_GT(goodput, 0.0);
+  EXPECT_LT(goodput, 1.0);
+  // A less reliable rack can only lower B's advantage.
+  const auto& sweep = c["domain_mtbf_sweep"];
+  ASSERT_GE(sweep.size(), 2u);
+  EXPECT_LE(sweep.front()["perf_per_tco_ratio"].get<double>(),
+            sweep.back()["perf_per_tco_ratio"].get<double>());
+}
+
+TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
+  const auto r =
+      run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_domain_mtbf.yaml"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("reliability.domain_mtbf"), std::string::npos) << r.output;
+}
+
+TEST(EnergyCli, UnknownReliabilityKeyIsReportedWithItsLine) {
+  const auto r = run_cli("run " + data("unknown_reliability_key.yaml"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown_reliability_key.yaml:12"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("restart_time"), std::string::npos) << r.output;
+}
+
+TEST(EnergyCli, RentalWithoutAPriceIsANoteInRunAndAnErrorInTco) {
+  const auto run = run_cli("run " + data("gb200_rental_without_price.yaml"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("cost          n/a"), std::string::npos) << run.output;
+  const auto tco =
+      run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_rental_without_price.yaml"));
+  EXPECT_EQ(tco.exit_code, 2) << tco.output;
+  EXPECT_NE(tco.output.find("gb200_rental_without_price.yaml:6: economics.usd_per_gpu_hour"),
+            std::string::npos)
+      << tco.output;
+}
+
+TEST(EnergyCli, PlatformPowerAndCostFiguresAreOverridable) {
+  const auto r = run_cli("run " + data("h100_power_overrides.yaml") + " --json " + tmp("o.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = read_json(tmp("o.json"));
+  const auto& w = j["energy"]["w_per_gpu"];
+  EXPECT_DOUBLE_EQ(w["host"].get<double>(), 4000.0 / 8);
+  // 2-tier non-blocking fat-tree: 3 switch ports per NIC, one NIC per GPU.
+  EXPECT_DOUBLE_EQ(w["network"].get<double>(), 3 * 20.0);
+  EXPECT_DOUBLE_EQ(w["facility"].get<double>(), w["it"].get<double>());  // PUE 1
+  EXPECT_DOUBLE_EQ(j["cost"]["usd_per_gpu_hour"].get<double>(), 2.0);
+  const auto bad = run_cli("run " + data("h200_capex_override.yaml"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("h200_capex_override.yaml:5"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("no economics: section"), std::string::npos) << bad.output;
+}
+
+}  // namespace

@@ -1,0 +1,258 @@
+// `clustersim tco A.yaml B.yaml [--json FILE] [--replicas MODE]`: two jobs side by side,
+// throughput, power, energy per token, cost per token and performance per TCO dollar, then the
+// same with failures (Monte-Carlo over a whole training run), and where B stops winning: the
+// relative speed and the NVLink-domain MTBF at which the two break even. docs/energy.md.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "sim/spec_error.hpp"
+#include "tools/commands.hpp"
+#include "tools/reliability_report.hpp"
+#include "tools/simulate.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+struct TcoArgs {
+  std::string a, b, json, replicas;  // replicas: "" = the job's simulation.replicas
+};
+
+// One job of the comparison, evaluated.
+struct Side {
+  Job job;
+  RunReport run;
+  EnergyReport energy;
+  energy::RunShape shape;
+  energy::RunReliability reliability;
+
+  double tokens_per_usd() const { return 1e6 / energy.cost.usd_per_million_tokens; }
+  double tokens_per_usd_with_failures() const {
+    return tokens_per_usd() * reliability.goodput.mean;
+  }
+};
+
+Side evaluate(const std::string& path, const std::string& replicas) {
+  Side s{load_job(path), {}, {}, {}, {}};
+  SimulateOptions options = options_from_job(s.job);
+  if (!replicas.empty()) options.replicas = replicas;
+  s.run = simulate_job(s.job, options);
+  auto e = evaluate_energy(
+      s.job,
+      {s.run.step.breakdown, s.run.tokens_per_s_per_gpu, s.run.memory_bound_share, s.run.gpus},
+      energy::Pricing::Tco, true);
+  if (!e) {
+    throw SpecError(path, 0, "cluster.platform",
+                    "platform '" + s.job.cluster.platform.name + "' has no power: figures");
+  }
+  s.energy = *e;
+  s.shape = run_shape(s.job, s.run.tokens_per_s_per_gpu);
+  s.reliability = energy::simulate_run(reliability_inputs(s.job), s.shape);
+  return s;
+}
+
+std::string num(double v, int digits) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(digits) << v;
+  return o.str();
+}
+
+std::string interval(const energy::Estimate& e, double scale, int digits) {
+  return num(e.mean * scale, digits) + " [" + num(e.ci95_low * scale, digits) + ", " +
+         num(e.ci95_high * scale, digits) + "]";
+}
+
+void row(std::ostream& out, const std::string& label, const std::string& a, const std::string& b) {
+  out << std::left << std::setw(30) << label << std::setw(34) << a << b << "\n";
+}
+
+void print_steady_state(std::ostream& out, const Side& a, const Side& b) {
+  auto both = [&](const std::string& label, auto f) { row(out, label, f(a), f(b)); };
+  both("job",
+       [](const Side& s) { return std::filesystem::path(s.job.origin).filename().string(); });
+  both("GPUs", [](const Side& s) {
+    return std::to_string(s.run.gpus) + " x " + s.job.cluster.platform.gpu.name;
+  });
+  both("step time (s)", [](const Side& s) { return num(s.run.step.step_time_s, 3); });
+  both("MFU", [](const Side& s) { return num(100 * s.run.mfu, 1) + "%"; });
+  both("tokens/s/GPU", [](const Side& s) { return num(s.run.tokens_per_s_per_gpu, 1); });
+  both("power/GPU all-in (W)",
+       [](const Side& s) { return num(s.energy.activity_power.facility_w(), 0); });
+  both("  GPU / host / network+NVSw", [](const Side& s) {
+    const auto& p = s.energy.activity_power;
+    return num(p.gpu_w, 0) + " / " + num(p.host_w, 0) + " / " +
+           num(p.network_w + p.nvswitch_w + p.nic_w, 0);
+  });
+  both("power/GPU provisioned (W)",
+       [](const Side& s) { return num(s.energy.provisioned.facility_w(), 0); });
+  both("J/token (provisioned)", [](const Side& s) {
+    return num(s.energy.energy.joules_per_token, 2) + " (" +
+           num(s.energy.energy_provisioned.joules_per_token, 2) + ")";
+  });
+  both("TCO $/GPU-h (capex+power)", [](const Side& s) {
+    const auto& c = s.energy.gpu_hour;
+    return num(c.total(), 3) + " (" + num(c.capex, 3) + "+" + num(c.electricity, 3) + ")";
+  });
+  both("$ per million tokens",
+       [](const Side& s) { return num(s.energy.cost.usd_per_million_tokens, 3); });
+  both("perf/TCO (M tokens per $)", [](const Side& s) { return num(s.tokens_per_usd() / 1e6, 3); });
+}
+
+void print_with_failures(std::ostream& out, const Side& a, const Side& b) {
+  auto both = [&](const std::string& label, auto f) { row(out, label, f(a), f(b)); };
+  both("tokens to train",
+       [](const Side& s) { return num(s.job.energy.train_tokens / 1e12, 2) + "e12"; });
+  both("job MTBF (h)", [](const Side& s) { return num(s.reliability.system_mtbf_s / 3600, 2); });
+  both("checkpoint every (min)", [](const Side& s) {
+    return num(s.reliability.checkpoint_interval_s / 60, 1) + " (write " +
+           num(s.reliability.checkpoint_write_s, 1) + " s)";
+  });
+  both("failure-free time (days)", [](const Side& s) { return num(s.shape.work_s / 86400, 1); });
+  both("time to train (days) [95%]",
+       [](const Side& s) { return interval(s.reliability.wall_s, 1 / 86400.0, 1); });
+  both("interruptions", [](const Side& s) { return num(s.reliability.failures.mean, 0); });
+  both("goodput [95% CI]", [](const Side& s) { return interval(s.reliability.goodput, 100, 2); });
+  both("cost to train ($M)", [](const Side& s) {
+    return num(s.reliability.wall_s.mean * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 1);
+  });
+  both("perf/TCO with failures",
+       [](const Side& s) { return num(s.tokens_per_usd_with_failures() / 1e6, 3); });
+}
+
+// B's perf-per-TCO advantage over A with failures, when B's (or A's) domains fail every mtbf_h.
+double ratio_at_domain_mtbf(const Side& a, const Side& b, double mtbf_h, int trials) {
+  auto goodput = [&](const Side& s) {
+    if (!has_multi_node_domains(s.job.cluster.platform)) return s.reliability.goodput.mean;
+    auto in = reliability_inputs(s.job, mtbf_h);
+    in.trials = trials;
+    return energy::simulate_run(in, s.shape).goodput.mean;
+  };
+  return b.tokens_per_usd() * goodput(b) / (a.tokens_per_usd() * goodput(a));
+}
+
+void print_break_even(std::ostream& out, const Side& a, const Side& b, nlohmann::ordered_json& j) {
+  const double speed = b.run.tokens_per_s_per_gpu / a.run.tokens_per_s_per_gpu;
+  const double ratio = b.tokens_per_usd() / a.tokens_per_usd();
+  const double ratio_f = b.tokens_per_usd_with_failures() / a.tokens_per_usd_with_failures();
+  const double tco_ratio = b.energy.gpu_hour.total() / a.energy.gpu_hour.total();
+  out << "\nB vs A: TCO per GPU-hour x" << num(tco_ratio, 2) << ", speed per GPU x" << num(speed, 2)
+      << ", perf/TCO x" << num(ratio, 2) << " (x" << num(ratio_f, 2) << " with failures)\n";
+  out << "B stops winning per TCO below a speed of x" << num(speed / ratio, 2) << " A's (x"
+      << num(speed / ratio_f, 2) << " with failures)\n";
+  j["tco_per_gpu_hour_ratio"] = tco_ratio;
+  j["speed_ratio"] = speed;
+  j["perf_per_tco_ratio"] = ratio;
+  j["perf_per_tco_ratio_with_failures"] = ratio_f;
+  j["break_even_speed_ratio"] = speed / ratio;
+  j["break_even_speed_ratio_with_failures"] = speed / ratio_f;
+}
+
+void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
+                        nlohmann::ordered_json& j) {
+  if (!has_multi_node_domains(a.job.cluster.platform) &&
+      !has_multi_node_domains(b.job.cluster.platform))
+    return;
+  const int trials = std::min(b.job.reliability.trials, 300);
+  out << "\nNVLink-domain (rack) MTBF sweep, " << trials
+      << " runs each: perf/TCO B/A with failures\n";
+  nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
+  for (double mtbf : {300.0, 1e3, 3e3, 1e4, 3e4, 1e5, 1e6}) {
+    const double r = ratio_at_domain_mtbf(a, b, mtbf, trials);
+    out << "  " << std::setw(9) << num(mtbf, 0) << " h   x" << num(r, 3) << "\n";
+    sweep.push_back({{"domain_mtbf_h", mtbf}, {"perf_per_tco_ratio", r}});
+  }
+  j["domain_mtbf_sweep"] = sweep;
+  double lo = std::log10(10.0), hi = std::log10(1e7);
+  const double r_lo = ratio_at_domain_mtbf(a, b, std::pow(10, lo), trials) - 1;
+  const double r_hi = ratio_at_domain_mtbf(a, b, std::pow(10, hi), trials) - 1;
+  if ((r_lo < 0) == (r_hi < 0)) {
+    out << "break-even domain MTBF: none between 10 h and 1e7 h\n";
+    return;
+  }
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lo + hi) / 2;
+    const bool below = ratio_at_domain_mtbf(a, b, std::pow(10, mid), trials) - 1 < 0;
+    ((below == (r_lo < 0)) ? lo : hi) = mid;
+  }
+  out << "break-even domain MTBF: " << num(std::pow(10, (lo + hi) / 2), 0) << " h per rack\n";
+  j["break_even_domain_mtbf_h"] = std::pow(10, (lo + hi) / 2);
+}
+
+nlohmann::ordered_json side_json(const Side& s) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(report_json(s.run));
+  add_energy_json(j, s.energy);  // the TCO-priced evaluation replaces run's default pricing
+  const auto& r = s.reliability;
+  j["reliability"] = {
+      {"job_mtbf_s", r.system_mtbf_s},
+      {"checkpoint_interval_s", r.checkpoint_interval_s},
+      {"checkpoint_write_s", r.checkpoint_write_s},
+      {"failure_free_s", s.shape.work_s},
+      {"wall_s",
+       {{"mean", r.wall_s.mean},
+        {"ci95", {r.wall_s.ci95_low, r.wall_s.ci95_high}},
+        {"p05", r.wall_s.p05},
+        {"p95", r.wall_s.p95}}},
+      {"goodput", {{"mean", r.goodput.mean}, {"ci95", {r.goodput.ci95_low, r.goodput.ci95_high}}}},
+      {"interruptions", r.failures.mean},
+      {"trials", r.trials}};
+  return j;
+}
+
+int tco_command(const TcoArgs& args) {
+  const Side a = evaluate(args.a, args.replicas);
+  const Side b = evaluate(args.b, args.replicas);
+  std::ostringstream out;
+  row(out, "", "A", "B");
+  print_steady_state(out, a, b);
+  out << "\nwith failures (Monte-Carlo, " << a.reliability.trials << " / " << b.reliability.trials
+      << " runs, seeds " << a.job.reliability.seed << " / " << b.job.reliability.seed << ")\n";
+  print_with_failures(out, a, b);
+  nlohmann::ordered_json cmp;
+  print_break_even(out, a, b, cmp);
+  print_domain_sweep(out, a, b, cmp);
+  std::cout << out.str();
+  if (!args.json.empty()) {
+    nlohmann::ordered_json j = {{"a", side_json(a)}, {"b", side_json(b)}, {"comparison", cmp}};
+    std::ofstream file(args.json);
+    file << j.dump(2) << "\n";
+    if (!file) {
+      std::cerr << "error: cannot write '" << args.json << "'\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_tco_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<TcoArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tco",
+      "Compare two jobs per TCO dollar: throughput, power, J/token, $/M tokens, then the "
+      "same with failures and where B stops winning (docs/energy.md)");
+  cmd->add_option("a", args->a, "Job A (YAML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("b", args->b, "Job B (YAML)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--json", args->json, "Also write both reports and the comparison as JSON");
+  cmd->add_option("--replicas", args->replicas,
+                  "Replica reduction, as for `run` (overrides the jobs' simulation.replicas)")
+      ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd->callback([args, &exit_code] {
+    try {
+      exit_code = tco_command(*args);
+    } catch (const SpecError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace clustersim::tools

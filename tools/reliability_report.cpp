@@ -1,0 +1,74 @@
+#include "tools/reliability_report.hpp"
+
+#include "energy/defaults.hpp"
+#include "energy/failure_catalog.hpp"
+#include "workloads/flops.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+SpecError reliability_error(const Job& job, const std::string& key, const std::string& reason) {
+  const auto& o = job.reliability.origin;
+  if (o.file.empty()) return SpecError(job.origin, 0, "reliability." + key, reason);
+  return energy::section_error(o, key, reason);
+}
+
+}  // namespace
+
+double checkpoint_bytes(const workloads::ModelSpec& m) {
+  const double embedding = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden;
+  return (workloads::mfu_weight_count(m) + embedding) * energy::kCheckpointBytesPerParam;
+}
+
+bool has_multi_node_domains(const platforms::PlatformSpec& p) {
+  return p.node.nvlink_domain_size > p.node.gpus_per_node;
+}
+
+energy::ReliabilityInputs reliability_inputs(const Job& job, std::optional<double> domain_mtbf_h) {
+  const auto& r = job.reliability;
+  energy::ReliabilityInputs in;
+  in.modes = energy::llama3_failure_modes();
+  for (auto& mode : in.modes) {
+    const auto it = r.mode_mtbf_h.find(mode.name);
+    if (it != r.mode_mtbf_h.end()) {
+      mode.mtbf_h = it->second;
+      mode.source = "job input";
+    }
+  }
+  const std::optional<double> domain = domain_mtbf_h ? domain_mtbf_h : r.domain_mtbf_h;
+  if (has_multi_node_domains(job.cluster.platform) && !domain) {
+    throw reliability_error(job, "domain_mtbf",
+                            "platform '" + job.cluster.platform.name + "' has NVLink domains of " +
+                                std::to_string(job.cluster.platform.node.nvlink_domain_size) +
+                                " GPUs that fail as a unit (backplane, switch trays); no public "
+                                "MTBF exists: give reliability.domain_mtbf");
+  }
+  if (domain) {
+    if (r.recovery.spare_domains >= 0 && !r.domain_repair_given) {
+      throw reliability_error(job, "domain_repair",
+                              "NVLink-domain failures with a finite number of spare domains need "
+                              "reliability.domain_repair (no public figure exists)");
+    }
+    in.modes.push_back(energy::nvlink_domain_failure_mode(*domain));
+  }
+  in.recovery = r.recovery;
+  in.checkpoint.bytes = checkpoint_bytes(job.workload.model);
+  in.checkpoint.write_bandwidth = r.storage_write_bandwidth;
+  in.checkpoint.read_bandwidth = r.storage_read_bandwidth;
+  in.checkpoint.interval_s = r.checkpoint_interval_s;
+  in.trials = r.trials;
+  in.seed = r.seed;
+  return in;
+}
+
+energy::RunShape run_shape(const Job& job, double tokens_per_s_per_gpu) {
+  const auto& node = job.cluster.platform.node;
+  energy::RunShape s;
+  s.gpus = job.cluster.gpus;
+  s.gpus_per_node = node.gpus_per_node;
+  s.gpus_per_domain = node.nvlink_domain_size;
+  s.work_s = job.energy.train_tokens / (tokens_per_s_per_gpu * job.cluster.gpus);
+  return s;
+}
+
+}  // namespace clustersim::tools

@@ -1,0 +1,32 @@
+// Reliability of a job's training run: the Llama 3 failure catalog with the job's overrides,
+// an NVLink-domain failure mode on rack-scale platforms, recovery and checkpoint costs from the
+// job's `reliability:` section and model size, and the Monte-Carlo of energy/reliability.hpp.
+// Used by `clustersim tco` (docs/energy.md).
+#pragma once
+
+#include <optional>
+
+#include "energy/reliability.hpp"
+#include "tools/job.hpp"
+
+namespace clustersim::tools {
+
+/// Checkpoint size of a model: parameters x energy::kCheckpointBytesPerParam, with parameters
+/// = transformer linear weights + output head + (untied) input embedding.
+double checkpoint_bytes(const workloads::ModelSpec& model);
+
+/// True when the platform's NVLink domain spans several nodes (an NVL72 rack), whose
+/// backplane and switch trays fail as one unit.
+bool has_multi_node_domains(const platforms::PlatformSpec& platform);
+
+/// The Monte-Carlo inputs of a job. `domain_mtbf_h` replaces reliability.domain_mtbf when set
+/// (for sweeps). @throws SpecError (at the job's reliability section) when a rack-scale
+/// platform lacks domain_mtbf, or domain failures without a spare pool lack domain_repair.
+energy::ReliabilityInputs reliability_inputs(const Job& job,
+                                             std::optional<double> domain_mtbf_h = std::nullopt);
+
+/// Shape of the job's run: GPUs, node and domain sizes, failure-free seconds to train the
+/// job's energy.train_tokens at `tokens_per_s_per_gpu`.
+energy::RunShape run_shape(const Job& job, double tokens_per_s_per_gpu);
+
+}  // namespace clustersim::tools
