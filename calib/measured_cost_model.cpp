@@ -282,7 +282,7 @@ void MeasuredCostModel::note_out_of_grid(const std::string& what) const {
   ++it->second;
   if (fresh) {
     out_of_grid_order_.push_back(what);
-    module_logger("calib")->warn("outside the measured tables: {}", what);
+    module_logger("calib")->info("outside the measured tables: {}", what);
   }
 }
 

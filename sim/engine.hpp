@@ -18,7 +18,7 @@ namespace clustersim::sim {
 struct TimelineEvent {
   std::int32_t rank = 0;
   Stream stream = Stream::Compute;
-  std::string name;
+  std::string name;    ///< op label; collectives add "kind group bytes", e.g. "tp_ag all_gather tp 37.7MB"
   double start_s = 0.0;
   double end_s = 0.0;
 };
@@ -26,6 +26,8 @@ struct TimelineEvent {
 /// Engine options.
 struct EngineOptions {
   bool record_timeline = false;  ///< keep every op interval (memory grows with ops x ranks)
+  /// With record_timeline: the ranks to record (empty: all), so large runs keep small traces.
+  std::vector<int> timeline_ranks;
   bool in_process = false;       ///< run in this process (only once per process; for plugins)
   /// Reduction "identical data-parallel replicas" (docs/engine.md): only the replica with DP
   /// coordinate 0 plays its whole program; the ranks of the other replicas play only their

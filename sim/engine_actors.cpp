@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -45,10 +46,19 @@ struct RankState {
   std::array<sg4::ConditionVariablePtr, kStreamCount> cvs;  // one per waiting stream
   int source = 0;       // rank whose done flags satisfy this rank's cross-stream deps
   bool mirror = false;  // plays only its DP streams, mirroring `source` (identical replicas)
+  bool record = false;  // keeps its timeline
   std::array<sg4::Mailbox*, kSlots> mailboxes{};
   std::array<std::unique_ptr<GroupInfo>, kGroupKinds> groups;
   std::vector<std::int64_t> current_op;  // per stream slot, -1 when finished
   double busy = 0, exposed = 0, bubble = 0, compute_end = 0, end = 0;
+};
+
+// Cost-model answers for one communication op: identical for every rank running the program,
+// so asked once (table lookups are far slower than the engine's per-op work).
+struct CommParams {
+  bool ready = false;
+  CollectiveParams nvl;  // collective over NVLink, or point-to-point within a domain
+  CollectiveParams net;  // collective crossing domains, or point-to-point across them
 };
 
 struct Shared {
@@ -57,6 +67,7 @@ struct Shared {
   const BuiltPlatform* platform = nullptr;
   const EngineOptions* options = nullptr;
   std::vector<ProgramPlan> plans;
+  std::vector<std::vector<CommParams>> comm_params;  // [program][op]
   std::vector<RankState> ranks;
   std::uint64_t events = 0;
   std::vector<TimelineEvent> timeline;
@@ -67,8 +78,29 @@ struct Shared {
     return m;
   }
   int domain(int rank) const { return rank / platform->nvlink_domain_size; }
+  const CommParams& params(int rank, const Op& op);
   const GroupInfo& group(int rank, GroupKind kind);
 };
+
+const CommParams& Shared::params(int rank, const Op& op) {
+  const RankState& r = ranks[static_cast<size_t>(rank)];
+  const auto prog = workload->program_of_rank[static_cast<size_t>(rank)];
+  auto& table = comm_params[prog];
+  if (table.empty()) table.resize(r.program->ops.size());
+  CommParams& c = table[static_cast<size_t>(&op - r.program->ops.data())];
+  if (!c.ready) {
+    if (const auto* spec = std::get_if<CollectiveSpec>(&op.shape)) {
+      const int p = group(rank, spec->group).size;
+      c.nvl = cost->collective_params(spec->kind, op.bytes, p, LinkClass::NVLink);
+      c.net = cost->collective_params(spec->kind, op.bytes, p, LinkClass::Network);
+    } else {
+      c.nvl = cost->p2p_params(op.bytes, LinkClass::NVLink);
+      c.net = cost->p2p_params(op.bytes, LinkClass::Network);
+    }
+    c.ready = true;
+  }
+  return c;
+}
 
 const GroupInfo& Shared::group(int rank, GroupKind kind) {
   auto& slot = ranks[static_cast<size_t>(rank)].groups[static_cast<size_t>(kind)];
@@ -145,7 +177,7 @@ void StreamActor::operator()() {
       run_collective(first, sp.stream);
     }
     const double t2 = sg4::Engine::get_clock();
-    if (!u.compute && sh_->options->record_timeline) record(sp.stream, first, t1, t2);
+    if (!u.compute && r.record) record(sp.stream, first, t1, t2);
     if (compute_stream) {
       r.exposed += t1 - t0;
       if (u.compute) {
@@ -183,7 +215,7 @@ void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u)
   const double start = sg4::Engine::get_clock();
   sg4::this_actor::sleep_for(u.duration_s);
   ++sh_->events;
-  if (!sh_->options->record_timeline) return;
+  if (!r.record) return;
   double t = start;
   for (std::uint32_t pos = u.begin; pos < u.end; ++pos) {
     const Op& op = r.program->ops[sp.ops[pos]];
@@ -199,8 +231,9 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const int p = g.size;
   int steps = 0, inter = 0;
   collective_steps(spec.kind, p, g.domains, steps, inter);
-  const CollectiveParams nvl = sh_->cost->collective_params(spec.kind, op.bytes, p, LinkClass::NVLink);
-  const CollectiveParams net = sh_->cost->collective_params(spec.kind, op.bytes, p, LinkClass::Network);
+  const CommParams& prm = sh_->params(rank_, op);
+  const CollectiveParams& nvl = prm.nvl;
+  const CollectiveParams& net = prm.net;
   const bool crosses = g.domains > 1;
   const double eff = crosses ? net.bandwidth_efficiency : nvl.bandwidth_efficiency;
   const double latency = (crosses ? net.base_latency_s : nvl.base_latency_s) +
@@ -236,7 +269,8 @@ void StreamActor::run_p2p(const Op& op) {
   double latency = 0.0;
   auto params_to = [&](int peer) {
     const LinkClass link = sh_->domain(peer) == sh_->domain(rank_) ? LinkClass::NVLink : LinkClass::Network;
-    return sh_->cost->p2p_params(op.bytes, link);
+    const CommParams& prm = sh_->params(rank_, op);
+    return link == LinkClass::NVLink ? prm.nvl : prm.net;
   };
   if (spec.send_to != Peer::None) {
     const int peer = layout.pp_peer(rank_, spec.send_to);
@@ -260,8 +294,17 @@ void StreamActor::run_p2p(const Op& op) {
 
 void StreamActor::record(Stream stream, const Op& op, double start, double end) {
   const RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
-  sh_->timeline.push_back(
-      TimelineEvent{rank_, stream, r.program->labels.at(op.label), start, end});
+  std::string name = r.program->labels.at(op.label);
+  char detail[96];
+  if (const auto* c = std::get_if<CollectiveSpec>(&op.shape)) {
+    std::snprintf(detail, sizeof detail, " %s %s ring %.3gMB", to_string(c->kind),
+                  to_string(c->group), op.bytes / 1e6);
+    name += detail;
+  } else if (op.is_p2p()) {
+    std::snprintf(detail, sizeof detail, " p2p %.3gMB", op.bytes / 1e6);
+    name += detail;
+  }
+  sh_->timeline.push_back(TimelineEvent{rank_, stream, std::move(name), start, end});
 }
 
 std::string describe_blocked(const Shared& sh) {
@@ -323,6 +366,9 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
   for (auto& cv : r.cvs) cv = sg4::ConditionVariable::create();
   r.source = reduce ? replica_source(w, rank) : rank;
   r.mirror = r.source != rank;
+  const auto& only = sh.options->timeline_ranks;
+  r.record = sh.options->record_timeline &&
+             (only.empty() || std::find(only.begin(), only.end(), rank) != only.end());
   r.current_op.assign(r.plan->streams.size(), -1);
   for (size_t s = 0; s < r.plan->streams.size(); ++s) {
     if (r.mirror && !dp_only_stream(*r.program, r.plan->streams[s])) continue;
@@ -369,6 +415,7 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   sh.options = &options;
   sh.plans.reserve(workload.programs.size());
   for (const Program& p : workload.programs) sh.plans.push_back(plan_program(p));
+  sh.comm_params.resize(workload.programs.size());
   const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
   if (reduce) check_replica_reduction(workload, sh.plans);
   const int world = workload.layout.world();

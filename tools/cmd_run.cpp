@@ -2,6 +2,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
+#include <vector>
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
@@ -16,7 +18,36 @@ struct RunArgs {
   std::string trace;
   bool show_default = false;
   std::string replicas = "auto";
+  std::string cost = "measured";
+  std::string trace_ranks;
 };
+
+// Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
+std::vector<int> parse_rank_list(const std::string& text, int world) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto dash = item.find('-');
+    try {
+      size_t used = 0;
+      const int first = std::stoi(item.substr(0, dash), &used);
+      if (used != item.substr(0, dash).size()) throw std::invalid_argument(item);
+      int last = first;
+      if (dash != std::string::npos) {
+        const std::string tail = item.substr(dash + 1);
+        last = std::stoi(tail, &used);
+        if (used != tail.size()) throw std::invalid_argument(item);
+      }
+      if (first < 0 || last < first || last >= world) throw std::out_of_range(item);
+      for (int r = first; r <= last; ++r) out.push_back(r);
+    } catch (const std::exception&) {
+      throw SpecError("--trace-ranks", 0, "", "'" + item + "' is not a rank or range of ranks in [0, " +
+                                                 std::to_string(world - 1) + "]");
+    }
+  }
+  return out;
+}
 
 int run_command(const RunArgs& args) {
   if (args.show_default) {
@@ -26,7 +57,11 @@ int run_command(const RunArgs& args) {
   const Job job = args.job.empty() ? load_default_job() : load_job(args.job);
   SimulateOptions options;
   options.timeline = !args.trace.empty();
+  if (!args.trace_ranks.empty()) {
+    options.timeline_ranks = parse_rank_list(args.trace_ranks, job.workload.gpus());
+  }
   options.replicas = args.replicas;
+  options.cost = args.cost;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -57,11 +92,19 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", args->trace,
                   "Also write a Chrome/Perfetto trace-event JSON of every rank's streams to FILE "
                   "(open in ui.perfetto.dev or chrome://tracing)");
+  cmd->add_option("--trace-ranks", args->trace_ranks,
+                  "With --trace: only these ranks, as a list of ranks and ranges (e.g. "
+                  "0-7,128), so that traces of large jobs stay small");
   cmd->add_option("--replicas", args->replicas,
                   "full: simulate every rank; identical: simulate one data-parallel replica in "
                   "full and only the data-parallel collectives of the others (docs/engine.md); "
                   "auto (default): identical above 1,024 GPUs")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd->add_option("--cost", args->cost,
+                  "Cost model: measured (default; kernel and NCCL tables measured on H200 in "
+                  "calib/data, derived for other GPUs, docs/calibration.md) or roofline (datasheet "
+                  "peaks x cited efficiencies, docs/cost-model.md)")
+      ->check(CLI::IsMember({"measured", "roofline"}));
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     try {

@@ -8,22 +8,35 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "calib/measured_cost_model.hpp"
+#include "calib/measured_tables.hpp"
 #include "calib/roofline_cost_model.hpp"
 #include "platforms/builder.hpp"
 #include "workloads/generator.hpp"
 
 namespace clustersim::tools {
 
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu) {
+  if (name == "roofline") return std::make_unique<calib::RooflineCostModel>(gpu);
+  if (name == "measured") {
+    return std::make_unique<calib::MeasuredCostModel>(
+        gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
+  }
+  throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
+}
+
 RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
   sim::Workload workload = workloads::generate_workload(job.workload);
   const sim::DType dtype = workloads::compute_dtype(job.workload);
   workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
-  calib::RooflineCostModel cost(platform->gpu());
+  const auto cost_model = make_cost_model(options.cost, platform->gpu());
+  const sim::CostModel& cost = *cost_model;
   sim::cost_workload(workload, cost);
 
   sim::EngineOptions engine_options;
   engine_options.record_timeline = options.timeline;
+  engine_options.timeline_ranks = options.timeline_ranks;
   if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +
                                 options.replicas + "'");
@@ -35,6 +48,11 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.step = sim::simulate_step(workload, *platform, cost, engine_options);
   report.job_description = workload.description + " on " + platform->describe();
   report.cost_model = cost.describe();
+  if (const auto* measured = dynamic_cast<const calib::MeasuredCostModel*>(&cost)) {
+    for (const auto& o : measured->out_of_grid()) {
+      report.cost_notes.push_back(o.what + " (" + std::to_string(o.count) + " ops)");
+    }
+  }
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
   report.gpus = workload.layout.world();
   const auto& acc = workload.accounting;
@@ -66,6 +84,7 @@ std::string report_json(const RunReport& r) {
   j["job"] = r.job_description;
   j["cost_model"] = r.cost_model;
   j["replicas"] = r.replicas;
+  j["cost_notes"] = r.cost_notes;
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
   return j.dump(2) + "\n";
@@ -92,6 +111,10 @@ std::string report_text(const RunReport& r) {
   out << "breakdown     compute " << std::setprecision(3) << b.compute_s << " s (" << pct(b.compute_s)
       << "), exposed comm " << b.exposed_comm_s << " s (" << pct(b.exposed_comm_s)
       << "), bubble " << b.bubble_s << " s (" << pct(b.bubble_s) << ")\n";
+  if (!r.cost_notes.empty()) {
+    out << "cost notes    " << r.cost_notes.size()
+        << " op classes costed outside the measured tables (listed in --json cost_notes)\n";
+  }
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
       << r.step.events << " events, replicas " << r.replicas << "\n";
   return out.str();

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/engine.hpp"
 #include "tools/job.hpp"
@@ -15,6 +16,7 @@ struct RunReport {
   std::string job_description;   ///< workload and platform in one line
   std::string cost_model;        ///< CostModel::describe()
   std::string replicas;          ///< "full" or "identical" (the reduction actually used)
+  std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
   int gpus = 0;
   sim::StepResult step;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
@@ -30,14 +32,22 @@ struct RunReport {
 /// Options of a simulation run.
 struct SimulateOptions {
   bool timeline = false;  ///< keep every op interval (for --trace)
+  std::vector<int> timeline_ranks;  ///< ranks whose ops are kept (empty: all)
   /// Replica reduction (docs/engine.md): "full" plays every rank, "identical" plays one
   /// data-parallel replica in full and only the DP collectives of the others, "auto" picks
   /// "identical" above kAutoReplicaThreshold GPUs.
   std::string replicas = "auto";
+  /// Cost model: "measured" (calib/data tables, derived for non-H200 GPUs by the rules of
+  /// docs/calibration.md) or "roofline" (datasheet peaks x cited efficiencies).
+  std::string cost = "measured";
 };
 
 /// Above this many GPUs, replicas "auto" uses the identical-replica reduction.
 inline constexpr int kAutoReplicaThreshold = 1024;
+
+/// The cost model named `name` ("measured" or "roofline") for `gpu`.
+/// @throws std::invalid_argument for another name or a GPU the model cannot cost.
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu);
 
 /// Builds the platform, generates and costs the workload, simulates one step.
 /// @throws SpecError for inconsistent jobs, std::runtime_error for simulation failures.

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "workloads/flops.hpp"
+#include "workloads/stage_layout.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -13,29 +14,72 @@ std::int64_t pad(std::int64_t value, std::int64_t divisor) {
 }
 
 // Adds a norm's parameters: weight, and bias for LayerNorm.
-void add_norm(std::vector<ParamInfo>& out, const ModelSpec& m, ParamGroup group, int layer) {
-  out.push_back({group, layer, m.hidden, true, false});
-  if (m.norm == NormKind::LayerNorm) out.push_back({group, layer, m.hidden, true, false});
+void add_norm(std::vector<ParamInfo>& out, const ModelSpec& m, ParamGroup group, int layer,
+              std::int64_t width) {
+  out.push_back({group, layer, width, true, false, false});
+  if (m.norm == NormKind::LayerNorm) out.push_back({group, layer, width, true, false, false});
 }
 
 // Adds a linear layer: weight [out_local, in_local], and a bias when the model has biases
 // (sharded for column-parallel layers, replicated for row-parallel ones).
 void add_linear(std::vector<ParamInfo>& out, const ModelSpec& m, ParamGroup group, int layer,
                 std::int64_t out_local, std::int64_t in_local, bool row_parallel) {
-  out.push_back({group, layer, out_local * in_local, false, false});
-  if (m.bias) out.push_back({group, layer, out_local, row_parallel, false});
+  out.push_back({group, layer, out_local * in_local, false, false, false});
+  if (m.bias) out.push_back({group, layer, out_local, row_parallel, false, false});
+}
+
+// MLA (Megatron-core MLASelfAttention): the down projections and their norms are duplicated
+// over TP (sequence-parallel gradients), the up projections column parallel.
+void add_mla(std::vector<ParamInfo>& out, const ModelSpec& m, int layer, std::int64_t tp) {
+  const std::int64_t heads = m.heads / tp;
+  if (m.q_lora_rank > 0) {
+    out.push_back({ParamGroup::Qkv, layer, m.hidden * m.q_lora_rank, true, false, false});
+    add_norm(out, m, ParamGroup::Qkv, layer, m.q_lora_rank);
+    out.push_back({ParamGroup::Qkv, layer, m.q_lora_rank * heads * m.head_dim, false, false, false});
+  } else {
+    out.push_back({ParamGroup::Qkv, layer, m.hidden * heads * m.head_dim, false, false, false});
+  }
+  out.push_back({ParamGroup::Qkv, layer, m.hidden * (m.kv_lora_rank + m.rope_head_dim), true, false, false});
+  add_norm(out, m, ParamGroup::Qkv, layer, m.kv_lora_rank);
+  const std::int64_t kv_up = heads * (m.head_dim - m.rope_head_dim + m.value_head_dim());
+  out.push_back({ParamGroup::Qkv, layer, m.kv_lora_rank * kv_up, false, false, false});
+}
+
+// Routed experts (whole experts per EP rank, each sharded over etp), the router and the shared
+// experts of a MoE layer, in Megatron-core MoELayer registration order.
+void add_moe(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer) {
+  const ModelSpec& m = spec.model;
+  const ParallelSpec& p = spec.parallel;
+  const std::int64_t gate = m.activation == Activation::Swiglu ? 2 : 1;
+  out.push_back({ParamGroup::Router, layer, m.hidden * m.experts, true, false, false});
+  const std::int64_t local = m.experts / p.ep;
+  const std::int64_t ffn = m.expert_ffn / p.etp;
+  out.push_back({ParamGroup::ExpertFc1, layer, local * gate * ffn * m.hidden, false, false, true});
+  out.push_back({ParamGroup::ExpertFc2, layer, local * ffn * m.hidden, false, false, true});
+  if (m.shared_expert_ffn > 0) {
+    const std::int64_t shared = m.shared_expert_ffn / p.tp;
+    add_linear(out, m, ParamGroup::SharedFc1, layer, gate * shared, m.hidden, false);
+    add_linear(out, m, ParamGroup::SharedFc2, layer, m.hidden, shared, true);
+  }
 }
 
 void add_layer(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer) {
   const ModelSpec& m = spec.model;
   const std::int64_t tp = spec.parallel.tp;
-  const std::int64_t qkv_out = (m.heads + 2 * m.kv_heads) * m.head_dim / tp;
-  const std::int64_t attn_in = m.heads * m.head_dim / tp;
+  add_norm(out, m, ParamGroup::Norm1, layer, m.hidden);
+  if (m.attention == AttentionKind::Mla) {
+    add_mla(out, m, layer, tp);
+  } else {
+    add_linear(out, m, ParamGroup::Qkv, layer, (m.heads + 2 * m.kv_heads) * m.head_dim / tp, m.hidden,
+               false);
+  }
+  add_linear(out, m, ParamGroup::Proj, layer, m.hidden, m.heads * m.value_head_dim() / tp, true);
+  add_norm(out, m, ParamGroup::Norm2, layer, m.hidden);
+  if (m.is_moe_layer(layer)) {
+    add_moe(out, spec, layer);
+    return;
+  }
   const std::int64_t fc1_out = m.ffn * (m.activation == Activation::Swiglu ? 2 : 1) / tp;
-  add_norm(out, m, ParamGroup::Norm1, layer);
-  add_linear(out, m, ParamGroup::Qkv, layer, qkv_out, m.hidden, false);
-  add_linear(out, m, ParamGroup::Proj, layer, m.hidden, attn_in, true);
-  add_norm(out, m, ParamGroup::Norm2, layer);
   add_linear(out, m, ParamGroup::Fc1, layer, fc1_out, m.hidden, false);
   add_linear(out, m, ParamGroup::Fc2, layer, m.hidden, m.ffn / tp, true);
 }
@@ -49,21 +93,20 @@ std::vector<ParamInfo> stage_parameters(const WorkloadSpec& spec, int stage) {
   const bool shared = m.tied_embeddings && pp > 1;
   std::vector<ParamInfo> out;
   if (stage == 0) {
-    out.push_back({ParamGroup::WordEmbedding, -1, vocab_local * m.hidden, false, shared});
+    out.push_back({ParamGroup::WordEmbedding, -1, vocab_local * m.hidden, false, shared, false});
     if (m.position == PositionKind::Learned) {
       out.push_back({ParamGroup::PositionEmbedding, -1, m.max_position_embeddings * m.hidden, false,
-                     false});
+                     false, false});
     }
   }
-  const int per_stage = static_cast<int>(m.layers / pp);
-  for (int layer = stage * per_stage; layer < (stage + 1) * per_stage; ++layer) {
-    add_layer(out, spec, layer);
+  for (const LayerRange& chunk : stage_chunks(m, spec.parallel, stage)) {
+    for (int layer = chunk.begin; layer < chunk.end; ++layer) add_layer(out, spec, layer);
   }
   if (stage == pp - 1) {
-    add_norm(out, m, ParamGroup::FinalNorm, -1);
+    add_norm(out, m, ParamGroup::FinalNorm, -1, m.hidden);
     // With tied embeddings and one stage the head reuses the word embedding (no parameter).
     if (!m.tied_embeddings || pp > 1) {
-      out.push_back({ParamGroup::OutputHead, -1, vocab_local * m.hidden, false, shared});
+      out.push_back({ParamGroup::OutputHead, -1, vocab_local * m.hidden, false, shared, false});
     }
   }
   return out;

@@ -18,11 +18,17 @@ enum class ParamGroup : std::uint8_t {
   WordEmbedding,      ///< vocab-parallel word embedding (first stage)
   PositionEmbedding,  ///< learned position table (first stage, replicated over TP)
   Norm1,              ///< pre-attention norm (fused into the QKV linear by Transformer Engine)
-  Qkv,                ///< QKV projection (column parallel)
+  Qkv,                ///< QKV projection (column parallel); with MLA all of the q/kv down and
+                      ///< up projections and their norms
   Proj,               ///< attention output projection (row parallel)
   Norm2,              ///< pre-MLP norm
   Fc1,                ///< MLP up (and gate) projection (column parallel)
   Fc2,                ///< MLP down projection (row parallel)
+  Router,             ///< MoE router (replicated over TP, sequence-parallel gradient)
+  ExpertFc1,          ///< routed experts' up (and gate) projections (expert parallel)
+  ExpertFc2,          ///< routed experts' down projections (expert parallel)
+  SharedFc1,          ///< shared experts' up projection (column parallel)
+  SharedFc2,          ///< shared experts' down projection (row parallel)
   FinalNorm,          ///< final norm (last stage)
   OutputHead          ///< vocab-parallel output layer (last stage; absent when tied and pp == 1)
 };
@@ -35,11 +41,14 @@ struct ParamInfo {
   bool sp_replicated = false;   ///< replicated over TP with sequence-parallel gradients (norms,
                                 ///< row-parallel biases): all-reduced over TP before the optimizer
   bool shared_embedding = false;  ///< tied embedding copy on the first/last stage when pp > 1
+  bool expert = false;          ///< routed-expert weight: reduced over the expert-data-parallel
+                                ///< group, held by 1/ep of the ranks
 };
 
-/// Parameters of `stage` on one rank, in module registration order (embedding, then per
-/// layer the Transformer Engine order norm1, qkv, proj, norm2, fc1, fc2 with weight before
-/// bias, then final norm and output head).
+/// Parameters of `stage` on one rank (its model chunks in order), in module registration order
+/// (embedding, then per layer the Transformer Engine order norm1, qkv, proj, norm2, fc1, fc2 --
+/// or router, experts, shared experts in MoE layers -- with weight before bias, then final
+/// norm and output head). Routed experts are sharded over ep (whole experts) and etp.
 std::vector<ParamInfo> stage_parameters(const WorkloadSpec& spec, int stage);
 
 /// A gradient bucket: the parameters it holds (indices into the parameter list) and its size.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "workloads/flops.hpp"
+
 namespace clustersim::workloads {
 namespace {
 
@@ -13,21 +15,62 @@ constexpr double kParamBytes = 2.0;
 // copy the master weight into the BF16 parameter (read 4, write 2); one more read of the FP32
 // gradient for the global gradient norm of clipping (4; Megatron --clip-grad defaults to 1.0).
 constexpr double kOptimizerBytesPerParam = 4 + 8 + 8 + 8 + 4 + 2 + 4;
+// The same update on the host (DeepSpeed CPU Adam): read the FP32 gradient (4), read and write
+// master weight, first and second moment (24), write the BF16 parameter copy (2).
+constexpr double kHostAdamBytesPerParam = 4 + 24 + 2;
+
+const std::vector<ParamGroup> kEmbeddingGroups = {ParamGroup::WordEmbedding,
+                                                  ParamGroup::PositionEmbedding};
+const std::vector<ParamGroup> kLayerGroups = {
+    ParamGroup::Norm1,  ParamGroup::Qkv,       ParamGroup::Proj,      ParamGroup::Norm2,
+    ParamGroup::Fc1,    ParamGroup::Fc2,       ParamGroup::Router,    ParamGroup::ExpertFc1,
+    ParamGroup::ExpertFc2, ParamGroup::SharedFc1, ParamGroup::SharedFc2};
+// With tied embeddings on a single stage the head reads the word embedding.
+const std::vector<ParamGroup> kHeadGroups = {ParamGroup::FinalNorm, ParamGroup::OutputHead,
+                                             ParamGroup::WordEmbedding};
 
 }  // namespace
 
+sim::GroupKind dense_grad_group(const WorkloadSpec& spec) {
+  return spec.parallel.cp > 1 ? sim::GroupKind::DPCP : sim::GroupKind::DP;
+}
+
+StageParamCount count_params(const std::vector<ParamInfo>& params) {
+  StageParamCount c;
+  for (const auto& p : params) (p.expert ? c.expert : c.dense) += static_cast<double>(p.numel);
+  return c;
+}
+
+void emit_optimizer_step(ProgramBuilder& b, const WorkloadSpec& spec, double shard_params,
+                         double grad_bytes, std::vector<std::uint32_t> deps) {
+  b.set_context(sim::Phase::Optimizer, -1, -1);
+  if (spec.parallel.optimizer_offload == OptimizerOffload::Cpu) {
+    b.mem("grad_d2h", sim::MemKernel::HostCopy, shard_params * grad_bytes, std::move(deps));
+    b.mem("host_adam", sim::MemKernel::HostOptimizer, shard_params * kHostAdamBytesPerParam);
+    b.mem("param_h2d", sim::MemKernel::HostCopy, shard_params * kParamBytes);
+    return;
+  }
+  b.mem("optimizer", sim::MemKernel::Optimizer, shard_params * kOptimizerBytesPerParam, std::move(deps));
+}
+
 DataParallelSync::DataParallelSync(ProgramBuilder& builder, const WorkloadSpec& spec, int stage)
     : b_(builder),
+      spec_(spec),
       parallel_(spec.parallel),
-      comm_(spec.parallel.dp > 1),
+      stage_(stage),
       // With overlap_grad_reduce Megatron's backward hooks launch a bucket's reduction as soon
-      // as its gradients are complete, but on the first pipeline stage only: later stages
-      // launch theirs after the schedule (grad_sync_func with align_grad_reduce, the default;
-      // schedules.py forward_backward_pipelining_without_interleaving).
-      reduce_on_ready_(spec.parallel.overlap_grad_reduce && stage == 0),
-      params_(stage_parameters(spec, stage)),
-      buckets_(build_grad_buckets(params_, stage_bucket_size(spec.parallel, stage),
-                                  spec.parallel.distributed_optimizer, spec.parallel.dp)) {
+      // as its gradients are complete, but without interleaving on the first pipeline stage
+      // only: later stages launch theirs after the schedule (grad_sync_func with
+      // align_grad_reduce, the default). The interleaved schedule launches each model chunk's
+      // reduction after its last backward on every stage; ZeRO-2 reduces every microbatch.
+      reduce_on_ready_((spec.parallel.overlap_grad_reduce &&
+                        (stage == 0 || spec.parallel.vp > 1)) ||
+                       spec.parallel.zero_stage == 2),
+      params_(stage_parameters(spec, stage)) {
+  std::vector<std::size_t> dense, expert;
+  for (std::size_t p = 0; p < params_.size(); ++p) (params_[p].expert ? expert : dense).push_back(p);
+  add_buckets(dense, dense_grad_group(spec), spec.dp_cp());
+  add_buckets(expert, sim::GroupKind::EDP, spec.edp());
   bucket_of_param_.resize(params_.size());
   pending_.resize(buckets_.size());
   reduce_op_.resize(buckets_.size());
@@ -41,27 +84,48 @@ DataParallelSync::DataParallelSync(ProgramBuilder& builder, const WorkloadSpec& 
   }
 }
 
+void DataParallelSync::add_buckets(const std::vector<std::size_t>& members, sim::GroupKind group,
+                                   int size) {
+  if (members.empty()) return;
+  std::vector<ParamInfo> subset;
+  for (std::size_t p : members) subset.push_back(params_[p]);
+  auto built = build_grad_buckets(subset, stage_bucket_size(parallel_, stage_),
+                                  parallel_.distributed_optimizer, size);
+  for (auto& bucket : built) {
+    for (auto& p : bucket.params) p = members[p];
+    buckets_.push_back(std::move(bucket));
+    bucket_group_.push_back(group);
+    bucket_dp_.push_back(size);
+  }
+}
+
 // Gradient buffers and their reduction: FP32 with grad_reduce_in_fp32, else BF16.
 double DataParallelSync::grad_bytes() const { return parallel_.grad_reduce_in_fp32 ? 4.0 : 2.0; }
 
-std::int64_t DataParallelSync::total_numel() const {
-  std::int64_t total = 0;
-  for (const auto& bucket : buckets_) total += bucket.numel;
+double DataParallelSync::shard_numel() const {
+  double total = 0.0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const double n = static_cast<double>(buckets_[b].numel);
+    total += parallel_.distributed_optimizer ? n / bucket_dp_[b] : n;
+  }
   return total;
 }
 
 void DataParallelSync::begin_step() {
   b_.set_context(sim::Phase::Optimizer, -1, -1);
+  double numel = 0.0;
+  for (const auto& bucket : buckets_) numel += static_cast<double>(bucket.numel);
   // zero_grad_buffer() at the start of train_step writes the whole local gradient buffer.
-  b_.mem("zero_grad", sim::MemKernel::Elementwise, static_cast<double>(total_numel()) * grad_bytes());
-  if (comm_ && parallel_.distributed_optimizer && parallel_.overlap_param_gather) {
+  b_.mem("zero_grad", sim::MemKernel::Elementwise, numel * grad_bytes());
+  if (parallel_.distributed_optimizer && parallel_.overlap_param_gather) {
     // All-gathers run in reverse bucket order, i.e. in forward order.
     for (std::size_t b = buckets_.size(); b-- > 0;) gather_bucket(b, sim::Stream::DpComm);
   }
 }
 
 void DataParallelSync::gather_bucket(std::size_t bucket, sim::Stream stream) {
-  gather_op_[bucket] = b_.collective("dp_ag", sim::CollectiveKind::AllGather, sim::GroupKind::DP,
+  if (bucket_dp_[bucket] <= 1) return;
+  gather_op_[bucket] = b_.collective("dp_ag", sim::CollectiveKind::AllGather, bucket_group_[bucket],
                                      stream, static_cast<double>(buckets_[bucket].numel) * kParamBytes);
 }
 
@@ -80,14 +144,26 @@ std::vector<std::uint32_t> DataParallelSync::gather_deps(const std::vector<Param
   return deps;
 }
 
+std::vector<std::uint32_t> DataParallelSync::forward_deps(int unit, int microbatch) {
+  if (microbatch != 0) return {};
+  if (unit == kEmbeddingUnit) return gather_deps(kEmbeddingGroups, -1);
+  if (unit == kHeadUnit) return gather_deps(kHeadGroups, -1);
+  return gather_deps(kLayerGroups, unit);
+}
+
+GradSink* DataParallelSync::backward_sink(bool last_of_chunk) {
+  return (last_of_chunk || parallel_.zero_stage == 2) ? this : nullptr;
+}
+
 void DataParallelSync::launch_reduce(std::size_t bucket, sim::Stream stream,
                                      std::vector<std::uint32_t> deps) {
+  if (bucket_dp_[bucket] <= 1) return;
   // Distributed optimizer: reduce-scatter (each rank keeps its shard); else all-reduce.
   const bool scatter = parallel_.distributed_optimizer;
   reduce_op_[bucket] = b_.collective(
       scatter ? "dp_rs" : "dp_ar",
       scatter ? sim::CollectiveKind::ReduceScatter : sim::CollectiveKind::AllReduce,
-      sim::GroupKind::DP, stream, static_cast<double>(buckets_[bucket].numel) * grad_bytes(),
+      bucket_group_[bucket], stream, static_cast<double>(buckets_[bucket].numel) * grad_bytes(),
       std::move(deps));
 }
 
@@ -97,20 +173,22 @@ void DataParallelSync::gradient_ready(ParamGroup group, int layer, std::uint32_t
   for (std::size_t p : it->second) {
     const std::size_t b = bucket_of_param_[p];
     if (pending_[b] == 0) continue;  // defensive: a group reported twice must not underflow
-    if (--pending_[b] == 0 && comm_ && reduce_on_ready_) launch_reduce(b, sim::Stream::DpComm, {op});
+    if (--pending_[b] == 0 && reduce_on_ready_) {
+      const auto stream = parallel_.overlap_grad_reduce ? sim::Stream::DpComm : sim::Stream::Compute;
+      launch_reduce(b, stream, {op});
+      pending_[b] = buckets_[b].params.size();  // re-armed for the next microbatch (ZeRO-2)
+    }
   }
 }
 
 void DataParallelSync::end_step() {
-  if (comm_) {
-    // Not yet launched: overlapped reductions of later stages start asynchronously after the
-    // schedule; without overlap_grad_reduce finalize_model_grads runs them synchronously.
-    std::vector<std::uint32_t> after_schedule;
-    if (auto last = b_.last_compute()) after_schedule.push_back(*last);
-    const auto stream = parallel_.overlap_grad_reduce ? sim::Stream::DpComm : sim::Stream::Compute;
-    for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      if (!reduce_op_[b]) launch_reduce(b, stream, after_schedule);
-    }
+  // Not yet launched: overlapped reductions of later stages start asynchronously after the
+  // schedule; without overlap_grad_reduce finalize_model_grads runs them synchronously.
+  std::vector<std::uint32_t> after_schedule;
+  if (auto last = b_.last_compute()) after_schedule.push_back(*last);
+  const auto stream = parallel_.overlap_grad_reduce ? sim::Stream::DpComm : sim::Stream::Compute;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (!reduce_op_[b]) launch_reduce(b, stream, after_schedule);
   }
   b_.set_context(sim::Phase::Optimizer, -1, -1);
   std::vector<std::uint32_t> reductions;
@@ -122,16 +200,22 @@ void DataParallelSync::end_step() {
   if (parallel_.sequence_parallel && parallel_.tp > 1) {
     std::int64_t replicated = 0;
     for (const auto& p : params_) replicated += p.sp_replicated ? p.numel : 0;
-    b_.collective("tp_ar_sp_grads", sim::CollectiveKind::AllReduce, sim::GroupKind::TP,
-                  sim::Stream::Compute, static_cast<double>(replicated) * grad_bytes(), reductions);
+    reductions.push_back(b_.collective("tp_ar_sp_grads", sim::CollectiveKind::AllReduce,
+                                       sim::GroupKind::TP, sim::Stream::Compute,
+                                       static_cast<double>(replicated) * grad_bytes(), reductions));
   }
-  // The optimizer updates the local shard: 1/dp of the (padded) buffer with the distributed
-  // optimizer, every parameter without it.
-  const double shard = parallel_.distributed_optimizer
-                           ? static_cast<double>(total_numel()) / parallel_.dp
-                           : static_cast<double>(total_numel());
-  b_.mem("optimizer", sim::MemKernel::Optimizer, shard * kOptimizerBytesPerParam, reductions);
-  if (comm_ && parallel_.distributed_optimizer && !parallel_.overlap_param_gather) {
+  // Tied word embedding with pipelining: its gradient is summed over the first and last stage
+  // (Megatron _allreduce_word_embedding_grads, over the embedding group).
+  const ModelSpec& m = spec_.model;
+  if (m.tied_embeddings && parallel_.pp > 1 && (stage_ == 0 || stage_ == parallel_.pp - 1)) {
+    const double rows = static_cast<double>(padded_vocab(m.vocab, parallel_.tp) / parallel_.tp);
+    reductions.push_back(b_.collective("emb_ar", sim::CollectiveKind::AllReduce, sim::GroupKind::EMB,
+                                       sim::Stream::Compute, rows * static_cast<double>(m.hidden) *
+                                                                 grad_bytes(),
+                                       reductions));
+  }
+  emit_optimizer_step(b_, spec_, shard_numel(), grad_bytes(), reductions);
+  if (parallel_.distributed_optimizer && !parallel_.overlap_param_gather) {
     for (std::size_t b = buckets_.size(); b-- > 0;) gather_bucket(b, sim::Stream::Compute);
   }
 }

@@ -19,7 +19,18 @@ struct Named {
 };
 
 inline constexpr Named<Activation> kActivationNames[] = {{"gelu", Activation::Gelu},
-                                                         {"swiglu", Activation::Swiglu}};
+                                                         {"swiglu", Activation::Swiglu},
+                                                         {"squared_relu", Activation::SquaredRelu}};
+inline constexpr Named<AttentionKind> kAttentionNames[] = {{"gqa", AttentionKind::Gqa},
+                                                           {"mla", AttentionKind::Mla}};
+inline constexpr Named<Recompute> kRecomputeNames[] = {{"none", Recompute::None},
+                                                       {"selective", Recompute::Selective},
+                                                       {"full", Recompute::Full}};
+inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEntropy::Unfused},
+                                                             {"fused", CrossEntropy::Fused},
+                                                             {"chunked", CrossEntropy::Chunked}};
+inline constexpr Named<OptimizerOffload> kOffloadNames[] = {{"none", OptimizerOffload::None},
+                                                            {"cpu", OptimizerOffload::Cpu}};
 inline constexpr Named<NormKind> kNormNames[] = {{"layernorm", NormKind::LayerNorm},
                                                  {"rmsnorm", NormKind::RmsNorm}};
 inline constexpr Named<PositionKind> kPositionNames[] = {{"learned", PositionKind::Learned},

@@ -1,12 +1,28 @@
 #include "workloads/flops.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace clustersim::workloads {
 namespace {
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
-// Attention width: query heads times head width (== hidden for all catalog models).
-double attention_width(const ModelSpec& m) { return d(m.heads) * d(m.head_dim); }
+// Attention score width summed over q.k and p.v: heads * (d_qk + d_v); 2 * hidden for
+// standard attention with head_dim * heads == hidden.
+double attention_width2(const ModelSpec& m) { return d(m.heads) * d(m.head_dim + m.value_head_dim()); }
+
+double gated(const ModelSpec& m) { return m.activation == Activation::Swiglu ? 3.0 : 2.0; }
+
+// Router GEMM weights of a MoE layer: hidden x experts.
+double router_weights(const ModelSpec& m, std::int64_t layer) {
+  return m.is_moe_layer(layer) ? d(m.hidden) * d(m.experts) : 0.0;
+}
+
+// Causal flash-attention FLOPs of one layer for one sequence, forward only.
+double causal_attention_forward(const ModelSpec& m, double s) {
+  return s * s * attention_width2(m);  // 2 * s^2 * width2 / 2
+}
 
 }  // namespace
 
@@ -14,37 +30,91 @@ const char* to_string(MfuConvention convention) {
   return convention == MfuConvention::Megatron ? "megatron" : "causal";
 }
 
+MfuConvention mfu_convention_from(const std::string& name) {
+  if (name == "megatron") return MfuConvention::Megatron;
+  if (name == "causal") return MfuConvention::Causal;
+  throw std::invalid_argument("unknown MFU convention '" + name + "' (megatron, causal)");
+}
+
 std::int64_t padded_vocab(std::int64_t vocab, int tp) {
   const std::int64_t multiple = std::int64_t{128} * tp;
   return (vocab + multiple - 1) / multiple * multiple;
 }
 
-double layer_linear_weights(const ModelSpec& m) {
+double attention_linear_weights(const ModelSpec& m) {
   const double h = d(m.hidden);
-  const double qkv = h * d(m.heads + 2 * m.kv_heads) * d(m.head_dim);
-  const double proj = attention_width(m) * h;
-  const double fc1 = h * d(m.ffn) * (m.activation == Activation::Swiglu ? 2.0 : 1.0);
-  const double fc2 = d(m.ffn) * h;
-  return qkv + proj + fc1 + fc2;
+  const double proj = d(m.heads) * d(m.value_head_dim()) * h;
+  if (m.attention == AttentionKind::Gqa) {
+    return h * d(m.heads + 2 * m.kv_heads) * d(m.head_dim) + proj;
+  }
+  const double q_out = d(m.heads) * d(m.head_dim);
+  const double q = m.q_lora_rank > 0 ? h * d(m.q_lora_rank) + d(m.q_lora_rank) * q_out : h * q_out;
+  const double kv_down = h * d(m.kv_lora_rank + m.rope_head_dim);
+  const double kv_up = d(m.kv_lora_rank) * d(m.heads) * d(m.head_dim - m.rope_head_dim + m.value_head_dim());
+  return q + kv_down + kv_up + proj;
+}
+
+double mlp_weights(const ModelSpec& m, std::int64_t ffn) { return gated(m) * d(m.hidden) * d(ffn); }
+
+double layer_linear_weights(const ModelSpec& m) {
+  return attention_linear_weights(m) + mlp_weights(m, m.ffn);
+}
+
+double active_layer_weights(const ModelSpec& m, std::int64_t layer) {
+  const double mlp = m.is_moe_layer(layer)
+                         ? d(m.top_k) * mlp_weights(m, m.expert_ffn) + mlp_weights(m, m.shared_expert_ffn)
+                         : mlp_weights(m, m.ffn);
+  return attention_linear_weights(m) + mlp;
 }
 
 double mfu_weight_count(const ModelSpec& m) {
-  return d(m.layers) * layer_linear_weights(m) + d(m.hidden) * d(m.vocab);
+  double n = d(m.hidden) * d(m.vocab);
+  for (std::int64_t l = 0; l < m.layers; ++l) n += active_layer_weights(m, l);
+  return n;
 }
 
 double model_flops_per_sample(const ModelSpec& m, std::int64_t seq, MfuConvention convention) {
   const double s = d(seq);
-  const double attention_factor = convention == MfuConvention::Megatron ? 12.0 : 6.0;
-  return 6.0 * mfu_weight_count(m) * s + attention_factor * s * s * attention_width(m) * d(m.layers);
+  const double attention = 6.0 * s * s * attention_width2(m) * d(m.layers);
+  return 6.0 * mfu_weight_count(m) * s +
+         (convention == MfuConvention::Megatron ? attention : 0.5 * attention);
 }
 
 double hardware_flops_per_sample(const ModelSpec& m, std::int64_t seq, int tp) {
-  const double s = d(seq);
-  const double gemm_weights = d(m.layers) * layer_linear_weights(m) +
-                              d(m.hidden) * d(padded_vocab(m.vocab, tp));
-  // Causal forward: 2 matmuls of 2*s^2*d each, halved by the mask -> 2*s^2*d; backward 2.5x.
-  const double attention_forward = 2.0 * s * s * attention_width(m);
-  return 6.0 * gemm_weights * s + d(m.layers) * attention_forward * 3.5;
+  WorkloadSpec spec;
+  spec.model = m;
+  spec.parallel.tp = tp;
+  spec.training.seq_length = seq;
+  return hardware_flops_per_sample(spec);
+}
+
+double hardware_flops_per_sample(const WorkloadSpec& spec) {
+  const ModelSpec& m = spec.model;
+  const TrainingSpec& t = spec.training;
+  const double s = d(t.seq_length);
+  // Tokens dropped beyond an expert capacity below the average load are not computed.
+  const double expert_load = t.moe_capacity_factor > 0.0 ? std::min(1.0, t.moe_capacity_factor) : 1.0;
+  double layer_gemm = 0.0;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    double w = attention_linear_weights(m) + router_weights(m, l);
+    w += m.is_moe_layer(l) ? expert_load * d(m.top_k) * mlp_weights(m, m.expert_ffn) +
+                                 mlp_weights(m, m.shared_expert_ffn)
+                           : mlp_weights(m, m.ffn);
+    layer_gemm += w;
+  }
+  // MLA's down projections have replicated weights (Megatron-core "duplicated" linears) and run
+  // on each rank's tokens: on its sequence shard with sequence parallelism, else on all tokens,
+  // i.e. tp times.
+  if (m.attention == AttentionKind::Mla && !spec.parallel.sequence_parallel) {
+    const double down = d(m.hidden) * d(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim);
+    layer_gemm += d(m.layers) * down * d(spec.parallel.tp - 1);
+  }
+  const double head = d(m.hidden) * d(padded_vocab(m.vocab, spec.parallel.tp));
+  const double attention_fwd = d(m.layers) * causal_attention_forward(m, s);
+  double flops = 6.0 * (layer_gemm + head) * s + 3.5 * attention_fwd;
+  if (t.recompute == Recompute::Full) flops += 2.0 * layer_gemm * s + attention_fwd;
+  if (t.recompute == Recompute::Selective) flops += attention_fwd;
+  return flops;
 }
 
 double gemm_flops(const sim::GemmShape& g) { return 2.0 * d(g.m) * d(g.n) * d(g.k); }

@@ -5,8 +5,10 @@
 
 #include "workloads/dp_sync.hpp"
 #include "workloads/flops.hpp"
+#include "workloads/job_checks.hpp"
 #include "workloads/program_builder.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/stage_layout.hpp"
 #include "workloads/transformer_ops.hpp"
 
 namespace clustersim::workloads {
@@ -22,119 +24,129 @@ void check_spec(const WorkloadSpec& w) {
   const ModelSpec& m = w.model;
   const ParallelSpec& p = w.parallel;
   const TrainingSpec& t = w.training;
-  require(m.layers > 0 && m.hidden > 0 && m.ffn > 0 && m.heads > 0 && m.kv_heads > 0 &&
-              m.head_dim > 0 && m.vocab > 0,
+  require(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.kv_heads > 0 && m.head_dim > 0 &&
+              m.vocab > 0 && (m.ffn > 0 || m.experts > 0),
           "model sizes must be positive");
-  require(p.tp > 0 && p.pp > 0 && p.dp > 0 && p.cp == 1, "tp, pp, dp >= 1 and cp == 1");
+  require(p.tp > 0 && p.pp > 0 && p.dp > 0 && p.cp > 0 && p.vp > 0 && p.ep > 0 && p.etp > 0,
+          "parallel sizes must be >= 1");
   require(t.seq_length > 0 && t.micro_batch_size > 0 && t.global_batch_size > 0,
           "batch sizes must be positive");
-  require(m.heads % p.tp == 0 && m.kv_heads % p.tp == 0 && m.ffn % p.tp == 0,
-          "heads, kv_heads and ffn must be divisible by tp");
   require(m.heads % m.kv_heads == 0, "heads must be a multiple of kv_heads");
-  require(m.layers % p.pp == 0, "layers must be divisible by pp");
-  require(t.global_batch_size % (std::int64_t{p.dp} * t.micro_batch_size) == 0,
-          "global_batch_size must be divisible by dp * micro_batch_size");
-  require(!(p.sequence_parallel && p.tp > 1) || t.seq_length % p.tp == 0,
-          "seq_length must be divisible by tp with sequence parallelism");
-  require(m.position != PositionKind::Learned || t.seq_length <= m.max_position_embeddings,
-          "seq_length exceeds max_position_embeddings");
   require(find_pipeline_schedule(p.schedule) != nullptr, "unknown schedule '" + p.schedule + "'");
+  if (const auto v = find_violation(w)) require(false, v->section + "." + v->key + ": " + v->reason);
 }
 
 struct Stage {
   int index = 0;
-  bool first = false;
-  bool last = false;
-  int layer_begin = 0;
-  int layer_end = 0;
+  int pp = 1;
+  int vp = 1;
+  std::vector<LayerRange> chunks;
+  bool first(int chunk) const { return index == 0 && chunk == 0; }
+  bool last(int chunk) const { return index == pp - 1 && chunk == vp - 1; }
 };
 
-// The parameter groups a part of the model reads in its forward.
-const std::vector<ParamGroup> kEmbeddingGroups = {ParamGroup::WordEmbedding,
-                                                  ParamGroup::PositionEmbedding};
-const std::vector<ParamGroup> kLayerGroups = {ParamGroup::Norm1, ParamGroup::Qkv, ParamGroup::Proj,
-                                              ParamGroup::Norm2, ParamGroup::Fc1, ParamGroup::Fc2};
-// With tied embeddings on a single stage the head reads the word embedding.
-const std::vector<ParamGroup> kHeadGroups = {ParamGroup::FinalNorm, ParamGroup::OutputHead,
-                                             ParamGroup::WordEmbedding};
+void defer_all(ProgramBuilder& b, const std::vector<std::uint32_t>& deps) {
+  for (std::uint32_t d : deps) b.defer(d);
+}
 
-// The first microbatch's forward waits for the parameter all-gathers of what it reads.
-void forward_pass(const Stage& st, int mb, ProgramBuilder& b, TransformerOps& ops,
-                  const DataParallelSync& dp) {
+void forward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
+                  ParamSync& sync) {
   b.set_context(sim::Phase::Forward, -1, mb);
-  const bool first_mb = mb == 0;
-  auto deps = [&](const std::vector<ParamGroup>& groups, int layer) {
-    return first_mb ? dp.gather_deps(groups, layer) : std::vector<std::uint32_t>{};
-  };
-  if (st.first) ops.embedding_forward(deps(kEmbeddingGroups, -1));
-  for (int layer = st.layer_begin; layer < st.layer_end; ++layer) {
-    ops.layer_forward(layer, deps(kLayerGroups, layer));
+  const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
+  if (st.first(chunk)) ops.embedding_forward(sync.forward_deps(kEmbeddingUnit, mb));
+  for (int layer = range.begin; layer < range.end; ++layer) {
+    ops.layer_forward(layer, sync.forward_deps(layer, mb));
   }
-  if (st.last) ops.head_forward(deps(kHeadGroups, -1));
+  if (st.last(chunk)) ops.head_forward(sync.forward_deps(kHeadUnit, mb));
 }
 
-void backward_pass(const Stage& st, int mb, ProgramBuilder& b, TransformerOps& ops, GradSink* sink) {
+void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
+                   ParamSync& sync, GradSink* sink) {
   b.set_context(sim::Phase::Backward, -1, mb);
-  if (st.last) ops.head_backward(sink);
-  for (int layer = st.layer_end; layer-- > st.layer_begin;) ops.layer_backward(layer, sink);
-  if (st.first) ops.embedding_backward(sink);
+  const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
+  if (st.last(chunk)) {
+    defer_all(b, sync.backward_deps(kHeadUnit));
+    ops.head_backward(sink);
+    sync.unit_backward_done(kHeadUnit);
+  }
+  for (int layer = range.end; layer-- > range.begin;) {
+    ops.layer_backward(layer, sink, sync.backward_deps(layer));
+    sync.unit_backward_done(layer);
+  }
+  if (st.first(chunk)) {
+    defer_all(b, sync.backward_deps(kEmbeddingUnit));
+    ops.embedding_backward(sink);
+    sync.unit_backward_done(kEmbeddingUnit);
+  }
 }
 
-// A Megatron p2p_communication call as one batched exchange; calls without a peer at the ends
-// of the pipeline emit nothing.
-void pipeline_exchange(const Stage& st, const ScheduleStep& step, ProgramBuilder& b, double bytes) {
-  using sim::Peer;
-  Peer send = Peer::None;
-  Peer recv = Peer::None;
-  const char* label = "";
-  bool forward = true;
-  switch (step.kind) {
-    case StepKind::RecvForward:
-      label = "pp_recv_fwd";
-      if (!st.first) recv = Peer::PrevStage;
-      break;
-    case StepKind::SendForward:
-      label = "pp_send_fwd";
-      if (!st.last) send = Peer::NextStage;
-      break;
-    case StepKind::SendForwardRecvBackward:
-      label = "pp_send_fwd_recv_bwd";
-      if (!st.last) send = recv = Peer::NextStage;
-      break;
-    case StepKind::SendBackwardRecvForward:
-      label = "pp_send_bwd_recv_fwd";
-      forward = false;
-      if (!st.first) send = recv = Peer::PrevStage;
-      break;
-    case StepKind::RecvBackward:
-      label = "pp_recv_bwd";
-      forward = false;
-      if (!st.last) recv = Peer::NextStage;
-      break;
-    case StepKind::SendBackward:
-      label = "pp_send_bwd";
-      forward = false;
-      if (!st.first) send = Peer::PrevStage;
-      break;
-    case StepKind::Forward:
-    case StepKind::Backward:
-      return;
+const char* exchange_label(StepKind kind) {
+  switch (kind) {
+    case StepKind::RecvForward: return "pp_recv_fwd";
+    case StepKind::SendForward: return "pp_send_fwd";
+    case StepKind::SendForwardRecvBackward: return "pp_send_fwd_recv_bwd";
+    case StepKind::SendBackwardRecvForward: return "pp_send_bwd_recv_fwd";
+    case StepKind::RecvBackward: return "pp_recv_bwd";
+    case StepKind::SendBackward: return "pp_send_bwd";
+    case StepKind::SendForwardRecvForward: return "pp_send_fwd_recv_fwd";
+    case StepKind::SendBackwardRecvBackward: return "pp_send_bwd_recv_bwd";
+    default: return "pp_exchange";
   }
-  if (send == Peer::None && recv == Peer::None) return;
+}
+
+// A Megatron p2p_communication call as one batched exchange of its active transfers
+// (activations to the next stage and from the previous one, gradients the other way). A P2P
+// op holds one send and one receive; a call that sends (or receives) both ways is split into
+// its activation half on the pp_comm stream and its gradient half on the compute stream,
+// posted together, with the next compute op waiting for both (the same as one batch).
+void pipeline_exchange(const ScheduleStep& step, ProgramBuilder& b, double bytes) {
+  using sim::Peer;
+  const std::uint8_t t = step.transfers;
+  if (t == 0) return;
+  const bool fwd_kind = step.kind == StepKind::RecvForward || step.kind == StepKind::SendForward ||
+                        step.kind == StepKind::SendForwardRecvBackward ||
+                        step.kind == StepKind::SendForwardRecvForward;
   const int mb = step.microbatch >= 0 ? step.microbatch : step.recv_microbatch;
-  b.set_context(forward ? sim::Phase::Forward : sim::Phase::Backward, -1, mb);
-  b.p2p(label, send, recv, bytes);
+  b.set_context(fwd_kind ? sim::Phase::Forward : sim::Phase::Backward, -1, mb);
+  const Peer send_next = (t & kSendForward) ? Peer::NextStage : Peer::None;
+  const Peer recv_prev = (t & kRecvForward) ? Peer::PrevStage : Peer::None;
+  const Peer send_prev = (t & kSendBackward) ? Peer::PrevStage : Peer::None;
+  const Peer recv_next = (t & kRecvBackward) ? Peer::NextStage : Peer::None;
+  const bool two_sends = send_next != Peer::None && send_prev != Peer::None;
+  const bool two_recvs = recv_prev != Peer::None && recv_next != Peer::None;
+  if (!two_sends && !two_recvs) {
+    const Peer send = send_next != Peer::None ? send_next : send_prev;
+    const Peer recv = recv_prev != Peer::None ? recv_prev : recv_next;
+    b.p2p(exchange_label(step.kind), send, recv, bytes);
+    return;
+  }
+  std::vector<std::uint32_t> launch;
+  if (auto last = b.last_compute()) launch.push_back(*last);
+  const std::uint32_t fwd =
+      b.p2p("pp_exchange_fwd", send_next, recv_prev, bytes, sim::Stream::PpComm, std::move(launch));
+  b.p2p("pp_exchange_bwd", send_prev, recv_next, bytes);
+  b.defer(fwd);
 }
 
 std::string describe(const WorkloadSpec& w) {
   const ParallelSpec& p = w.parallel;
   const TrainingSpec& t = w.training;
-  std::string out = w.model.name + " tp" + std::to_string(p.tp) + " pp" + std::to_string(p.pp) +
-                    " dp" + std::to_string(p.dp) + (p.sequence_parallel ? " sp" : "") + " mbs" +
-                    std::to_string(t.micro_batch_size) + " gbs" +
-                    std::to_string(t.global_batch_size) + " seq" + std::to_string(t.seq_length) +
-                    " " + to_string(t.precision) + " " + p.schedule;
-  if (p.dp > 1) out += p.distributed_optimizer ? " distopt" : " ddp";
+  auto n = [](const char* name, int v) { return std::string(" ") + name + std::to_string(v); };
+  std::string out = w.model.name + n("tp", p.tp) + n("pp", p.pp) + n("dp", p.dp);
+  if (p.cp > 1) out += n("cp", p.cp);
+  if (p.vp > 1) out += n("vp", p.vp);
+  if (p.ep > 1) out += n("ep", p.ep);
+  if (w.model.experts > 0 && p.etp != p.tp) out += n("etp", p.etp);
+  out += std::string(p.sequence_parallel ? " sp" : "") + n("mbs", static_cast<int>(t.micro_batch_size)) +
+         n("gbs", static_cast<int>(t.global_batch_size)) + n("seq", static_cast<int>(t.seq_length)) +
+         " " + to_string(t.precision) + " " + p.schedule;
+  if (w.dp_cp() > 1 || p.zero_stage == 3) {
+    static const char* kZero[] = {" ddp", " distopt", " zero2", " zero3"};
+    out += kZero[p.zero_stage];
+  }
+  if (t.recompute != Recompute::None) out += std::string(" recompute-") + to_string(t.recompute);
+  if (p.tp_comm_overlap) out += " tp-overlap";
+  if (p.optimizer_offload == OptimizerOffload::Cpu) out += " cpu-offload";
   return out;
 }
 
@@ -142,35 +154,35 @@ std::string describe(const WorkloadSpec& w) {
 
 sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   check_spec(spec);
-  const int pp = spec.parallel.pp;
-  if (stage < 0 || stage >= pp) throw std::invalid_argument("stage out of range");
-  const int per_stage = static_cast<int>(spec.model.layers / pp);
-  const Stage st{stage, stage == 0, stage == pp - 1, stage * per_stage, (stage + 1) * per_stage};
+  const ParallelSpec& p = spec.parallel;
+  if (stage < 0 || stage >= p.pp) throw std::invalid_argument("stage out of range");
+  const Stage st{stage, p.pp, p.vp, stage_chunks(spec.model, p, stage)};
   const int microbatches = static_cast<int>(spec.num_microbatches());
-  const auto steps = (*find_pipeline_schedule(spec.parallel.schedule))(pp, stage, microbatches);
-  // Gradients are reduced during the last backward pass of the step.
-  std::size_t last_backward = 0;
+  const auto steps = (*find_pipeline_schedule(p.schedule))(p.pp, stage, microbatches, p.vp);
+  // Gradients of a model chunk are reduced during (or after) its last backward of the step.
+  std::vector<std::size_t> last_backward(static_cast<std::size_t>(p.vp), steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].kind == StepKind::Backward) last_backward = i;
+    if (steps[i].kind == StepKind::Backward) last_backward[static_cast<std::size_t>(steps[i].chunk)] = i;
   }
 
   sim::Program program;
   ProgramBuilder builder(program);
   TransformerOps ops(builder, spec);
-  DataParallelSync dp(builder, spec, stage);
+  const auto sync = make_param_sync(builder, spec, stage);
   const double message_bytes = ops.pipeline_message_bytes();
-  dp.begin_step();
+  sync->begin_step();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const ScheduleStep& step = steps[i];
     if (step.kind == StepKind::Forward) {
-      forward_pass(st, step.microbatch, builder, ops, dp);
+      forward_pass(st, step.chunk, step.microbatch, builder, ops, *sync);
     } else if (step.kind == StepKind::Backward) {
-      backward_pass(st, step.microbatch, builder, ops, i == last_backward ? &dp : nullptr);
+      const bool last = i == last_backward[static_cast<std::size_t>(step.chunk)];
+      backward_pass(st, step.chunk, step.microbatch, builder, ops, *sync, sync->backward_sink(last));
     } else {
-      pipeline_exchange(st, step, builder, message_bytes);
+      pipeline_exchange(step, builder, message_bytes);
     }
   }
-  dp.end_step();
+  sync->end_step();
   return program;
 }
 
@@ -178,7 +190,7 @@ sim::Workload generate_workload(const WorkloadSpec& spec) {
   check_spec(spec);
   const ParallelSpec& p = spec.parallel;
   sim::Workload workload;
-  workload.layout = sim::RankLayout(p.tp, p.cp, p.dp, p.pp);
+  workload.layout = rank_layout(spec);
   for (int stage = 0; stage < p.pp; ++stage) {
     workload.programs.push_back(generate_stage_program(spec, stage));
   }
@@ -189,13 +201,12 @@ sim::Workload generate_workload(const WorkloadSpec& spec) {
         static_cast<std::uint32_t>(workload.layout.coord(rank, sim::GroupKind::PP));
   }
   const double samples = static_cast<double>(spec.training.global_batch_size);
+  const MfuConvention convention = mfu_convention_from(spec.training.mfu_convention);
   auto& acc = workload.accounting;
   acc.tokens = samples * static_cast<double>(spec.training.seq_length);
-  acc.mfu_convention = to_string(MfuConvention::Megatron);
-  acc.model_flops =
-      samples * model_flops_per_sample(spec.model, spec.training.seq_length, MfuConvention::Megatron);
-  acc.hardware_flops =
-      samples * hardware_flops_per_sample(spec.model, spec.training.seq_length, p.tp);
+  acc.mfu_convention = to_string(convention);
+  acc.model_flops = samples * model_flops_per_sample(spec.model, spec.training.seq_length, convention);
+  acc.hardware_flops = samples * hardware_flops_per_sample(spec);
   acc.peak_flops_per_gpu = 0.0;
   workload.description = describe(spec);
   return workload;

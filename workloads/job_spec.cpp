@@ -1,9 +1,13 @@
 #include "workloads/job_spec.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "workloads/enum_names.hpp"
+#include "workloads/job_checks.hpp"
 #include "workloads/model_catalog.hpp"
 #include "workloads/schedule.hpp"
 
@@ -31,106 +35,165 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-// tp*pp*dp must equal the cluster's GPU count; dp may be omitted and is then derived.
+// tp*cp*dp*pp must equal the cluster's GPU count; dp may be omitted and is then derived.
 int read_dp(YamlMap& p, const ParallelSpec& s, int gpus) {
-  const std::int64_t tp_pp = std::int64_t{s.tp} * s.pp;
+  const std::int64_t others = std::int64_t{s.tp} * s.cp * s.pp;
+  const std::string names = "tp*cp*pp = " + str(s.tp) + "*" + str(s.cp) + "*" + str(s.pp);
   if (!p.has("dp")) {
-    if (gpus % tp_pp != 0) {
+    if (gpus % others != 0) {
       throw SpecError(p.file(), p.line(), p.path() + ".dp",
                       "dp is omitted and the cluster's " + str(gpus) +
-                          " GPUs are not divisible by tp*pp = " + str(tp_pp));
+                          " GPUs are not divisible by " + names + " = " + str(others));
     }
-    return static_cast<int>(gpus / tp_pp);
+    return static_cast<int>(gpus / others);
   }
   const std::int64_t dp = p.get_int("dp", 1, kMaxParallel);
-  if (tp_pp * dp != gpus) {
-    throw p.error("dp", "tp*pp*dp = " + str(s.tp) + "*" + str(s.pp) + "*" + str(dp) + " = " +
-                            str(tp_pp * dp) + " does not equal the cluster's " + str(gpus) +
-                            " GPUs");
+  if (others * dp != gpus) {
+    throw p.error("dp", "tp*cp*dp*pp = " + str(s.tp) + "*" + str(s.cp) + "*" + str(dp) + "*" +
+                            str(s.pp) + " = " + str(others * dp) + " does not equal the cluster's " +
+                            str(gpus) + " GPUs");
   }
   return static_cast<int>(dp);
 }
 
-// Defaults: tp, pp = 1 and sequence_parallel = false are Megatron-LM's argument defaults;
-// the data-parallel optimizer settings are those of the NeMo 2.0 pre-training recipes
-// (nemo/collections/llm/recipes/*.py: distributed_fused_adam_* sets use_distributed_optimizer,
-// trainer() sets DistributedDataParallelConfig(grad_reduce_in_fp32=True,
-// overlap_grad_reduce=True, overlap_param_gather=True)). docs/job-spec.md lists them.
-ParallelSpec read_parallelism(YamlMap& p, int gpus) {
-  reject_unknown_keys(p, {"tp", "pp", "dp", "cp", "sequence_parallel", "schedule",
-                          "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-                          "grad_reduce_in_fp32"});
-  ParallelSpec s;
-  s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
-  s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
-  if (p.has("cp") && p.get_int("cp", 1, kMaxParallel) != 1) {
-    throw p.error("cp", "context parallelism (cp > 1) is not implemented yet; use cp: 1");
+// "tp-cp-ep-dp-pp": each of the five dimensions once, fastest-varying first.
+std::array<sim::GroupKind, 5> read_rank_order(YamlMap& p) {
+  const std::string text = p.get_string_or("rank_order", "tp-cp-ep-dp-pp");
+  const std::vector<std::pair<std::string, sim::GroupKind>> dims = {
+      {"tp", sim::GroupKind::TP}, {"cp", sim::GroupKind::CP}, {"ep", sim::GroupKind::EP},
+      {"dp", sim::GroupKind::DP}, {"pp", sim::GroupKind::PP}};
+  std::array<sim::GroupKind, 5> order{};
+  std::size_t n = 0;
+  std::size_t pos = 0;
+  std::vector<std::string> seen;
+  while (pos <= text.size()) {
+    const std::size_t dash = std::min(text.find('-', pos), text.size());
+    const std::string token = text.substr(pos, dash - pos);
+    auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& d) { return d.first == token; });
+    if (it == dims.end() || std::find(seen.begin(), seen.end(), token) != seen.end() || n == 5) {
+      throw p.error("rank_order", "'" + text + "' must name tp, cp, ep, dp and pp once each, "
+                                  "separated by '-' (Megatron's order, e.g. tp-cp-ep-dp-pp)");
+    }
+    seen.push_back(token);
+    order[n++] = it->second;
+    pos = dash + 1;
   }
-  s.sequence_parallel = p.get_bool_or("sequence_parallel", false);
-  s.schedule = p.get_string_or("schedule", "1f1b");
+  if (n != 5) throw p.error("rank_order", "'" + text + "' must name all of tp, cp, ep, dp, pp");
+  return order;
+}
+
+// ZeRO stage from zero_stage, fsdp and distributed_optimizer (which must agree when several
+// are given). Default 1: the distributed optimizer of the NeMo 2.0 recipes.
+int read_zero_stage(YamlMap& p) {
+  int stage = static_cast<int>(p.get_int_or("zero_stage", 1, 0, 3));
+  if (p.has("fsdp") && p.get_bool("fsdp")) {
+    if (p.has("zero_stage") && stage != 3) {
+      throw p.error("fsdp", "fsdp: true is ZeRO stage 3, but zero_stage is " + str(stage));
+    }
+    stage = 3;
+  }
+  if (p.has("distributed_optimizer")) {
+    const bool dist = p.get_bool("distributed_optimizer");
+    if ((p.has("zero_stage") || p.has("fsdp")) && dist != (stage >= 1)) {
+      throw p.error("distributed_optimizer", "contradicts the ZeRO stage " + str(stage) +
+                                                 " (distributed_optimizer means stage >= 1)");
+    }
+    if (!p.has("zero_stage") && !p.has("fsdp")) stage = dist ? 1 : 0;
+  }
+  return stage;
+}
+
+void read_pipeline_split(YamlMap& p, ParallelSpec& s) {
+  s.vp = static_cast<int>(p.get_int_or("vp", 1, 1, kMaxParallel));
+  s.schedule = p.get_string_or("schedule", s.vp > 1 ? "interleaved" : "1f1b");
   if (find_pipeline_schedule(s.schedule) == nullptr) {
     throw p.error("schedule", "unknown pipeline schedule '" + s.schedule +
                                   "' (known: " + join(pipeline_schedule_names()) + ")");
   }
-  s.distributed_optimizer = p.get_bool_or("distributed_optimizer", true);
+  s.first_stage_layers =
+      static_cast<int>(p.get_int_or("num_layers_in_first_pipeline_stage", 0, 1, kMaxParallel));
+  s.last_stage_layers =
+      static_cast<int>(p.get_int_or("num_layers_in_last_pipeline_stage", 0, 1, kMaxParallel));
+  s.account_for_embedding = p.get_bool_or("account_for_embedding_in_pipeline_split", false);
+  s.account_for_loss = p.get_bool_or("account_for_loss_in_pipeline_split", false);
+}
+
+// Defaults: tp, pp, cp, vp, ep = 1 and sequence_parallel = false are Megatron-LM's argument
+// defaults; etp defaults to tp (Megatron-core: expert_tensor_parallel_size None -> tp); the
+// data-parallel optimizer settings are those of the NeMo 2.0 pre-training recipes
+// (nemo/collections/llm/recipes/*.py: distributed_fused_adam_* sets use_distributed_optimizer,
+// trainer() sets DistributedDataParallelConfig(grad_reduce_in_fp32=True,
+// overlap_grad_reduce=True, overlap_param_gather=True)); tp_comm_overlap defaults to false as
+// in Megatron-LM. docs/job-spec.md lists them.
+ParallelSpec read_parallelism(YamlMap& p, int gpus) {
+  reject_unknown_keys(p, {"tp", "pp", "dp", "cp", "vp", "ep", "etp", "sequence_parallel",
+                          "schedule", "rank_order", "num_layers_in_first_pipeline_stage",
+                          "num_layers_in_last_pipeline_stage",
+                          "account_for_embedding_in_pipeline_split",
+                          "account_for_loss_in_pipeline_split", "zero_stage", "fsdp",
+                          "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+                          "grad_reduce_in_fp32", "tp_comm_overlap", "optimizer_offload"});
+  ParallelSpec s;
+  s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
+  s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
+  s.cp = static_cast<int>(p.get_int_or("cp", 1, 1, kMaxParallel));
+  s.ep = static_cast<int>(p.get_int_or("ep", 1, 1, kMaxParallel));
+  s.etp = static_cast<int>(p.get_int_or("etp", s.tp, 1, kMaxParallel));
+  s.sequence_parallel = p.get_bool_or("sequence_parallel", false);
+  read_pipeline_split(p, s);
+  s.rank_order = read_rank_order(p);
+  s.zero_stage = read_zero_stage(p);
+  s.distributed_optimizer = s.zero_stage >= 1;
   s.overlap_grad_reduce = p.get_bool_or("overlap_grad_reduce", true);
-  s.overlap_param_gather = p.get_bool_or("overlap_param_gather", true);
-  s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
-  if (s.overlap_param_gather && !(s.distributed_optimizer && s.overlap_grad_reduce)) {
-    // Megatron-LM validate_args asserts both for --overlap-param-gather.
-    throw p.error("overlap_param_gather",
-                  "needs distributed_optimizer: true and overlap_grad_reduce: true");
+  const bool gather_possible = (s.zero_stage == 1 || s.zero_stage == 2) && s.overlap_grad_reduce;
+  s.overlap_param_gather = p.get_bool_or("overlap_param_gather", gather_possible);
+  if (s.overlap_param_gather && !gather_possible) {
+    // Megatron-LM validate_args asserts both for --overlap-param-gather; with ZeRO-3 parameters
+    // are gathered per layer instead.
+    throw p.error("overlap_param_gather", "needs zero_stage 1 or 2 (distributed optimizer) and "
+                                          "overlap_grad_reduce: true");
   }
+  s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
+  s.tp_comm_overlap = p.get_bool_or("tp_comm_overlap", false);
+  s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
+                                                   : OptimizerOffload::None;
   s.dp = read_dp(p, s, gpus);
   return s;
 }
 
-// global_batch_size defaults to micro_batch_size * dp, as in Megatron-LM (arguments.py).
+// global_batch_size defaults to micro_batch_size * dp * gradient_accumulation_steps (1 when
+// absent), as Megatron-LM derives it (arguments.py); recompute none, cross entropy unfused and
+// the megatron MFU convention are Megatron-LM's defaults; dropless MoE routing (no capacity
+// factor) is Megatron-core's default (moe_expert_capacity_factor None).
 TrainingSpec read_training(YamlMap& t, int dp) {
-  reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size", "precision"});
+  reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
+                          "gradient_accumulation_steps", "precision", "fp8_attention", "recompute",
+                          "cross_entropy", "mfu_convention", "moe_imbalance",
+                          "moe_capacity_factor"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
   s.micro_batch_size = t.get_int("micro_batch_size", 1, kMaxBatch);
-  s.global_batch_size = t.get_int_or("global_batch_size", s.micro_batch_size * dp, 1, kMaxBatch);
+  const std::int64_t accumulation = t.get_int_or("gradient_accumulation_steps", 1, 1, kMaxBatch);
+  s.global_batch_size =
+      t.get_int_or("global_batch_size", s.micro_batch_size * dp * accumulation, 1, kMaxBatch);
+  if (t.has("gradient_accumulation_steps") && t.has("global_batch_size") &&
+      s.global_batch_size != s.micro_batch_size * dp * accumulation) {
+    throw t.error("gradient_accumulation_steps",
+                  "global_batch_size (" + str(s.global_batch_size) + ") != micro_batch_size * dp * "
+                  "gradient_accumulation_steps = " + str(s.micro_batch_size) + "*" + str(dp) + "*" +
+                  str(accumulation));
+  }
   s.precision = read_enum(t, "precision", kPrecisionNames);
+  s.fp8_attention = t.get_bool_or("fp8_attention", false);
+  if (t.has("recompute")) s.recompute = read_enum(t, "recompute", kRecomputeNames);
+  if (t.has("cross_entropy")) s.cross_entropy = read_enum(t, "cross_entropy", kCrossEntropyNames);
+  s.mfu_convention = t.get_enum_or("mfu_convention", "megatron", {"megatron", "causal"});
+  s.moe_imbalance = t.get_double_or("moe_imbalance", 1.0, 1.0, 1e6);
+  s.moe_capacity_factor = t.get_double_or("moe_capacity_factor", 0.0, 0.0, 1e6);
+  if (t.has("moe_capacity_factor") && s.moe_capacity_factor <= 0.0) {
+    throw t.error("moe_capacity_factor", "must be > 0 (omit it for dropless routing)");
+  }
   return s;
-}
-
-void require_divisible(const YamlMap& map, const std::string& key, const std::string& what,
-                       std::int64_t value, const std::string& by_name, std::int64_t by) {
-  if (value % by != 0) {
-    throw map.error(key, what + " (" + str(value) + ") is not divisible by " + by_name + " (" +
-                             str(by) + ")");
-  }
-}
-
-// Constraints between sections; each error points at the parallelism/training key to change.
-void check_consistency(const WorkloadSpec& w, const YamlMap& p, const YamlMap& t) {
-  const ModelSpec& m = w.model;
-  const ParallelSpec& par = w.parallel;
-  const TrainingSpec& tr = w.training;
-  // Megatron divides heads, query groups and the MLP width by tp (megatron.core.utils.divide).
-  require_divisible(p, "tp", "model.heads", m.heads, "tp", par.tp);
-  require_divisible(p, "tp", "model.kv_heads", m.kv_heads, "tp", par.tp);
-  require_divisible(p, "tp", "model.ffn", m.ffn, "tp", par.tp);
-  // Non-interleaved pipelines hold layers / pp layers per stage.
-  require_divisible(p, "pp", "model.layers", m.layers, "pp", par.pp);
-  if (par.sequence_parallel && par.tp > 1) {
-    require_divisible(t, "seq_length", "seq_length", tr.seq_length, "tp (sequence parallel)", par.tp);
-  }
-  if (m.position == PositionKind::Learned && tr.seq_length > m.max_position_embeddings) {
-    throw t.error("seq_length", "seq_length " + str(tr.seq_length) +
-                                    " exceeds the model's learned position table (" +
-                                    str(m.max_position_embeddings) + " positions)");
-  }
-  const std::int64_t per_step = std::int64_t{par.dp} * tr.micro_batch_size;
-  if (tr.global_batch_size % per_step != 0) {
-    // Only reachable with an explicit global_batch_size (the default is dp*micro_batch_size).
-    throw t.error("global_batch_size",
-                  "global_batch_size (" + str(tr.global_batch_size) +
-                      ") is not divisible by dp*micro_batch_size = " + str(par.dp) + "*" +
-                      str(tr.micro_batch_size) + " = " + str(per_step));
-  }
 }
 
 }  // namespace
@@ -142,7 +205,7 @@ WorkloadSpec parse_workload_spec(YamlMap& root, int gpus) {
   spec.parallel = read_parallelism(parallelism, gpus);
   YamlMap training = root.get_map("training");
   spec.training = read_training(training, spec.parallel.dp);
-  check_consistency(spec, parallelism, training);
+  check_workload_spec(spec, parallelism, training);
   return spec;
 }
 
@@ -154,5 +217,14 @@ const char* to_string(Activation v) { return name_of(v, kActivationNames); }
 const char* to_string(NormKind v) { return name_of(v, kNormNames); }
 const char* to_string(PositionKind v) { return name_of(v, kPositionNames); }
 const char* to_string(Precision v) { return name_of(v, kPrecisionNames); }
+const char* to_string(AttentionKind v) { return name_of(v, kAttentionNames); }
+const char* to_string(Recompute v) { return name_of(v, kRecomputeNames); }
+const char* to_string(CrossEntropy v) { return name_of(v, kCrossEntropyNames); }
+const char* to_string(OptimizerOffload v) { return name_of(v, kOffloadNames); }
+
+sim::RankLayout rank_layout(const WorkloadSpec& spec) {
+  const ParallelSpec& p = spec.parallel;
+  return sim::RankLayout(p.tp, p.cp, p.dp, p.pp, p.ep, p.etp, p.rank_order);
+}
 
 }  // namespace clustersim::workloads

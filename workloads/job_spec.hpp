@@ -3,16 +3,22 @@
 // its default and its validation are documented in docs/job-spec.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
+#include "sim/rank_layout.hpp"
 #include "sim/trace.hpp"
 #include "sim/yaml_spec.hpp"
 
 namespace clustersim::workloads {
 
-/// MLP activation: GeLU (two linears) or SwiGLU (gate and up projections fused in FC1).
-enum class Activation : std::uint8_t { Gelu, Swiglu };
+/// MLP activation: GeLU or squared ReLU (two linears), or SwiGLU (gate and up projections
+/// fused in FC1).
+enum class Activation : std::uint8_t { Gelu, Swiglu, SquaredRelu };
+/// Attention: multi-head / grouped-query (GQA, MQA) or multi-head latent attention (MLA,
+/// DeepSeek-V2/V3: low-rank compressed queries and keys/values, decoupled RoPE).
+enum class AttentionKind : std::uint8_t { Gqa, Mla };
 /// Normalization layer: LayerNorm (weight + bias) or RMSNorm (weight only).
 enum class NormKind : std::uint8_t { LayerNorm, RmsNorm };
 /// Position encoding: learned absolute embeddings or rotary (RoPE).
@@ -20,7 +26,18 @@ enum class PositionKind : std::uint8_t { Learned, Rope };
 /// Training precision: BF16 everywhere, or FP8 GEMMs in the transformer layers (Transformer
 /// Engine, params and activations still BF16).
 enum class Precision : std::uint8_t { BF16, FP8 };
-
+/// Activation recomputation (Megatron --recompute-granularity): none; selective recomputes the
+/// core attention (flash attention forward) in the backward; full checkpoints every layer's
+/// input and recomputes the whole layer forward before its backward (uniform method, 1 layer).
+enum class Recompute : std::uint8_t { None, Selective, Full };
+/// Cross-entropy implementation, for memory: unfused (Megatron's vocab-parallel cross entropy
+/// keeps the FP32 softmax for the backward), fused (Megatron --cross-entropy-loss-fusion: the
+/// BF16 logits are reused for the gradient), chunked (the output GEMM and the loss are computed
+/// in sequence chunks, as Liger's fused linear cross entropy does: logits never exist whole).
+enum class CrossEntropy : std::uint8_t { Unfused, Fused, Chunked };
+/// Where the optimizer runs: on the GPU, or on the host CPU (DeepSpeed offload_optimizer,
+/// Megatron optimizer_cpu_offload): states in host memory, gradients and parameters over PCIe.
+enum class OptimizerOffload : std::uint8_t { None, Cpu };
 /// A dense decoder-only transformer. All sizes are counts (no units).
 struct ModelSpec {
   std::string name;                     ///< catalog name, or "inline" / "<catalog>+overrides"
@@ -37,20 +54,66 @@ struct ModelSpec {
   std::int64_t max_position_embeddings = 0;  ///< rows of the learned position table; 0 for RoPE
   bool tied_embeddings = false;         ///< output head shares the word-embedding matrix
   bool bias = false;                    ///< linear layers have biases (add_bias_linear)
+  // Attention variant. head_dim is the query/key head width (MLA: nope + rope parts).
+  AttentionKind attention = AttentionKind::Gqa;
+  std::int64_t v_head_dim = 0;          ///< value head width (0: head_dim)
+  std::int64_t q_lora_rank = 0;         ///< MLA: query compression rank (0: uncompressed)
+  std::int64_t kv_lora_rank = 0;        ///< MLA: key/value compression rank
+  std::int64_t rope_head_dim = 0;       ///< MLA: decoupled RoPE part of head_dim (qk_rope_head_dim)
+  // Mixture of experts (experts == 0: dense model).
+  std::int64_t experts = 0;             ///< routed experts per MoE layer (num_moe_experts)
+  std::int64_t top_k = 0;               ///< experts each token is routed to (moe_router_topk)
+  std::int64_t expert_ffn = 0;          ///< MLP width of one routed expert (moe_ffn_hidden_size)
+  std::int64_t shared_expert_ffn = 0;   ///< MLP width of the shared experts (0: none)
+  std::int64_t first_dense_layers = 0;  ///< leading dense layers (DeepSeek first_k_dense_replace)
+  std::int64_t moe_layer_interval = 1;  ///< every k-th layer after those is MoE (Llama 4: 2)
+
+  /// Value head width: v_head_dim, or head_dim when not set.
+  std::int64_t value_head_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
+  /// True if transformer layer `layer` (0-based) has a MoE block instead of a dense MLP:
+  /// experts > 0, layer >= first_dense_layers and (layer - first_dense_layers + 1) is a multiple
+  /// of moe_layer_interval (Hugging Face Llama 4's moe_layers; DeepSeek-V3 with interval 1).
+  bool is_moe_layer(std::int64_t layer) const {
+    return experts > 0 && layer >= first_dense_layers &&
+           (layer - first_dense_layers + 1) % moe_layer_interval == 0;
+  }
+  /// Number of MoE layers.
+  std::int64_t moe_layers() const {
+    std::int64_t n = 0;
+    for (std::int64_t l = 0; l < layers; ++l) n += is_moe_layer(l) ? 1 : 0;
+    return n;
+  }
 };
+
+/// Default rank order, fastest first: Megatron-core's "tp-cp-ep-dp-pp".
+inline constexpr std::array<sim::GroupKind, 5> kDefaultRankOrder = {
+    sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::EP, sim::GroupKind::DP,
+    sim::GroupKind::PP};
 
 /// How the job is split over GPUs, and the data-parallel optimizer settings.
 struct ParallelSpec {
   int tp = 1;                           ///< tensor parallel size
   int pp = 1;                           ///< pipeline parallel size
   int dp = 1;                           ///< data parallel size
-  int cp = 1;                           ///< context parallel size (only 1 until CP lands)
+  int cp = 1;                           ///< context parallel size (ring attention)
+  int vp = 1;                           ///< model chunks per pipeline rank (interleaved schedule)
+  int ep = 1;                           ///< expert parallel size
+  int etp = 1;                          ///< expert tensor parallel size
   bool sequence_parallel = false;       ///< Megatron sequence parallelism (with tp > 1)
   std::string schedule = "1f1b";        ///< pipeline schedule name (workloads/schedule.hpp)
-  bool distributed_optimizer = true;    ///< ZeRO-1: optimizer state sharded over DP
+  std::array<sim::GroupKind, 5> rank_order = kDefaultRankOrder;  ///< fastest-varying first
+  int first_stage_layers = 0;           ///< layers of the first stage (0: even split)
+  int last_stage_layers = 0;            ///< layers of the last stage (0: even split)
+  bool account_for_embedding = false;   ///< the embedding counts as a layer in the split
+  bool account_for_loss = false;        ///< the loss (output head) counts as a layer in the split
+  int zero_stage = 1;                   ///< 0 DDP, 1 distributed optimizer, 2 + sharded
+                                        ///< gradients, 3 + sharded parameters (FSDP)
+  bool distributed_optimizer = true;    ///< zero_stage >= 1: optimizer state sharded over DP
   bool overlap_grad_reduce = true;      ///< bucketed gradient reduction overlapped with backward
   bool overlap_param_gather = true;     ///< parameter all-gather overlapped with next forward
   bool grad_reduce_in_fp32 = true;      ///< gradient buffers and their reduction in FP32
+  bool tp_comm_overlap = false;         ///< TE userbuffers: TP collectives overlapped with GEMMs
+  OptimizerOffload optimizer_offload = OptimizerOffload::None;
 };
 
 /// Batch and precision.
@@ -59,6 +122,12 @@ struct TrainingSpec {
   std::int64_t micro_batch_size = 0;    ///< sequences per microbatch per data-parallel rank
   std::int64_t global_batch_size = 0;   ///< sequences per optimizer step, whole job
   Precision precision = Precision::BF16;
+  bool fp8_attention = false;           ///< TE fp8_dot_product_attention (with precision fp8)
+  Recompute recompute = Recompute::None;
+  CrossEntropy cross_entropy = CrossEntropy::Unfused;
+  std::string mfu_convention = "megatron";  ///< "megatron" or "causal" (workloads/flops.hpp)
+  double moe_imbalance = 1.0;           ///< tokens the busiest EP rank receives / the average
+  double moe_capacity_factor = 0.0;     ///< expert capacity / average load; 0: dropless
 };
 
 /// A validated workload: model, parallel layout and training settings.
@@ -69,6 +138,12 @@ struct WorkloadSpec {
 
   /// GPUs the layout uses: tp * cp * dp * pp.
   int gpus() const { return parallel.tp * parallel.cp * parallel.dp * parallel.pp; }
+  /// Ranks that hold the same dense parameters and reduce their gradients: dp * cp.
+  int dp_cp() const { return parallel.dp * parallel.cp; }
+  /// Ranks that hold the same experts: tp*cp*dp / (etp*ep).
+  int edp() const {
+    return parallel.tp * parallel.cp * parallel.dp / (parallel.etp * parallel.ep);
+  }
   /// Microbatches per step per pipeline: global_batch_size / (dp * micro_batch_size).
   std::int64_t num_microbatches() const {
     return training.global_batch_size / (parallel.dp * training.micro_batch_size);
@@ -76,8 +151,8 @@ struct WorkloadSpec {
 };
 
 /// Reads `model`, `parallelism` and `training` from the top level of a job file and validates
-/// them, cross-field constraints included (tp*pp*dp == gpus, divisibility of heads, layers,
-/// batch). Marks those three keys known in `root`; the caller reads `cluster` and calls
+/// them, cross-field constraints included (tp*cp*dp*pp == gpus, divisibility of heads, layers,
+/// experts, sequence and batch; combinations Megatron/NeMo reject; docs/job-spec.md lists all). Marks those three keys known in `root`; the caller reads `cluster` and calls
 /// root.finish(). `gpus` is the cluster's GPU count.
 /// @throws SpecError located at the offending field (file:line, dotted field, reason).
 WorkloadSpec parse_workload_spec(YamlMap& root, int gpus);
@@ -91,5 +166,12 @@ const char* to_string(Activation v);
 const char* to_string(NormKind v);
 const char* to_string(PositionKind v);
 const char* to_string(Precision v);
+const char* to_string(AttentionKind v);
+const char* to_string(Recompute v);
+const char* to_string(CrossEntropy v);
+const char* to_string(OptimizerOffload v);
+
+/// The rank layout of a spec (sizes and order). @throws std::invalid_argument as RankLayout.
+sim::RankLayout rank_layout(const WorkloadSpec& spec);
 
 }  // namespace clustersim::workloads

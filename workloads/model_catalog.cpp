@@ -24,15 +24,29 @@ constexpr std::int64_t kMaxDim = std::int64_t{1} << 30;
 struct IntField {
   const char* key;
   std::int64_t ModelSpec::*member;
+  std::int64_t min = 1;
 };
 // Required in a complete model description.
 constexpr IntField kRequiredInts[] = {{"layers", &ModelSpec::layers}, {"hidden", &ModelSpec::hidden},
                                       {"ffn", &ModelSpec::ffn},       {"heads", &ModelSpec::heads},
                                       {"kv_heads", &ModelSpec::kv_heads}, {"vocab", &ModelSpec::vocab}};
 // Optional: head_dim defaults to hidden / heads (Megatron's kv_channels default);
-// max_position_embeddings is required only with learned positions (checked in finish()).
-constexpr IntField kOptionalInts[] = {{"head_dim", &ModelSpec::head_dim},
-                                      {"max_position_embeddings", &ModelSpec::max_position_embeddings}};
+// max_position_embeddings is required only with learned positions (checked in finish());
+// v_head_dim defaults to head_dim; the MLA and MoE fields default to 0 (absent), the MoE layer
+// interval to 1 (every layer after first_dense_layers).
+constexpr IntField kOptionalInts[] = {
+    {"head_dim", &ModelSpec::head_dim},
+    {"max_position_embeddings", &ModelSpec::max_position_embeddings},
+    {"v_head_dim", &ModelSpec::v_head_dim},
+    {"q_lora_rank", &ModelSpec::q_lora_rank},
+    {"kv_lora_rank", &ModelSpec::kv_lora_rank},
+    {"rope_head_dim", &ModelSpec::rope_head_dim},
+    {"experts", &ModelSpec::experts},
+    {"top_k", &ModelSpec::top_k},
+    {"expert_ffn", &ModelSpec::expert_ffn},
+    {"shared_expert_ffn", &ModelSpec::shared_expert_ffn},
+    {"first_dense_layers", &ModelSpec::first_dense_layers, 0},
+    {"moe_layer_interval", &ModelSpec::moe_layer_interval}};
 
 bool valid_catalog_name(const std::string& name) {
   if (name.empty()) return false;
@@ -72,7 +86,9 @@ class ModelReader {
   static void reject_unknown_keys(YamlMap& map, std::initializer_list<const char*> extra) {
     for (const auto& field : kRequiredInts) map.has(field.key);
     for (const auto& field : kOptionalInts) map.has(field.key);
-    for (const char* key : {"activation", "norm", "position", "tied_embeddings", "bias"}) map.has(key);
+    for (const char* key : {"activation", "norm", "position", "tied_embeddings", "bias", "attention"}) {
+      map.has(key);
+    }
     for (const char* key : extra) map.has(key);
     map.finish();
   }
@@ -104,6 +120,10 @@ class ModelReader {
       spec_.bias = map.get_bool("bias");
       note(map, "bias");
     }
+    if (map.has("attention")) {
+      spec_.attention = read_enum(map, "attention", kAttentionNames);
+      note(map, "attention");
+    }
     last_.emplace(map);
   }
 
@@ -128,12 +148,57 @@ class ModelReader {
                                  "position: learned needs max_position_embeddings (rows of the "
                                  "position table)");
     }
+    if (spec_.v_head_dim == 0) spec_.v_head_dim = spec_.head_dim;
+    check_mla();
+    check_moe();
     return spec_;
   }
 
  private:
+  // MLA (DeepSeek-V2/V3): compressed keys/values with a decoupled RoPE part of the head.
+  void check_mla() {
+    const bool mla = spec_.attention == AttentionKind::Mla;
+    for (const char* key : {"q_lora_rank", "kv_lora_rank", "rope_head_dim"}) {
+      if (!mla && origin_.count(key) != 0) {
+        throw at(key).error(key, "only meaningful with attention: mla");
+      }
+    }
+    if (!mla) return;
+    if (spec_.kv_lora_rank == 0 || spec_.rope_head_dim == 0 || origin_.count("head_dim") == 0) {
+      throw at("attention").error("attention",
+                                  "attention: mla needs head_dim, kv_lora_rank and rope_head_dim");
+    }
+    if (spec_.rope_head_dim >= spec_.head_dim) {
+      throw at("rope_head_dim").error("rope_head_dim", "must be smaller than head_dim");
+    }
+    if (spec_.kv_heads != spec_.heads) {
+      throw at("kv_heads").error("kv_heads", "MLA expands keys and values per head: kv_heads "
+                                             "must equal heads");
+    }
+  }
+
+  void check_moe() {
+    if (spec_.experts == 0) {
+      for (const char* key : {"top_k", "expert_ffn", "shared_expert_ffn", "first_dense_layers",
+                              "moe_layer_interval"}) {
+        if (origin_.count(key) != 0) throw at(key).error(key, "needs experts (a MoE model)");
+      }
+      return;
+    }
+    if (spec_.top_k == 0 || spec_.expert_ffn == 0) {
+      throw at("experts").error("experts", "a MoE model needs top_k and expert_ffn");
+    }
+    if (spec_.top_k > spec_.experts) {
+      throw at("top_k").error("top_k", "top_k (" + std::to_string(spec_.top_k) +
+                                           ") exceeds experts (" + std::to_string(spec_.experts) + ")");
+    }
+    if (spec_.first_dense_layers >= spec_.layers) {
+      throw at("first_dense_layers").error("first_dense_layers", "leaves no MoE layer");
+    }
+  }
+
   void read_int(YamlMap& map, const IntField& field) {
-    spec_.*field.member = map.get_int(field.key, 1, kMaxDim);
+    spec_.*field.member = map.get_int(field.key, field.min, kMaxDim);
     note(map, field.key);
   }
   void note(const YamlMap& map, const std::string& key) { origin_.insert_or_assign(key, map); }

@@ -1,5 +1,6 @@
 #include "workloads/program_builder.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -16,6 +17,13 @@ void ProgramBuilder::set_context(sim::Phase phase, int layer, int microbatch) {
 std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const std::string& label,
                                   double flops, double bytes, std::vector<std::uint32_t> deps) {
   const auto index = static_cast<std::uint32_t>(program_.ops.size());
+  if (stream == sim::Stream::Compute && !deferred_.empty()) {
+    for (std::uint32_t dep : deferred_) {
+      if (std::find(deps.begin(), deps.end(), dep) == deps.end()) deps.push_back(dep);
+    }
+    deferred_.clear();
+    std::sort(deps.begin(), deps.end());
+  }
   for (std::uint32_t dep : deps) {
     if (dep >= index) throw std::logic_error("op '" + label + "' depends on a later op");
   }
@@ -25,6 +33,7 @@ std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const 
   op.phase = phase_;
   op.layer = layer_;
   op.microbatch = microbatch_;
+  op.recompute = recompute_;
   op.label = program_.label_id(label);
   op.flops = flops;
   op.bytes = bytes;
@@ -60,8 +69,8 @@ std::uint32_t ProgramBuilder::collective(const std::string& label, sim::Collecti
 }
 
 std::uint32_t ProgramBuilder::p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from,
-                                  double bytes) {
-  return add(sim::P2PSpec{send_to, recv_from}, sim::Stream::Compute, label, 0.0, bytes);
+                                  double bytes, sim::Stream stream, std::vector<std::uint32_t> deps) {
+  return add(sim::P2PSpec{send_to, recv_from}, stream, label, 0.0, bytes, std::move(deps));
 }
 
 }  // namespace clustersim::workloads

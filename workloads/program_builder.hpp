@@ -22,6 +22,11 @@ class ProgramBuilder {
   void set_context(sim::Phase phase, int layer, int microbatch);
   /// Layer of the ops added from now on (-1 for embedding, head, optimizer).
   void set_layer(int layer) { layer_ = layer; }
+  /// Marks the ops added from now on as recomputed forward work (Op::recompute).
+  void set_recompute(bool recompute) { recompute_ = recompute; }
+  /// The next op added to the compute stream also depends on `op` (a communication that runs
+  /// alongside the compute op added in between, e.g. an overlapped TP collective).
+  void defer(std::uint32_t op) { deferred_.push_back(op); }
 
   /// Adds an op and returns its index. @throws std::logic_error if a dep is not earlier.
   std::uint32_t add(sim::OpShape shape, sim::Stream stream, const std::string& label, double flops,
@@ -38,8 +43,9 @@ class ProgramBuilder {
   /// Collective of `bytes` per rank (NCCL buffer size as sim/trace.hpp defines it).
   std::uint32_t collective(const std::string& label, sim::CollectiveKind kind, sim::GroupKind group,
                            sim::Stream stream, double bytes, std::vector<std::uint32_t> deps = {});
-  /// Batched pipeline exchange on the compute stream, `bytes` per transfer.
-  std::uint32_t p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from, double bytes);
+  /// Batched pipeline exchange, `bytes` per transfer (on the compute stream unless `stream`).
+  std::uint32_t p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from, double bytes,
+                    sim::Stream stream = sim::Stream::Compute, std::vector<std::uint32_t> deps = {});
 
   /// Index of the last op added to the compute stream, if any.
   std::optional<std::uint32_t> last_compute() const { return last_compute_; }
@@ -51,6 +57,8 @@ class ProgramBuilder {
   sim::Phase phase_ = sim::Phase::Forward;
   int layer_ = -1;
   int microbatch_ = -1;
+  bool recompute_ = false;
+  std::vector<std::uint32_t> deferred_;
   std::optional<std::uint32_t> last_compute_;
 };
 

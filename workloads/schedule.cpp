@@ -6,13 +6,32 @@
 namespace clustersim::workloads {
 namespace {
 
+// A P2P step of the 1F1B schedule with its transfers, the ends of the pipeline dropping the
+// transfers that have no peer (Megatron's p2p calls are no-ops there).
+ScheduleStep p2p(StepKind kind, int sent, int received, bool first, bool last) {
+  std::uint8_t bits = 0;
+  switch (kind) {
+    case StepKind::RecvForward: bits = kRecvForward; break;
+    case StepKind::SendForward: bits = kSendForward; break;
+    case StepKind::SendForwardRecvBackward: bits = kSendForward | kRecvBackward; break;
+    case StepKind::SendBackwardRecvForward: bits = kSendBackward | kRecvForward; break;
+    case StepKind::RecvBackward: bits = kRecvBackward; break;
+    case StepKind::SendBackward: bits = kSendBackward; break;
+    default: break;
+  }
+  if (first) bits &= static_cast<std::uint8_t>(~(kRecvForward | kSendBackward));
+  if (last) bits &= static_cast<std::uint8_t>(~(kSendForward | kRecvBackward));
+  return {kind, sent, received, 0, bits};
+}
+
 // Megatron-LM forward_backward_pipelining_without_interleaving
 // (megatron/core/pipeline_parallel/schedules.py): warmup = min(pp - stage - 1, m) forwards,
 // then recv_forward once, then 1F1B steady state (forward, send_forward_recv_backward,
 // backward, send_backward_recv_forward -- send_backward on the last iteration), then the
 // cooldown backwards (recv_backward, backward, send_backward). With pp == 1 this is the
 // sequence of forward_backward_no_pipelining (every P2P call is a no-op).
-std::vector<ScheduleStep> one_f_one_b(int pp, int stage, int num_microbatches) {
+std::vector<ScheduleStep> one_f_one_b(int pp, int stage, int num_microbatches, int /*vp*/) {
+  const bool first = stage == 0, last = stage == pp - 1;
   const int warmup = std::min(pp - stage - 1, num_microbatches);
   const int remaining = num_microbatches - warmup;
   std::vector<ScheduleStep> steps;
@@ -20,35 +39,124 @@ std::vector<ScheduleStep> one_f_one_b(int pp, int stage, int num_microbatches) {
   int fwd = 0;
   int bwd = 0;
   for (int i = 0; i < warmup; ++i, ++fwd) {
-    steps.push_back({StepKind::RecvForward, -1, fwd});
-    steps.push_back({StepKind::Forward, fwd, -1});
-    steps.push_back({StepKind::SendForward, fwd, -1});
+    steps.push_back(p2p(StepKind::RecvForward, -1, fwd, first, last));
+    steps.push_back({StepKind::Forward, fwd, -1, 0, 0});
+    steps.push_back(p2p(StepKind::SendForward, fwd, -1, first, last));
   }
-  if (remaining > 0) steps.push_back({StepKind::RecvForward, -1, fwd});
+  if (remaining > 0) steps.push_back(p2p(StepKind::RecvForward, -1, fwd, first, last));
   for (int i = 0; i < remaining; ++i) {
     const bool last_iteration = i == remaining - 1;
-    steps.push_back({StepKind::Forward, fwd, -1});
-    steps.push_back({StepKind::SendForwardRecvBackward, fwd, bwd});
+    steps.push_back({StepKind::Forward, fwd, -1, 0, 0});
+    steps.push_back(p2p(StepKind::SendForwardRecvBackward, fwd, bwd, first, last));
     ++fwd;
-    steps.push_back({StepKind::Backward, bwd, -1});
+    steps.push_back({StepKind::Backward, bwd, -1, 0, 0});
     if (last_iteration) {
-      steps.push_back({StepKind::SendBackward, bwd, -1});
+      steps.push_back(p2p(StepKind::SendBackward, bwd, -1, first, last));
     } else {
-      steps.push_back({StepKind::SendBackwardRecvForward, bwd, fwd});
+      steps.push_back(p2p(StepKind::SendBackwardRecvForward, bwd, fwd, first, last));
     }
     ++bwd;
   }
   for (int i = 0; i < warmup; ++i, ++bwd) {
-    steps.push_back({StepKind::RecvBackward, -1, bwd});
-    steps.push_back({StepKind::Backward, bwd, -1});
-    steps.push_back({StepKind::SendBackward, bwd, -1});
+    steps.push_back(p2p(StepKind::RecvBackward, -1, bwd, first, last));
+    steps.push_back({StepKind::Backward, bwd, -1, 0, 0});
+    steps.push_back(p2p(StepKind::SendBackward, bwd, -1, first, last));
   }
   return steps;
+}
+
+// Megatron-LM forward_backward_pipelining_with_interleaving (schedules.py, without
+// overlap_p2p_comm; microbatch groups of pp). Iteration k of the vp*m passes runs model chunk
+// (k mod pp*vp) / pp (reversed for backward) on microbatch (k / (pp*vp)) * pp + k mod pp. The
+// send/receive conditions are Megatron's: the last stage does not send its last chunk's output
+// (the loss) and stage 0 does not send its first chunk's input gradient; transfers between the
+// last stage and stage 0 wrap around the pipeline ring between chunks.
+class Interleaved {
+ public:
+  Interleaved(int pp, int stage, int m, int vp)
+      : pp_(pp), vp_(vp), total_(m * vp), first_(stage == 0), last_(stage == pp - 1) {
+    if (m == pp) {
+      warmup_ = total_;
+      all_warmup_ = true;
+    } else {
+      warmup_ = std::min((pp - stage - 1) * 2 + (vp - 1) * pp, total_);
+    }
+  }
+
+  std::vector<ScheduleStep> steps() {
+    if (!first_) add_p2p(StepKind::RecvForward, -1, mb(0), kRecvForward);
+    for (int k = 0; k < warmup_; ++k) warmup_step(k);
+    const int remaining = total_ - warmup_;
+    for (int k = 0; k < remaining; ++k) steady_step(k, k == remaining - 1);
+    if (all_warmup_ && !last_) add_p2p(StepKind::RecvBackward, -1, mb(0), kRecvBackward);
+    for (int k = remaining; k < total_; ++k) cooldown_step(k);
+    return std::move(steps_);
+  }
+
+ private:
+  int mod(int k) const { return ((k % (pp_ * vp_)) + pp_ * vp_) % (pp_ * vp_); }
+  int chunk(int k, bool forward) const {
+    const int c = mod(k) / pp_;
+    return forward ? c : vp_ - c - 1;
+  }
+  int mb(int k) const { return k / (pp_ * vp_) * pp_ + k % pp_; }
+  bool sends_forward(int k) const { return !(last_ && chunk(k, true) == vp_ - 1); }
+  bool sends_backward(int k) const { return !(first_ && chunk(k, false) == 0); }
+
+  void add_p2p(StepKind kind, int sent, int received, int bits) {
+    steps_.push_back({kind, sent, received, 0, static_cast<std::uint8_t>(bits)});
+  }
+  void compute(StepKind kind, int k) {
+    steps_.push_back({kind, mb(k), -1, chunk(k, kind == StepKind::Forward), 0});
+  }
+
+  void warmup_step(int k) {
+    compute(StepKind::Forward, k);
+    bool recv_prev = !(first_ && chunk(k + 1, true) == 0) && k != total_ - 1;
+    const int bits = (sends_forward(k) ? kSendForward : 0) | (recv_prev ? kRecvForward : 0);
+    if (k == warmup_ - 1 && !all_warmup_) {
+      const int recv_next = last_ ? 0 : kRecvBackward;
+      add_p2p(StepKind::SendForwardBackwardRecvForwardBackward, mb(k), mb(k + 1), bits | recv_next);
+    } else {
+      add_p2p(StepKind::SendForwardRecvForward, mb(k), mb(k + 1), bits);
+    }
+  }
+
+  void steady_step(int k, bool last_iteration) {
+    const int fk = k + warmup_;
+    compute(StepKind::Forward, fk);
+    compute(StepKind::Backward, k);
+    bool recv_prev = !first_ || chunk(fk - (pp_ - 1), true) != vp_ - 1;
+    const bool recv_next = !last_ || chunk(k - (pp_ - 1), false) != 0;
+    if (last_iteration) recv_prev = false;
+    const int bits = (sends_forward(fk) ? kSendForward : 0) | (sends_backward(k) ? kSendBackward : 0) |
+                     (recv_prev ? kRecvForward : 0) | (recv_next ? kRecvBackward : 0);
+    add_p2p(StepKind::SendForwardBackwardRecvForwardBackward, mb(fk), mb(fk + 1), bits);
+  }
+
+  void cooldown_step(int k) {
+    compute(StepKind::Backward, k);
+    bool recv_next = !(last_ && chunk(k + 1, false) == vp_ - 1);
+    if (k == total_ - 1) recv_next = false;
+    const int bits = (sends_backward(k) ? kSendBackward : 0) | (recv_next ? kRecvBackward : 0);
+    add_p2p(StepKind::SendBackwardRecvBackward, mb(k), recv_next ? mb(k + 1) : -1, bits);
+  }
+
+  int pp_, vp_, total_;
+  bool first_, last_;
+  int warmup_ = 0;
+  bool all_warmup_ = false;
+  std::vector<ScheduleStep> steps_;
+};
+
+std::vector<ScheduleStep> interleaved(int pp, int stage, int num_microbatches, int vp) {
+  return Interleaved(pp, stage, num_microbatches, vp).steps();
 }
 
 const std::map<std::string, PipelineSchedule>& registry() {
   static const std::map<std::string, PipelineSchedule> kSchedules = {
       {"1f1b", one_f_one_b},
+      {"interleaved", interleaved},
   };
   return kSchedules;
 }
@@ -77,6 +185,10 @@ const char* to_string(StepKind kind) {
     case StepKind::SendBackwardRecvForward: return "send_backward_recv_forward";
     case StepKind::RecvBackward: return "recv_backward";
     case StepKind::SendBackward: return "send_backward";
+    case StepKind::SendForwardRecvForward: return "send_forward_recv_forward";
+    case StepKind::SendBackwardRecvBackward: return "send_backward_recv_backward";
+    case StepKind::SendForwardBackwardRecvForwardBackward:
+      return "send_forward_backward_recv_forward_backward";
   }
   return "?";
 }

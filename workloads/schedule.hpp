@@ -1,8 +1,8 @@
 // Pipeline schedules: for one pipeline stage, the ordered sequence of forward and backward
 // passes and of the point-to-point calls that Megatron-LM makes between them. Schedules are
-// kept in a registry keyed by the name used in job files (`parallelism.schedule`); "1f1b" is
-// Megatron's non-interleaved one-forward-one-backward schedule. Interleaved (vp) and other
-// schedules register here when they land.
+// kept in a registry keyed by the name used in job files (`parallelism.schedule`): "1f1b" is
+// Megatron's non-interleaved one-forward-one-backward schedule, "interleaved" its
+// forward_backward_pipelining_with_interleaving (vp model chunks per stage).
 #pragma once
 
 #include <cstdint>
@@ -13,16 +13,29 @@
 namespace clustersim::workloads {
 
 /// What a schedule step does. The P2P kinds are Megatron's p2p_communication calls; each is
-/// one batched exchange, and at the ends of the pipeline a call has no peer (a no-op).
+/// one batched exchange whose active transfers are in ScheduleStep::transfers (a call can
+/// have none at the ends of the pipeline).
 enum class StepKind : std::uint8_t {
-  Forward,                  ///< forward pass of `microbatch`
-  Backward,                 ///< backward pass of `microbatch`
-  RecvForward,              ///< recv_forward: activations of `recv_microbatch` from the previous stage
-  SendForward,              ///< send_forward: activations of `microbatch` to the next stage
+  Forward,                  ///< forward pass of `microbatch` through model chunk `chunk`
+  Backward,                 ///< backward pass of `microbatch` through model chunk `chunk`
+  RecvForward,              ///< recv_forward
+  SendForward,              ///< send_forward
   SendForwardRecvBackward,  ///< send_forward_recv_backward (next stage both ways)
   SendBackwardRecvForward,  ///< send_backward_recv_forward (previous stage both ways)
-  RecvBackward,             ///< recv_backward: gradients of `recv_microbatch` from the next stage
-  SendBackward              ///< send_backward: gradients of `microbatch` to the previous stage
+  RecvBackward,             ///< recv_backward
+  SendBackward,             ///< send_backward
+  SendForwardRecvForward,   ///< send_forward_recv_forward (interleaved warmup)
+  SendBackwardRecvBackward, ///< send_backward_recv_backward (interleaved cooldown)
+  SendForwardBackwardRecvForwardBackward  ///< the interleaved steady-state exchange
+};
+
+/// Transfer bits of a P2P step: activations go to the next stage and come from the previous
+/// one, gradients the other way (Megatron's ring: the last stage's next is stage 0).
+enum TransferBits : std::uint8_t {
+  kSendForward = 1,   ///< send activations to the next stage
+  kRecvForward = 2,   ///< receive activations from the previous stage
+  kSendBackward = 4,  ///< send gradients to the previous stage
+  kRecvBackward = 8   ///< receive gradients from the next stage
 };
 
 /// One step of a stage's schedule.
@@ -30,11 +43,14 @@ struct ScheduleStep {
   StepKind kind = StepKind::Forward;
   int microbatch = -1;       ///< computed or sent microbatch; -1 for a pure receive
   int recv_microbatch = -1;  ///< received microbatch; -1 when the step receives nothing
+  int chunk = 0;             ///< model chunk of the computed microbatch (0 without vp)
+  std::uint8_t transfers = 0;  ///< TransferBits of a P2P step that actually move data
 };
 
-/// A schedule: the steps of pipeline stage `stage` of `pp`, for `num_microbatches`.
+/// A schedule: the steps of pipeline stage `stage` of `pp`, for `num_microbatches` and `vp`
+/// model chunks per stage.
 using PipelineSchedule =
-    std::function<std::vector<ScheduleStep>(int pp, int stage, int num_microbatches)>;
+    std::function<std::vector<ScheduleStep>(int pp, int stage, int num_microbatches, int vp)>;
 
 /// The schedule registered under `name`, or nullptr.
 const PipelineSchedule* find_pipeline_schedule(const std::string& name);

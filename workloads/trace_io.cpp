@@ -23,17 +23,24 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr const char* kFormatName = "clustersim-trace";
 constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
-                              sim::Stream::DpComm};
+                              sim::Stream::DpComm, sim::Stream::CpComm};
 constexpr std::array kPhases{sim::Phase::Forward, sim::Phase::Backward, sim::Phase::Optimizer};
-constexpr std::array kGroups{sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::DP,
-                             sim::GroupKind::PP};
+// Every group kind (op lines); the first four plus EP are the layout's dimensions.
+constexpr std::array kGroups{sim::GroupKind::TP,  sim::GroupKind::CP,  sim::GroupKind::DP,
+                             sim::GroupKind::PP,  sim::GroupKind::EP,  sim::GroupKind::ETP,
+                             sim::GroupKind::EDP, sim::GroupKind::DPCP, sim::GroupKind::EMB};
+constexpr std::array kLayoutSizes{sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::DP,
+                                  sim::GroupKind::PP, sim::GroupKind::EP, sim::GroupKind::ETP};
+constexpr std::array kOrderDims{sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::EP,
+                                sim::GroupKind::DP, sim::GroupKind::PP};
 constexpr std::array kCollectives{sim::CollectiveKind::AllReduce, sim::CollectiveKind::AllGather,
                                   sim::CollectiveKind::ReduceScatter, sim::CollectiveKind::AllToAll};
 constexpr std::array kPeers{sim::Peer::None, sim::Peer::PrevStage, sim::Peer::NextStage};
 constexpr std::array kMemKernels{sim::MemKernel::Elementwise, sim::MemKernel::Norm,
                                  sim::MemKernel::Activation, sim::MemKernel::Rope,
                                  sim::MemKernel::CrossEntropy, sim::MemKernel::Optimizer,
-                                 sim::MemKernel::Copy};
+                                 sim::MemKernel::Copy, sim::MemKernel::HostCopy,
+                                 sim::MemKernel::HostOptimizer};
 // Op kinds, in OpShape's alternative order.
 constexpr std::array<const char*, 5> kKinds{"gemm", "attention", "mem", "collective", "p2p"};
 
@@ -99,12 +106,10 @@ OrderedJson header_line(const sim::Workload& workload, int rank) {
   j["description"] = workload.description;
   OrderedJson sizes;
   OrderedJson coords;
-  for (sim::GroupKind kind : kGroups) {
-    sizes[sim::to_string(kind)] = layout.size(kind);
-    coords[sim::to_string(kind)] = layout.coord(rank, kind);
-  }
+  for (sim::GroupKind kind : kLayoutSizes) sizes[sim::to_string(kind)] = layout.size(kind);
+  for (sim::GroupKind kind : kGroups) coords[sim::to_string(kind)] = layout.coord(rank, kind);
   OrderedJson order = OrderedJson::array();
-  for (sim::GroupKind kind : layout.order()) order.push_back(sim::to_string(kind));
+  for (sim::GroupKind kind : layout.full_order()) order.push_back(sim::to_string(kind));
   sizes["order"] = order;
   j["layout"] = sizes;
   j["coords"] = coords;
@@ -198,24 +203,34 @@ class JsonFields {
 constexpr std::int64_t kMaxInt32 = std::numeric_limits<std::int32_t>::max();
 constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 
-sim::RankLayout read_layout(JsonFields& header, const Json& j, const std::string& origin, int line) {
+// Version 2: sizes tp, cp, dp, pp, ep, etp and a five-dimension order; version 1: tp, cp, dp,
+// pp and a four-dimension order.
+sim::RankLayout read_layout(JsonFields& header, const Json& j, const std::string& origin, int line,
+                            int version) {
   JsonFields f(j, origin, line, "layout");
-  std::array<int, 4> sizes{};
-  for (std::size_t i = 0; i < kGroups.size(); ++i) {
-    sizes[i] = static_cast<int>(f.get_int(sim::to_string(kGroups[i]), 1, kMaxInt32));
+  const std::size_t dims = version == 1 ? 4 : 6;
+  std::array<int, 6> sizes{1, 1, 1, 1, 1, 1};
+  for (std::size_t i = 0; i < dims; ++i) {
+    sizes[i] = static_cast<int>(f.get_int(sim::to_string(kLayoutSizes[i]), 1, kMaxInt32));
   }
+  const std::size_t order_size = version == 1 ? 4 : 5;
   const Json& order_json = f.get("order");
-  if (!order_json.is_array() || order_json.size() != 4) {
-    throw f.error("order", "expected a list of the four dimensions");
+  if (!order_json.is_array() || order_json.size() != order_size) {
+    throw f.error("order", "expected a list of the " + std::to_string(order_size) + " dimensions");
   }
-  std::array<sim::GroupKind, 4> order{};
-  for (std::size_t i = 0; i < 4; ++i) {
+  std::vector<sim::GroupKind> order;
+  for (std::size_t i = 0; i < order_size; ++i) {
     if (!order_json[i].is_string()) throw f.error("order", "expected dimension names");
-    order[i] = f.parse_enum("order", order_json[i].get<std::string>(), kGroups);
+    order.push_back(f.parse_enum("order", order_json[i].get<std::string>(), kOrderDims));
   }
   f.finish();
   try {
-    return sim::RankLayout(sizes[0], sizes[1], sizes[2], sizes[3], order);
+    if (version == 1) {
+      return sim::RankLayout(sizes[0], sizes[1], sizes[2], sizes[3],
+                             {order[0], order[1], order[2], order[3]});
+    }
+    return sim::RankLayout(sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5],
+                           {order[0], order[1], order[2], order[3], order[4]});
   } catch (const std::invalid_argument& e) {
     throw header.error("layout", e.what());
   }
@@ -238,16 +253,19 @@ std::size_t read_header(const Json& j, const std::string& origin, int line, Rank
   if (h.get_string("format") != kFormatName) {
     throw h.error("format", std::string("expected '") + kFormatName + "'");
   }
-  if (h.get_int("version", 0, kMaxInt32) != kTraceFormatVersion) {
-    throw h.error("version", "unsupported version (this reader reads " +
+  const auto version = static_cast<int>(h.get_int("version", 0, kMaxInt32));
+  if (version != 1 && version != kTraceFormatVersion) {
+    throw h.error("version", "unsupported version (this reader reads 1 and " +
                                  std::to_string(kTraceFormatVersion) + ")");
   }
-  trace.layout = read_layout(h, h.get("layout"), origin, line);
+  trace.layout = read_layout(h, h.get("layout"), origin, line, version);
   trace.rank = static_cast<int>(h.get_int("rank", 0, trace.layout.world() - 1));
   trace.program_index = static_cast<int>(h.get_int("program", 0, kMaxInt32));
   trace.description = h.get_string("description");
   JsonFields coords(h.get("coords"), origin, line, "coords");
-  for (sim::GroupKind kind : kGroups) {
+  const std::size_t coord_kinds = version == 1 ? 4 : kGroups.size();
+  for (std::size_t i = 0; i < coord_kinds; ++i) {
+    const sim::GroupKind kind = kGroups[i];
     if (coords.get_int(sim::to_string(kind), 0, kMaxInt32) != trace.layout.coord(trace.rank, kind)) {
       throw coords.error(sim::to_string(kind), "does not match the rank's coordinate in the layout");
     }

@@ -1,79 +1,68 @@
 #include "workloads/transformer_ops.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "workloads/flops.hpp"
+#include "workloads/transformer_constants.hpp"
 
 namespace clustersim::workloads {
-namespace {
 
 using sim::CollectiveKind;
 using sim::MemKernel;
 
-// Activations, activation gradients and pipeline messages are BF16 (Megatron --bf16; with
-// fp8, Transformer Engine casts inside its GEMM modules and hands BF16 tensors between them).
-constexpr double kActivationBytes = 2.0;
-// GEMM outputs written as BF16, except weight gradients: Megatron's gradient accumulation
-// fusion (on by default) has the wgrad GEMM accumulate into the FP32 main_grad buffer, which it
-// reads and writes.
-constexpr double kOutBytes = 2.0;
-constexpr double kWgradOutBytes = 8.0;
-constexpr double kFp32Bytes = 4.0;
-// Vocab-parallel cross entropy, unfused (megatron/core/tensor_parallel/cross_entropy.py), per
-// logit: cast BF16 -> FP32 (2 + 4), max (4), subtract max in place (8), exp in place (8), sum
-// (4), divide into the softmax kept for backward (8) = 38 bytes. Backward: scale the softmax in
-// place (8), cast the gradient to BF16 for the output layer (4 + 2) = 14 bytes.
-constexpr double kCrossEntropyForwardBytes = 38.0;
-constexpr double kCrossEntropyBackwardBytes = 14.0;
-// Its forward all-reduces three FP32 values per token over TP: the max logit, the target
-// logit and the sum of exponentials.
-constexpr int kCrossEntropyAllReduces = 3;
-// main_grad (FP32) += grad (BF16): read 4 + 2, write 4 bytes per element (Megatron DDP hook
-// for parameters whose gradient is not fused into a GEMM, such as the embeddings).
-constexpr double kMainGradAccumulateBytes = 10.0;
-
-void ready(GradSink* sink, ParamGroup group, int layer, std::uint32_t op) {
-  if (sink != nullptr) sink->gradient_ready(group, layer, op);
-}
-
-sim::AttentionShape attention_shape(const RankShapes& s, bool backward) {
-  sim::AttentionShape a;
-  a.batch = s.micro_batch;
-  a.heads = s.heads;
-  a.kv_heads = s.kv_heads;
-  a.seq_q = s.seq;
-  a.seq_kv = s.seq;
-  a.head_dim = s.head_dim;
-  a.head_dim_v = s.head_dim;
-  a.causal = true;
-  a.backward = backward;
-  a.dtype = sim::DType::BF16;  // TE keeps attention in BF16 unless fp8_dot_product_attention
-  return a;
-}
-
-}  // namespace
-
 RankShapes RankShapes::of(const WorkloadSpec& spec) {
   const ModelSpec& m = spec.model;
-  const int tp = spec.parallel.tp;
+  const ParallelSpec& p = spec.parallel;
+  const TrainingSpec& t = spec.training;
+  const int tp = p.tp;
+  const std::int64_t gate = m.activation == Activation::Swiglu ? 2 : 1;
   RankShapes s;
-  s.micro_batch = spec.training.micro_batch_size;
-  s.seq = spec.training.seq_length;
+  s.micro_batch = t.micro_batch_size;
+  s.cp = p.cp;
+  s.seq = t.seq_length / p.cp;
   s.tokens = s.micro_batch * s.seq;
   s.tp_comm = tp > 1;
-  s.sequence_parallel = spec.parallel.sequence_parallel && tp > 1;
+  s.sequence_parallel = p.sequence_parallel && tp > 1;
+  s.tp_overlap = p.tp_comm_overlap && s.sequence_parallel;
   s.sp_tokens = s.sequence_parallel ? s.tokens / tp : s.tokens;
   s.hidden = m.hidden;
   s.heads = m.heads / tp;
   s.kv_heads = m.kv_heads / tp;
   s.head_dim = m.head_dim;
+  s.v_head_dim = m.value_head_dim();
   s.qkv_out = (s.heads + 2 * s.kv_heads) * s.head_dim;
-  s.attn_out = s.heads * s.head_dim;
+  s.attn_out = s.heads * s.v_head_dim;
   s.ffn = m.ffn / tp;
-  s.fc1_out = s.ffn * (m.activation == Activation::Swiglu ? 2 : 1);
+  s.fc1_out = s.ffn * gate;
   s.vocab = padded_vocab(m.vocab, tp) / tp;
   s.position_rows = m.position == PositionKind::Learned ? m.max_position_embeddings : 0;
   s.linear_dtype = compute_dtype(spec);
+  s.attention_dtype = t.fp8_attention ? sim::DType::FP8 : sim::DType::BF16;
+  if (m.attention == AttentionKind::Mla) {
+    s.q_lora = m.q_lora_rank;
+    s.kv_lora = m.kv_lora_rank;
+    s.rope_dim = m.rope_head_dim;
+    s.q_up_out = s.heads * m.head_dim;
+    s.kv_up_out = s.heads * (m.head_dim - m.rope_head_dim + s.v_head_dim);
+  }
+  if (m.experts > 0) {
+    s.experts = m.experts;
+    s.moe_tokens = s.sp_tokens;
+    s.ep_comm = p.ep > 1;
+    s.etp_comm = p.etp > 1;
+    // The busiest rank gets moe_imbalance times the average, capped by the capacity factor
+    // (tokens beyond capacity are dropped).
+    s.expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
+                                                : t.moe_imbalance;
+    const double rows = static_cast<double>(s.moe_tokens * m.top_k * p.etp) * s.expert_load;
+    s.expert_rows = std::max<std::int64_t>(1, std::llround(rows));
+    s.expert_ffn = m.expert_ffn / p.etp;
+    s.expert_fc1_out = s.expert_ffn * gate;
+    s.shared_ffn = m.shared_expert_ffn / tp;
+    s.shared_fc1_out = s.shared_ffn * gate;
+  }
   return s;
 }
 
@@ -85,7 +74,7 @@ double TransformerOps::act_bytes(std::int64_t rows, std::int64_t cols) const {
 }
 
 double TransformerOps::pipeline_message_bytes() const {
-  // Megatron's get_tensor_shapes: [seq / tp (with SP), mbs, hidden] in the pipeline dtype.
+  // Megatron's get_tensor_shapes: [seq / cp (/ tp with SP), mbs, hidden] in the pipeline dtype.
   return act_bytes(s_.sp_tokens, s_.hidden);
 }
 
@@ -94,10 +83,11 @@ void TransformerOps::tp_blocking(const std::string& label, CollectiveKind kind, 
 }
 
 // SP: all-gather the sequence shards before a column-parallel GEMM (forward), or the output
-// gradient before a row-parallel dgrad (backward of the forward reduce-scatter).
-void TransformerOps::gather_sequence() {
+// gradient before a row-parallel dgrad (backward of the forward reduce-scatter). Blocking; the
+// Transformer Engine layers overlap theirs with tp_comm_overlap instead (linear_in).
+void TransformerOps::gather_sequence(std::int64_t cols) {
   if (s_.sequence_parallel) {
-    tp_blocking("tp_ag", CollectiveKind::AllGather, act_bytes(s_.tokens, s_.hidden));
+    tp_blocking("tp_ag", CollectiveKind::AllGather, act_bytes(s_.tokens, cols > 0 ? cols : s_.hidden));
   }
 }
 
@@ -112,7 +102,41 @@ void TransformerOps::reduce_output() {
   }
 }
 
-// Backward of a column-parallel linear (Megatron LinearWithGradAccumulationAndAsyncCommunication,
+// A column-parallel GEMM on the sequence-gathered input. With tp_comm_overlap (Transformer
+// Engine userbuffers) the all-gather runs in chunks on the TP stream while the GEMM consumes
+// them: modelled as the all-gather alongside the GEMM (both start after the previous op) and
+// the next op waiting for both, i.e. max(all-gather, GEMM) -- ideal pipelining, which is
+// optimistic by at most one chunk (1/tp of the smaller of the two).
+void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::int64_t k,
+                               sim::DType dtype) {
+  std::optional<std::uint32_t> overlapped;
+  if (s_.tp_overlap) {
+    std::vector<std::uint32_t> launch;
+    if (auto last = b_.last_compute()) launch.push_back(*last);
+    overlapped = b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
+                               sim::Stream::TpComm, act_bytes(s_.tokens, k), std::move(launch));
+  } else {
+    gather_sequence(k);
+  }
+  b_.gemm(label, s_.tokens, n, k, dtype, kOutBytes);
+  if (overlapped) b_.defer(*overlapped);
+}
+
+// A row-parallel GEMM followed by the reduction of its output; with tp_comm_overlap the
+// reduce-scatter is pipelined with the GEMM (same model as linear_in).
+void TransformerOps::linear_out(const std::string& label, std::int64_t n, std::int64_t k) {
+  std::vector<std::uint32_t> launch;
+  if (auto last = b_.last_compute()) launch.push_back(*last);
+  b_.gemm(label, s_.tokens, n, k, s_.linear_dtype, kOutBytes);
+  if (s_.tp_overlap) {
+    b_.defer(b_.collective("tp_rs", CollectiveKind::ReduceScatter, sim::GroupKind::TP,
+                           sim::Stream::TpComm, act_bytes(s_.tokens, s_.hidden), std::move(launch)));
+  } else {
+    reduce_output();
+  }
+}
+
+// Backward of a column-parallel linear with input width `in` (Megatron LinearWithGradAccumulationAndAsyncCommunication,
 // megatron/core/tensor_parallel/layers.py; TE's Linear does the same): with SP the input shard
 // is all-gathered again for the wgrad on the communication stream while the dgrad runs, then
 // the input gradient is reduce-scattered asynchronously, overlapping the wgrad GEMM; without SP
@@ -122,7 +146,7 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
                                                           std::int64_t in, std::int64_t out,
                                                           sim::DType dtype, ParamGroup group,
                                                           int layer, GradSink* sink) {
-  const double full = act_bytes(s_.tokens, s_.hidden);
+  const double full = act_bytes(s_.tokens, in);  // the layer input [tokens, in] and its gradient
   std::vector<std::uint32_t> wgrad_deps;
   if (s_.sequence_parallel) {
     std::vector<std::uint32_t> launch;
@@ -139,19 +163,29 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
   }
   const std::uint32_t wgrad =
       b_.gemm(name + "_wgrad", in, out, s_.tokens, dtype, kWgradOutBytes, std::move(wgrad_deps));
-  ready(sink, group, layer, wgrad);
+  if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
   return consumer_deps;
 }
 
-// Backward of a row-parallel linear: with SP its forward reduce-scatter becomes a (blocking)
-// all-gather of the output gradient; without SP the forward all-reduce's backward is identity.
+// Backward of a row-parallel linear: with SP its forward reduce-scatter becomes an all-gather
+// of the output gradient (blocking, or overlapped with the dgrad GEMM with tp_comm_overlap);
+// without SP the forward all-reduce's backward is identity.
 void TransformerOps::row_backward(const std::string& name, std::int64_t in, std::int64_t out,
                                   ParamGroup group, int layer, GradSink* sink) {
-  gather_sequence();
+  std::optional<std::uint32_t> overlapped;
+  if (s_.tp_overlap) {
+    std::vector<std::uint32_t> launch;
+    if (auto last = b_.last_compute()) launch.push_back(*last);
+    overlapped = b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
+                               sim::Stream::TpComm, act_bytes(s_.tokens, s_.hidden), std::move(launch));
+  } else {
+    gather_sequence();
+  }
   b_.gemm(name + "_dgrad", s_.tokens, in, out, s_.linear_dtype, kOutBytes);
+  if (overlapped) b_.defer(*overlapped);
   const std::uint32_t wgrad =
       b_.gemm(name + "_wgrad", in, out, s_.tokens, s_.linear_dtype, kWgradOutBytes);
-  ready(sink, group, layer, wgrad);
+  if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
 }
 
 // Norm backward: read input and output gradient, write input gradient.
@@ -187,31 +221,44 @@ void TransformerOps::embedding_forward(std::vector<std::uint32_t> param_deps) {
   if (s_.position_rows > 0) b_.mem("pos_embedding", MemKernel::Elementwise, 3.0 * full);
 }
 
+// A TP-sharded MLP on the sequence-parallel input: FC1 (column parallel), activation, FC2 (row
+// parallel). Used for the dense MLP and for the shared experts of MoE layers.
+void TransformerOps::mlp_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn) {
+  linear_in(prefix + "fc1", fc1_out, s_.hidden, s_.linear_dtype);
+  // GeLU / squared ReLU read and write [tokens, ffn]; SwiGLU reads gate and up, writes their product.
+  const double act_passes = spec_.model.activation == Activation::Swiglu ? 3.0 : 2.0;
+  b_.mem(prefix + "act", MemKernel::Activation, act_passes * act_bytes(s_.tokens, ffn));
+  linear_out(prefix + "fc2", s_.hidden, ffn);
+}
+
+std::vector<std::uint32_t> TransformerOps::mlp_backward(const std::string& prefix,
+                                                       std::int64_t fc1_out, std::int64_t ffn,
+                                                       ParamGroup fc1, ParamGroup fc2, int layer,
+                                                       GradSink* sink) {
+  row_backward(prefix + "fc2", ffn, s_.hidden, fc2, layer, sink);
+  // GeLU: read input and gradient, write gradient; SwiGLU: read gate, up and gradient, write
+  // the gate and up gradients.
+  const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
+  b_.mem(prefix + "act_bwd", MemKernel::Activation, act_passes * act_bytes(s_.tokens, ffn));
+  return column_backward(prefix + "fc1", s_.hidden, fc1_out, s_.linear_dtype, fc1, layer, sink);
+}
+
 void TransformerOps::layer_forward(int layer, std::vector<std::uint32_t> param_deps) {
+  layer_forward_ops(layer, std::move(param_deps));
+}
+
+void TransformerOps::layer_forward_ops(int layer, std::vector<std::uint32_t> param_deps) {
   b_.set_layer(layer);
-  const ModelSpec& m = spec_.model;
   const double x = act_bytes(s_.sp_tokens, s_.hidden);  // one residual-stream tensor on this rank
-  const sim::DType dt = s_.linear_dtype;
   b_.mem("norm", MemKernel::Norm, 2.0 * x, std::move(param_deps));  // read x, write y
-  gather_sequence();
-  b_.gemm("qkv", s_.tokens, s_.qkv_out, s_.hidden, dt, kOutBytes);
-  if (m.position == PositionKind::Rope) {  // rotate q and k: read and write both
-    b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
-  }
-  // Flash attention reads q, k, v and writes o.
-  b_.attention("attn", attention_shape(s_, false),
-               act_bytes(s_.tokens, 2 * (s_.heads + s_.kv_heads) * s_.head_dim));
-  b_.gemm("proj", s_.tokens, s_.hidden, s_.attn_out, dt, kOutBytes);
-  reduce_output();
+  attention_forward();
   b_.mem("residual", MemKernel::Elementwise, 3.0 * x);  // read two tensors, write one
   b_.mem("norm", MemKernel::Norm, 2.0 * x);
-  gather_sequence();
-  b_.gemm("fc1", s_.tokens, s_.fc1_out, s_.hidden, dt, kOutBytes);
-  // GeLU reads and writes [tokens, ffn]; SwiGLU reads gate and up, writes their product.
-  const double act_passes = m.activation == Activation::Swiglu ? 3.0 : 2.0;
-  b_.mem("act", MemKernel::Activation, act_passes * act_bytes(s_.tokens, s_.ffn));
-  b_.gemm("fc2", s_.tokens, s_.hidden, s_.ffn, dt, kOutBytes);
-  reduce_output();
+  if (spec_.model.is_moe_layer(layer)) {
+    moe_forward();
+  } else {
+    mlp_forward("", s_.fc1_out, s_.ffn);
+  }
   b_.mem("residual", MemKernel::Elementwise, 3.0 * x);
 }
 
@@ -238,34 +285,35 @@ void TransformerOps::head_backward(GradSink* sink) {
   b_.mem("cross_entropy_bwd", MemKernel::CrossEntropy, kCrossEntropyBackwardBytes * logits);
   auto comm = column_backward("head", s_.hidden, s_.vocab, sim::DType::BF16,
                               ParamGroup::OutputHead, -1, sink);
-  ready(sink, ParamGroup::FinalNorm, -1, norm_backward("final_norm_bwd", std::move(comm)));
+  const std::uint32_t norm = norm_backward("final_norm_bwd", std::move(comm));
+  if (sink != nullptr) sink->gradient_ready(ParamGroup::FinalNorm, -1, norm);
 }
 
-void TransformerOps::layer_backward(int layer, GradSink* sink) {
-  b_.set_layer(layer);
-  const ModelSpec& m = spec_.model;
-  const double x = act_bytes(s_.sp_tokens, s_.hidden);
-  // MLP block, last op first.
-  row_backward("fc2", s_.ffn, s_.hidden, ParamGroup::Fc2, layer, sink);
-  // GeLU: read input and gradient, write gradient; SwiGLU: read gate, up and gradient, write
-  // the gate and up gradients.
-  const double act_passes = m.activation == Activation::Swiglu ? 5.0 : 3.0;
-  b_.mem("act_bwd", MemKernel::Activation, act_passes * act_bytes(s_.tokens, s_.ffn));
-  auto comm = column_backward("fc1", s_.hidden, s_.fc1_out, s_.linear_dtype, ParamGroup::Fc1,
-                              layer, sink);
-  ready(sink, ParamGroup::Norm2, layer, norm_backward("norm_bwd", std::move(comm)));
-  b_.mem("residual_bwd", MemKernel::Elementwise, 3.0 * x);  // add the branch gradient
-  // Attention block.
-  row_backward("proj", s_.attn_out, s_.hidden, ParamGroup::Proj, layer, sink);
-  // Flash attention backward reads q, k, v, o and do, writes dq, dk, dv.
-  b_.attention("attn_bwd", attention_shape(s_, true),
-               act_bytes(s_.tokens, 4 * (s_.heads + s_.kv_heads) * s_.head_dim));
-  if (m.position == PositionKind::Rope) {
-    b_.mem("rope_bwd", MemKernel::Rope,
-           2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
+void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps) {
+  const Recompute recompute = spec_.training.recompute;
+  if (recompute == Recompute::Full) {
+    // Megatron's full recompute (uniform, one layer per checkpoint) re-runs the layer forward
+    // from its checkpointed input, collectives included, right before its backward.
+    b_.set_recompute(true);
+    layer_forward_ops(layer, std::move(param_deps));
+    b_.set_recompute(false);
+    param_deps.clear();
   }
-  comm = column_backward("qkv", s_.hidden, s_.qkv_out, s_.linear_dtype, ParamGroup::Qkv, layer, sink);
-  ready(sink, ParamGroup::Norm1, layer, norm_backward("norm_bwd", std::move(comm)));
+  b_.set_layer(layer);
+  const double x = act_bytes(s_.sp_tokens, s_.hidden);
+  std::vector<std::uint32_t> comm;
+  for (std::uint32_t dep : param_deps) b_.defer(dep);  // parameters gathered for the backward
+  if (spec_.model.is_moe_layer(layer)) {
+    comm = moe_backward(layer, sink);
+  } else {
+    comm = mlp_backward("", s_.fc1_out, s_.ffn, ParamGroup::Fc1, ParamGroup::Fc2, layer, sink);
+  }
+  const std::uint32_t norm2 = norm_backward("norm_bwd", std::move(comm));
+  if (sink != nullptr) sink->gradient_ready(ParamGroup::Norm2, layer, norm2);
+  b_.mem("residual_bwd", MemKernel::Elementwise, 3.0 * x);  // add the branch gradient
+  comm = attention_backward(layer, sink);
+  const std::uint32_t norm1 = norm_backward("norm_bwd", std::move(comm));
+  if (sink != nullptr) sink->gradient_ready(ParamGroup::Norm1, layer, norm1);
   b_.mem("residual_bwd", MemKernel::Elementwise, 3.0 * x);
 }
 
@@ -275,12 +323,13 @@ void TransformerOps::embedding_backward(GradSink* sink) {
   // is an all-gather; without SP the all-reduce's backward is the identity.
   gather_sequence();
   if (s_.position_rows > 0) {
-    ready(sink, ParamGroup::PositionEmbedding, -1,
-          b_.mem("pos_embedding_bwd", MemKernel::Elementwise,
-                 dense_embedding_grad_bytes(s_.position_rows)));
+    const std::uint32_t op = b_.mem("pos_embedding_bwd", MemKernel::Elementwise,
+                                    dense_embedding_grad_bytes(s_.position_rows));
+    if (sink != nullptr) sink->gradient_ready(ParamGroup::PositionEmbedding, -1, op);
   }
-  ready(sink, ParamGroup::WordEmbedding, -1,
-        b_.mem("embedding_bwd", MemKernel::Elementwise, dense_embedding_grad_bytes(s_.vocab)));
+  const std::uint32_t op =
+      b_.mem("embedding_bwd", MemKernel::Elementwise, dense_embedding_grad_bytes(s_.vocab));
+  if (sink != nullptr) sink->gradient_ready(ParamGroup::WordEmbedding, -1, op);
 }
 
 }  // namespace clustersim::workloads

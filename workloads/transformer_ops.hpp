@@ -1,6 +1,9 @@
-// The ops of one microbatch through the parts of a dense decoder-only transformer, per rank,
-// as Megatron-LM with Transformer Engine runs them: embedding, transformer layers and output
-// head, forward and backward, with their tensor-parallel collectives (internal to workloads/).
+// The ops of one microbatch through the parts of a decoder-only transformer, per rank, as
+// Megatron-LM with Transformer Engine runs them: embedding, transformer layers (GQA or MLA
+// attention, with context-parallel ring attention; dense MLP or MoE block with expert
+// parallelism) and output head, forward and backward, with their tensor-parallel collectives
+// (internal to workloads/). Definitions are split over transformer_ops.cpp (embedding, head,
+// layers, MLP, TP helpers), attention_ops.cpp and moe_ops.cpp.
 #pragma once
 
 #include <cstdint>
@@ -15,28 +18,48 @@
 
 namespace clustersim::workloads {
 
-/// Per-rank sizes of one microbatch after tensor-parallel (and sequence-parallel) sharding.
+/// Per-rank sizes of one microbatch after context-, tensor- (and sequence-) parallel sharding.
 struct RankShapes {
-  std::int64_t micro_batch = 0, seq = 0;
-  std::int64_t tokens = 0;     ///< micro_batch * seq: rows of every GEMM
+  std::int64_t micro_batch = 0;
+  std::int64_t seq = 0;        ///< tokens of one sequence on this rank: seq_length / cp
+  std::int64_t tokens = 0;     ///< micro_batch * seq: rows of every TP GEMM
   std::int64_t sp_tokens = 0;  ///< tokens / tp with sequence parallelism, else tokens
   std::int64_t hidden = 0;
-  std::int64_t heads = 0, kv_heads = 0, head_dim = 0;  ///< heads per rank
-  std::int64_t qkv_out = 0;    ///< (heads + 2 kv_heads) * head_dim / tp
-  std::int64_t attn_out = 0;   ///< heads * head_dim / tp
+  std::int64_t heads = 0, kv_heads = 0;      ///< heads per rank (heads / tp)
+  std::int64_t head_dim = 0, v_head_dim = 0; ///< query/key and value head widths
+  std::int64_t qkv_out = 0;    ///< GQA: (heads + 2 kv_heads) * head_dim / tp
+  std::int64_t attn_out = 0;   ///< heads * v_head_dim / tp: input of the output projection
   std::int64_t fc1_out = 0;    ///< ffn / tp, doubled for SwiGLU (gate and up)
   std::int64_t ffn = 0;        ///< ffn / tp
   std::int64_t vocab = 0;      ///< padded vocab / tp
   std::int64_t position_rows = 0;  ///< learned position table rows (0 with RoPE)
-  sim::DType linear_dtype = sim::DType::BF16;  ///< transformer-layer GEMMs (FP8 with fp8)
-  bool tp_comm = false;        ///< tp > 1
+  // MLA (per rank): compressed ranks and up-projection widths.
+  std::int64_t q_lora = 0, kv_lora = 0, rope_dim = 0;
+  std::int64_t q_up_out = 0;   ///< heads/tp * head_dim
+  std::int64_t kv_up_out = 0;  ///< heads/tp * (head_dim - rope + v_head_dim)
+  // MoE (per rank).
+  std::int64_t experts = 0;
+  std::int64_t moe_tokens = 0;     ///< tokens this rank routes: sp_tokens
+  std::int64_t expert_rows = 0;    ///< rows of the rank's grouped expert GEMMs (busiest rank)
+  std::int64_t expert_ffn = 0;     ///< expert_ffn / etp
+  std::int64_t expert_fc1_out = 0; ///< expert_ffn / etp, doubled for SwiGLU
+  double expert_load = 1.0;        ///< rows relative to the balanced load
+  std::int64_t shared_ffn = 0;     ///< shared_expert_ffn / tp
+  std::int64_t shared_fc1_out = 0;
+  int cp = 1;
+  bool ep_comm = false;        ///< ep > 1
+  bool etp_comm = false;       ///< etp > 1
+  sim::DType linear_dtype = sim::DType::BF16;     ///< transformer-layer GEMMs (FP8 with fp8)
+  sim::DType attention_dtype = sim::DType::BF16;  ///< FP8 only with fp8_attention
+  bool tp_comm = false;            ///< tp > 1
   bool sequence_parallel = false;  ///< sequence parallel and tp > 1
+  bool tp_overlap = false;         ///< tp_comm_overlap
 
   /// Shapes of `spec`.
   static RankShapes of(const WorkloadSpec& spec);
 };
 
-/// Told, during the backward pass whose gradients are reduced, which op completes the
+/// Told, during a backward pass whose gradients are reduced, which op completes the
 /// gradient of each parameter group (data-parallel bucket launch).
 class GradSink {
  public:
@@ -60,8 +83,9 @@ class TransformerOps {
   void head_forward(std::vector<std::uint32_t> param_deps);
   /// Backward of the cross entropy, output head and final norm (last stage).
   void head_backward(GradSink* sink);
-  /// Backward of transformer layer `layer`: dgrad and wgrad GEMMs, attention backward, TP comm.
-  void layer_backward(int layer, GradSink* sink);
+  /// Backward of transformer layer `layer`, preceded by its recomputation (full recompute)
+  /// or by the core attention's (selective): dgrad and wgrad GEMMs, attention backward, comm.
+  void layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps = {});
   /// Backward of the embeddings (first stage).
   void embedding_backward(GradSink* sink);
 
@@ -71,10 +95,13 @@ class TransformerOps {
   const RankShapes& shapes() const { return s_; }
 
  private:
+  // transformer_ops.cpp: helpers
   double act_bytes(std::int64_t rows, std::int64_t cols) const;
   void tp_blocking(const std::string& label, sim::CollectiveKind kind, double bytes);
-  void gather_sequence();
+  void gather_sequence(std::int64_t cols = 0);
   void reduce_output();
+  void linear_in(const std::string& label, std::int64_t n, std::int64_t k, sim::DType dtype);
+  void linear_out(const std::string& label, std::int64_t n, std::int64_t k);
   std::vector<std::uint32_t> column_backward(const std::string& name, std::int64_t in,
                                              std::int64_t out, sim::DType dtype, ParamGroup group,
                                              int layer, GradSink* sink);
@@ -82,6 +109,21 @@ class TransformerOps {
                     int layer, GradSink* sink);
   std::uint32_t norm_backward(const std::string& label, std::vector<std::uint32_t> deps);
   double dense_embedding_grad_bytes(std::int64_t rows) const;
+  void mlp_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn);
+  std::vector<std::uint32_t> mlp_backward(const std::string& prefix, std::int64_t fc1_out,
+                                          std::int64_t ffn, ParamGroup fc1, ParamGroup fc2,
+                                          int layer, GradSink* sink);
+  void layer_forward_ops(int layer, std::vector<std::uint32_t> param_deps);
+  // attention_ops.cpp
+  void attention_forward();
+  void attention_core_forward();
+  std::vector<std::uint32_t> attention_backward(int layer, GradSink* sink);
+  void attention_core_backward();
+  double kv_block_bytes() const;
+  // moe_ops.cpp
+  void moe_forward();
+  std::vector<std::uint32_t> moe_backward(int layer, GradSink* sink);
+  void expert_exchange(const std::string& label, bool dispatch);
 
   ProgramBuilder& b_;
   const WorkloadSpec& spec_;

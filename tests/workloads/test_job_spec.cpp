@@ -103,10 +103,10 @@ TEST(JobSpec, OutOfRangeIsRejected) {
 
 TEST(JobSpec, ParallelSizesMustMultiplyToTheGpuCount) {
   expect_error(with_line(5, "  dp: 5"), 128, 5, "parallelism.dp",
-               "tp*pp*dp = 4*8*5 = 160 does not equal the cluster's 128 GPUs");
-  // With dp omitted, the GPU count must be a multiple of tp*pp.
+               "tp*cp*dp*pp = 4*1*5*8 = 160 does not equal the cluster's 128 GPUs");
+  // With dp omitted, the GPU count must be a multiple of tp*cp*pp.
   // (Errors about a whole mapping point at its first key.)
-  expect_error(with_line(5, ""), 100, 3, "parallelism.dp", "not divisible by tp*pp = 32");
+  expect_error(with_line(5, ""), 100, 3, "parallelism.dp", "not divisible by tp*cp*pp = 4*1*8 = 32");
 }
 
 TEST(JobSpec, GlobalBatchMustBeDivisibleByDpTimesMbs) {
@@ -147,21 +147,25 @@ TEST(JobSpec, MissingRequiredFieldsAreNamed) {
 
 TEST(JobSpec, UnknownScheduleListsTheRegistry) {
   expect_error(with_line(6, "  schedule: gpipe"), 128, 6, "parallelism.schedule",
-               "unknown pipeline schedule 'gpipe' (known: 1f1b)");
+               "unknown pipeline schedule 'gpipe' (known: 1f1b, interleaved)");
 }
 
-TEST(JobSpec, UnsupportedContextParallelIsRejected) {
-  expect_error(with_line(6, "  cp: 2"), 128, 6, "parallelism.cp", "not implemented");
+TEST(JobSpec, ContextParallelSizeCountsInTheGpus) {
+  // cp 2 with tp 4, pp 8, dp 4 needs 256 GPUs.
+  expect_error(with_line(6, "  cp: 2"), 128, 5, "parallelism.dp", "tp*cp*dp*pp = 4*2*4*8 = 256");
+  EXPECT_EQ(parse_job(with_line(6, "  cp: 2"), 256).parallel.cp, 2);
 }
 
 TEST(JobSpec, OverlapParamGatherNeedsTheDistributedOptimizer) {
-  expect_error(with_line(6, "  distributed_optimizer: false"), 128, 3,
-               "parallelism.overlap_param_gather", "needs distributed_optimizer: true");
+  // Without the distributed optimizer the default turns off; asking for it is an error.
+  EXPECT_FALSE(parse_job(with_line(6, "  distributed_optimizer: false"), 128).parallel.overlap_param_gather);
+  expect_error(with_line(6, "  distributed_optimizer: false\n  overlap_param_gather: true"), 128, 7,
+               "parallelism.overlap_param_gather", "needs zero_stage 1 or 2");
 }
 
 TEST(JobSpec, SequenceParallelNeedsSeqDivisibleByTp) {
   expect_error(with_line(8, "  seq_length: 2046"), 128, 8, "training.seq_length",
-               "seq_length (2046) is not divisible by tp (sequence parallel) (4)");
+               "seq_length / cp (2046) is not divisible by tp (4) with sequence parallelism");
 }
 
 TEST(JobSpec, LearnedPositionsBoundTheSequence) {

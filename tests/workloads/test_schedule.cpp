@@ -20,13 +20,13 @@ namespace {
 std::vector<ScheduleStep> steps_of(int pp, int stage, int m) {
   const PipelineSchedule* schedule = find_pipeline_schedule("1f1b");
   EXPECT_NE(schedule, nullptr);
-  return (*schedule)(pp, stage, m);
+  return (*schedule)(pp, stage, m, 1);
 }
 
 const std::vector<std::pair<int, int>> kShapes = {{1, 4}, {2, 1}, {4, 8}, {4, 2}, {8, 3}, {3, 7}, {8, 64}};
 
 TEST(OneFOneB, RegistryKnowsItByName) {
-  EXPECT_EQ(pipeline_schedule_names(), std::vector<std::string>{"1f1b"});
+  EXPECT_EQ(pipeline_schedule_names(), (std::vector<std::string>{"1f1b", "interleaved"}));
   EXPECT_EQ(find_pipeline_schedule("gpipe"), nullptr);
 }
 

@@ -65,10 +65,13 @@ TEST(TraceIo, HeaderDescribesTheRank) {
   const std::string text = write(small_workload(), 5);
   const std::string header = text.substr(0, text.find('\n'));
   // rank 5 = tp 1, dp 0, pp 1 in tp-cp-dp-pp order with tp 2, dp 2.
-  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":1,\"rank\":5,\"program\":1"),
+  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":2,\"rank\":5,\"program\":1"),
             std::string::npos) << header;
-  EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1}"), std::string::npos) << header;
-  EXPECT_NE(header.find("\"order\":[\"tp\",\"cp\",\"dp\",\"pp\"]"), std::string::npos) << header;
+  EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1,\"ep\":0,"), std::string::npos)
+      << header;
+  EXPECT_NE(header.find("\"layout\":{\"tp\":2,\"cp\":1,\"dp\":2,\"pp\":2,\"ep\":1,\"etp\":2,"
+                        "\"order\":[\"tp\",\"cp\",\"ep\",\"dp\",\"pp\"]}"),
+            std::string::npos) << header;
 }
 
 // Replaces the first occurrence of `from` on line `line` (1-based) and expects a SpecError
@@ -102,7 +105,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   expect_rejected(text, 3, "\"op\":1", "\"op\":2", "ops[1].op", "expected op index 1");
   expect_rejected(text, 3, "\"flops\":", "\"flops\":-1", "ops[1].flops", "finite number");
   expect_rejected(text, 3, "{", "{{", "", "invalid JSON");
-  expect_rejected(text, 1, "\"version\":1", "\"version\":2", "version", "unsupported version");
+  expect_rejected(text, 1, "\"version\":2", "\"version\":3", "version", "unsupported version");
   expect_rejected(text, 1, "\"coords\":{\"tp\":0", "\"coords\":{\"tp\":1", "coords.tp", "does not match");
   expect_rejected(text, 1, "\"rank\":0", "\"rank\":99", "rank", "out of range");
 }

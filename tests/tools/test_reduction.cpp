@@ -1,0 +1,69 @@
+// The identical-data-parallel-replica reduction (docs/engine.md) must agree with the full
+// simulation: step time and breakdown within 1% from 64 to 1,024 GPUs.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "tools/job.hpp"
+#include "tools/simulate.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+struct Case {
+  const char* name;
+  int gpus;
+  const char* yaml;
+};
+
+Job load(const Case& c) {
+  const std::string path = ::testing::TempDir() + "/reduction_" + c.name + ".yaml";
+  std::ofstream(path) << c.yaml;
+  return load_job(path);
+}
+
+class ReductionAgreement : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ReductionAgreement, IdenticalReplicasMatchTheFullSimulationWithinOnePercent) {
+  const Job job = load(GetParam());
+  SimulateOptions full, reduced;
+  full.replicas = "full";
+  reduced.replicas = "identical";
+  const RunReport a = simulate_job(job, full);
+  const RunReport b = simulate_job(job, reduced);
+  ASSERT_EQ(a.replicas, "full");
+  ASSERT_EQ(b.replicas, "identical");
+  EXPECT_LT(b.step.events, a.step.events);  // the reduction must actually reduce
+  const double step = a.step.step_time_s;
+  EXPECT_NEAR(b.step.step_time_s, step, 0.01 * step);
+  EXPECT_NEAR(b.step.breakdown.compute_s, a.step.breakdown.compute_s, 0.01 * step);
+  EXPECT_NEAR(b.step.breakdown.exposed_comm_s, a.step.breakdown.exposed_comm_s, 0.01 * step);
+  EXPECT_NEAR(b.step.breakdown.bubble_s, a.step.breakdown.bubble_s, 0.01 * step);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, ReductionAgreement,
+    ::testing::Values(
+        Case{"llama70b_64", 64,
+             "cluster: {platform: hgx_h100, gpus: 64}\n"
+             "model: {catalog: llama3_70b, layers: 8}\n"
+             "parallelism: {tp: 4, pp: 2, dp: 8, sequence_parallel: true}\n"
+             "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 64, "
+             "precision: bf16}\n"},
+        Case{"llama70b_256_fp8", 256,
+             "cluster: {platform: hgx_h100, gpus: 256}\n"
+             "model: {catalog: llama3_70b, layers: 8}\n"
+             "parallelism: {tp: 8, pp: 2, dp: 16, sequence_parallel: true}\n"
+             "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 128, "
+             "precision: fp8}\n"},
+        Case{"llama405b_1024", 1024,
+             "cluster: {platform: hgx_h100, gpus: 1024}\n"
+             "model: {catalog: llama3_405b, layers: 16}\n"
+             "parallelism: {tp: 8, pp: 4, dp: 32, sequence_parallel: true}\n"
+             "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 256, "
+             "precision: bf16}\n"}),
+    [](const auto& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
+}  // namespace clustersim::tools

@@ -1,0 +1,186 @@
+// Attention blocks of TransformerOps: GQA/MHA or multi-head latent attention (MLA), with flash
+// attention on one rank or context-parallel ring attention (Transformer Engine's
+// AttnFuncWithCPAndKVP2P) over the cp ranks, and selective recompute of the core attention.
+#include <utility>
+
+#include "workloads/transformer_constants.hpp"
+#include "workloads/transformer_ops.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+using sim::CollectiveKind;
+using sim::MemKernel;
+
+sim::AttentionShape core_shape(const RankShapes& s, std::int64_t seq_q, std::int64_t seq_kv,
+                               bool causal, bool backward) {
+  sim::AttentionShape a;
+  a.batch = s.micro_batch;
+  a.heads = s.heads;
+  // MLA expands keys and values per head (Megatron-core MLA runs core attention as MHA).
+  a.kv_heads = s.q_up_out > 0 ? s.heads : s.kv_heads;
+  a.seq_q = seq_q;
+  a.seq_kv = seq_kv;
+  a.head_dim = s.head_dim;
+  a.head_dim_v = s.v_head_dim;
+  a.causal = causal;
+  a.backward = backward;
+  a.dtype = s.attention_dtype;  // TE keeps attention in BF16 unless fp8_dot_product_attention
+  return a;
+}
+
+}  // namespace
+
+// Local K and V of one microbatch on this rank: what one ring step moves.
+double TransformerOps::kv_block_bytes() const {
+  const std::int64_t kv = s_.q_up_out > 0 ? s_.heads : s_.kv_heads;
+  return act_bytes(s_.tokens, kv * (s_.head_dim + s_.v_head_dim));
+}
+
+// Flash attention reads q, k, v and writes o. With context parallelism each rank holds two
+// load-balanced chunks of every sequence (chunks i and 2cp-1-i) and the K/V blocks travel
+// around the CP ring: step 0 attends its own block causally, each of the cp-1 later steps
+// attends half of the pairs (seq/cp x seq/(2cp)) without a mask, so every rank does the same
+// causal share; the transfer of the next block (on the cp_comm stream, one ring shift = an
+// all-gather op of block*cp/(cp-1) bytes) overlaps the current step. A final correction merges
+// the per-step outputs with their softmax statistics.
+void TransformerOps::attention_core_forward() {
+  const std::int64_t qo_cols = s_.heads * (s_.head_dim + s_.v_head_dim);
+  const double full_bytes = act_bytes(s_.tokens, qo_cols) + kv_block_bytes();
+  if (s_.cp == 1) {
+    b_.attention("attn", core_shape(s_, s_.seq, s_.seq, true, false), full_bytes);
+    return;
+  }
+  const double block = kv_block_bytes();
+  const double ring_step = block * s_.cp / (s_.cp - 1);
+  std::vector<std::uint32_t> launch;
+  if (auto last = b_.last_compute()) launch.push_back(*last);
+  std::optional<std::uint32_t> previous;
+  for (int j = 0; j < s_.cp; ++j) {
+    std::optional<std::uint32_t> next;
+    if (j + 1 < s_.cp) {
+      next = b_.collective("cp_kv", CollectiveKind::AllGather, sim::GroupKind::CP,
+                           sim::Stream::CpComm, ring_step, j == 0 ? launch : std::vector<std::uint32_t>{});
+    }
+    if (previous) b_.defer(*previous);
+    if (j == 0) {
+      b_.attention("attn", core_shape(s_, s_.seq, s_.seq, true, false), full_bytes);
+    } else {
+      b_.attention("attn", core_shape(s_, s_.seq, s_.seq / 2, false, false),
+                   act_bytes(s_.tokens, qo_cols) + block / 2);
+    }
+    previous = next;
+  }
+  // Merge the cp partial outputs: read each with its log-sum-exp, write the result.
+  b_.mem("cp_out_correction", MemKernel::Elementwise,
+         3.0 * act_bytes(s_.tokens, s_.heads * s_.v_head_dim));
+}
+
+// Backward: the ring runs again; the transfer launched with step j carries the K/V block of
+// step j+1 and the dK/dV accumulated so far (one block at the first step), overlapping step j;
+// after the last step one more transfer returns the accumulated dK/dV to their owner, and the
+// input-gradient consumers wait for it.
+void TransformerOps::attention_core_backward() {
+  const std::int64_t qo_cols = s_.heads * (s_.head_dim + s_.v_head_dim);
+  const double full_bytes = 2.0 * (act_bytes(s_.tokens, qo_cols) + kv_block_bytes());
+  if (s_.cp == 1) {
+    b_.attention("attn_bwd", core_shape(s_, s_.seq, s_.seq, true, true), full_bytes);
+    return;
+  }
+  const double block = kv_block_bytes();
+  const double per_block = block * s_.cp / (s_.cp - 1);
+  std::vector<std::uint32_t> launch;
+  if (auto last = b_.last_compute()) launch.push_back(*last);
+  std::optional<std::uint32_t> previous;
+  for (int j = 0; j < s_.cp; ++j) {
+    std::optional<std::uint32_t> next;
+    if (j + 1 < s_.cp) {
+      next = b_.collective("cp_kv_dkv", CollectiveKind::AllGather, sim::GroupKind::CP,
+                           sim::Stream::CpComm, (j == 0 ? 1.0 : 2.0) * per_block,
+                           j == 0 ? launch : std::vector<std::uint32_t>{});
+    }
+    if (previous) b_.defer(*previous);
+    if (j == 0) {
+      b_.attention("attn_bwd", core_shape(s_, s_.seq, s_.seq, true, true), full_bytes);
+    } else {
+      b_.attention("attn_bwd", core_shape(s_, s_.seq, s_.seq / 2, false, true),
+                   2.0 * act_bytes(s_.tokens, qo_cols) + block);
+    }
+    previous = next;
+  }
+  const std::uint32_t last_step = *b_.last_compute();
+  b_.defer(b_.collective("cp_dkv", CollectiveKind::AllGather, sim::GroupKind::CP, sim::Stream::CpComm,
+                         per_block, {last_step}));
+}
+
+void TransformerOps::attention_forward() {
+  const ModelSpec& m = spec_.model;
+  if (m.attention == AttentionKind::Gqa) {
+    linear_in("qkv", s_.qkv_out, s_.hidden, s_.linear_dtype);
+    if (m.position == PositionKind::Rope) {  // rotate q and k: read and write both
+      b_.mem("rope", MemKernel::Rope,
+             2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
+    }
+  } else {
+    // MLA (Megatron-core MLASelfAttention): down projections with replicated weights on the
+    // rank's sequence shard, norms of the compressed latents, then column-parallel up
+    // projections that gather the (narrow) latents over TP.
+    if (s_.q_lora > 0) {
+      b_.gemm("q_down", s_.sp_tokens, s_.q_lora, s_.hidden, s_.linear_dtype, kOutBytes);
+      b_.mem("q_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.q_lora));
+      linear_in("q_up", s_.q_up_out, s_.q_lora, s_.linear_dtype);
+    } else {
+      linear_in("q_proj", s_.q_up_out, s_.hidden, s_.linear_dtype);
+    }
+    b_.gemm("kv_down", s_.sp_tokens, s_.kv_lora + s_.rope_dim, s_.hidden, s_.linear_dtype, kOutBytes);
+    b_.mem("kv_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.kv_lora));
+    linear_in("kv_up", s_.kv_up_out, s_.kv_lora, s_.linear_dtype);
+    b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
+  }
+  attention_core_forward();
+  linear_out("proj", s_.hidden, s_.attn_out);
+}
+
+std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSink* sink) {
+  const ModelSpec& m = spec_.model;
+  row_backward("proj", s_.attn_out, s_.hidden, ParamGroup::Proj, layer, sink);
+  if (spec_.training.recompute == Recompute::Selective) {
+    // Megatron's selective recompute (core_attn): the core attention forward runs again.
+    b_.set_recompute(true);
+    attention_core_forward();
+    b_.set_recompute(false);
+  }
+  attention_core_backward();
+  if (m.attention == AttentionKind::Gqa) {
+    if (m.position == PositionKind::Rope) {
+      b_.mem("rope_bwd", MemKernel::Rope,
+             2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
+    }
+    return column_backward("qkv", s_.hidden, s_.qkv_out, s_.linear_dtype, ParamGroup::Qkv, layer, sink);
+  }
+  b_.mem("rope_bwd", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
+  auto comm = column_backward("kv_up", s_.kv_lora, s_.kv_up_out, s_.linear_dtype, ParamGroup::Qkv,
+                              layer, nullptr);
+  b_.mem("kv_norm_bwd", MemKernel::Norm, 3.0 * act_bytes(s_.sp_tokens, s_.kv_lora), std::move(comm));
+  const std::int64_t kv_down = s_.kv_lora + s_.rope_dim;
+  b_.gemm("kv_down_dgrad", s_.sp_tokens, s_.hidden, kv_down, s_.linear_dtype, kOutBytes);
+  std::uint32_t last_wgrad =
+      b_.gemm("kv_down_wgrad", s_.hidden, kv_down, s_.sp_tokens, s_.linear_dtype, kWgradOutBytes);
+  if (s_.q_lora > 0) {
+    comm = column_backward("q_up", s_.q_lora, s_.q_up_out, s_.linear_dtype, ParamGroup::Qkv, layer,
+                           nullptr);
+    b_.mem("q_norm_bwd", MemKernel::Norm, 3.0 * act_bytes(s_.sp_tokens, s_.q_lora), std::move(comm));
+    b_.gemm("q_down_dgrad", s_.sp_tokens, s_.hidden, s_.q_lora, s_.linear_dtype, kOutBytes);
+    last_wgrad =
+        b_.gemm("q_down_wgrad", s_.hidden, s_.q_lora, s_.sp_tokens, s_.linear_dtype, kWgradOutBytes);
+    comm.clear();
+  } else {
+    comm = column_backward("q_proj", s_.hidden, s_.q_up_out, s_.linear_dtype, ParamGroup::Qkv,
+                           layer, nullptr);
+    last_wgrad = b_.last_compute().value_or(last_wgrad);
+  }
+  if (sink != nullptr) sink->gradient_ready(ParamGroup::Qkv, layer, last_wgrad);
+  return comm;
+}
+
+}  // namespace clustersim::workloads

@@ -1,0 +1,189 @@
+#include "workloads/job_checks.hpp"
+
+#include <vector>
+
+#include "workloads/stage_layout.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+std::string str(long long v) { return std::to_string(v); }
+
+using Found = std::optional<SpecViolation>;
+
+Found par(const std::string& key, const std::string& reason) {
+  return SpecViolation{"parallelism", key, reason};
+}
+Found train(const std::string& key, const std::string& reason) {
+  return SpecViolation{"training", key, reason};
+}
+
+Found not_divisible(const std::string& key, const std::string& what, long long value,
+                    const std::string& by_name, long long by) {
+  if (value % by == 0) return std::nullopt;
+  return par(key, what + " (" + str(value) + ") is not divisible by " + by_name + " (" + str(by) + ")");
+}
+
+// Megatron divides heads, query groups and MLP widths by tp (megatron.core.utils.divide), and
+// expert MLP widths by the expert tensor parallel size.
+Found check_tensor_parallel(const WorkloadSpec& w) {
+  const ModelSpec& m = w.model;
+  const ParallelSpec& p = w.parallel;
+  if (auto v = not_divisible("tp", "model.heads", m.heads, "tp", p.tp)) return v;
+  if (auto v = not_divisible("tp", "model.kv_heads", m.kv_heads, "tp", p.tp)) return v;
+  const bool dense_mlp = m.experts == 0 || m.first_dense_layers > 0 || m.moe_layer_interval > 1;
+  if (dense_mlp) {
+    if (auto v = not_divisible("tp", "model.ffn", m.ffn, "tp", p.tp)) return v;
+  }
+  if (m.shared_expert_ffn > 0) {
+    if (auto v = not_divisible("tp", "model.shared_expert_ffn", m.shared_expert_ffn, "tp", p.tp)) return v;
+  }
+  if (p.tp_comm_overlap && !(p.sequence_parallel && p.tp > 1)) {
+    // Megatron-LM validate_args: TP communication overlap needs sequence parallelism.
+    return par("tp_comm_overlap", "needs tp > 1 and sequence_parallel: true (Transformer Engine "
+                                  "overlaps the sequence-parallel all-gathers and reduce-scatters)");
+  }
+  return std::nullopt;
+}
+
+// Megatron-core: num_moe_experts % expert_model_parallel_size == 0; expert and tensor
+// parallelism together need sequence parallelism (arguments.py); ep and etp carve tp*cp*dp.
+Found check_experts(const WorkloadSpec& w) {
+  const ModelSpec& m = w.model;
+  const ParallelSpec& p = w.parallel;
+  const TrainingSpec& t = w.training;
+  if (m.experts == 0) {
+    if (p.ep > 1) return par("ep", "expert parallelism needs a MoE model (model.experts)");
+    if (p.etp != p.tp && p.etp != 1) return par("etp", "expert tensor parallelism needs a MoE model");
+    if (t.moe_imbalance != 1.0) return train("moe_imbalance", "needs a MoE model");
+    if (t.moe_capacity_factor > 0.0) return train("moe_capacity_factor", "needs a MoE model");
+    return std::nullopt;
+  }
+  if (auto v = not_divisible("ep", "model.experts", m.experts, "ep", p.ep)) return v;
+  if (auto v = not_divisible("etp", "model.expert_ffn", m.expert_ffn, "etp", p.etp)) return v;
+  const long long stage_ranks = static_cast<long long>(p.tp) * p.cp * p.dp;
+  if (stage_ranks % (static_cast<long long>(p.ep) * p.etp) != 0) {
+    return par("ep", "etp*ep = " + str(p.etp) + "*" + str(p.ep) +
+                         " does not divide the tp*cp*dp = " + str(stage_ranks) +
+                         " ranks of a pipeline stage");
+  }
+  if (p.tp > 1 && !p.sequence_parallel) {
+    // Megatron-LM asserts sequence parallelism for MoE with tensor parallelism (arguments.py);
+    // the token dispatchers route each rank's sequence-parallel shard.
+    return par("sequence_parallel", "a MoE model with tp > 1 needs sequence_parallel: true");
+  }
+  if (t.moe_imbalance > p.ep) {
+    return train("moe_imbalance", "cannot exceed ep (" + str(p.ep) +
+                                      "): a rank receives at most every token of its EP group");
+  }
+  return std::nullopt;
+}
+
+Found check_pipeline(const WorkloadSpec& w) {
+  const ParallelSpec& p = w.parallel;
+  if (p.schedule == "interleaved" && p.vp < 2) {
+    return par("schedule", "the interleaved schedule needs vp >= 2 model chunks per stage");
+  }
+  if (p.vp > 1 && p.schedule != "interleaved") {
+    return par("vp", "vp > 1 runs Megatron's interleaved schedule; schedule '" + p.schedule +
+                         "' has one model chunk per stage");
+  }
+  if (p.vp > 1 && p.pp < 2) return par("vp", "virtual pipeline stages need pp >= 2");
+  const bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;
+  if (uneven && p.pp < 2) {
+    return par("num_layers_in_first_pipeline_stage", "uneven stages need pp >= 2");
+  }
+  if (uneven && (p.account_for_embedding || p.account_for_loss)) {
+    // Megatron-core asserts these two ways of shaping the split are exclusive.
+    return par("num_layers_in_first_pipeline_stage",
+               "cannot be combined with account_for_embedding/loss_in_pipeline_split");
+  }
+  std::string error;
+  if (virtual_stage_layers(w.model, p, &error).empty()) {
+    const std::string key = p.first_stage_layers > 0 ? "num_layers_in_first_pipeline_stage"
+                            : p.last_stage_layers > 0 ? "num_layers_in_last_pipeline_stage"
+                                                      : "pp";
+    return par(key, error);
+  }
+  if (p.vp > 1 && w.num_microbatches() % p.pp != 0) {
+    // Megatron forward_backward_pipelining_with_interleaving.
+    return train("global_batch_size", "the interleaved schedule needs the number of microbatches (" +
+                                          str(w.num_microbatches()) + ") to be divisible by pp (" +
+                                          str(p.pp) + ")");
+  }
+  return std::nullopt;
+}
+
+Found check_data_parallel(const WorkloadSpec& w) {
+  const ParallelSpec& p = w.parallel;
+  if (p.zero_stage == 3 && p.pp > 1) {
+    // DeepSpeed's PipelineEngine rejects ZeRO-2/3 with pipelining and Megatron's FSDP has no
+    // pipeline support; per-layer re-gathering would repeat for every microbatch of every stage.
+    // ZeRO-2 with pipelining is accepted: Llama 3 (arXiv 2407.21783, Sec. 3.3.2) shards
+    // gradients and optimizer states but keeps parameters after the forward.
+    return par("zero_stage", "ZeRO-3 / FSDP with pipeline parallelism (pp > 1) is not supported "
+                             "(use zero_stage 1 or 2)");
+  }
+  if (p.optimizer_offload == OptimizerOffload::Cpu && p.zero_stage == 0) {
+    return par("optimizer_offload", "CPU optimizer offload needs zero_stage >= 1 (a sharded "
+                                    "optimizer, as DeepSpeed ZeRO-Offload and Megatron's "
+                                    "optimizer_cpu_offload use)");
+  }
+  return std::nullopt;
+}
+
+Found check_sequence(const WorkloadSpec& w) {
+  const ModelSpec& m = w.model;
+  const ParallelSpec& p = w.parallel;
+  const TrainingSpec& t = w.training;
+  if (p.cp > 1 && t.seq_length % (2 * p.cp) != 0) {
+    // Load-balanced causal context parallelism splits each sequence into 2*cp chunks
+    // (Megatron get_batch_on_this_cp_rank, Transformer Engine).
+    return train("seq_length", "seq_length (" + str(t.seq_length) + ") is not divisible by 2*cp = " +
+                                   str(2 * p.cp) + " (load-balanced causal chunks)");
+  }
+  if (p.sequence_parallel && p.tp > 1 && (t.seq_length / p.cp) % p.tp != 0) {
+    return train("seq_length", "seq_length / cp (" + str(t.seq_length / p.cp) +
+                                   ") is not divisible by tp (" + str(p.tp) +
+                                   ") with sequence parallelism");
+  }
+  if (m.position == PositionKind::Learned && t.seq_length > m.max_position_embeddings) {
+    return train("seq_length", "seq_length " + str(t.seq_length) +
+                                   " exceeds the model's learned position table (" +
+                                   str(m.max_position_embeddings) + " positions)");
+  }
+  if (t.fp8_attention && t.precision != Precision::FP8) {
+    return train("fp8_attention", "needs precision: fp8");
+  }
+  const long long per_step = static_cast<long long>(p.dp) * t.micro_batch_size;
+  if (t.global_batch_size % per_step != 0) {
+    return train("global_batch_size", "global_batch_size (" + str(t.global_batch_size) +
+                                          ") is not divisible by dp*micro_batch_size = " + str(p.dp) +
+                                          "*" + str(t.micro_batch_size) + " = " + str(per_step));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SpecViolation> find_violation(const WorkloadSpec& spec) {
+  if (auto v = check_tensor_parallel(spec)) return v;
+  if (auto v = check_experts(spec)) return v;
+  if (auto v = check_sequence(spec)) return v;
+  if (auto v = check_pipeline(spec)) return v;
+  if (auto v = check_data_parallel(spec)) return v;
+  return std::nullopt;
+}
+
+void check_workload_spec(const WorkloadSpec& spec, const YamlMap& parallelism,
+                         const YamlMap& training) {
+  const auto v = find_violation(spec);
+  if (!v) return;
+  const YamlMap& map = v->section == "training" ? training : parallelism;
+  // Keys that are absent in the file (a default was used) are reported at the block.
+  YamlMap probe = map;
+  throw probe.has(v->key) ? map.error(v->key, v->reason)
+                          : SpecError(map.file(), map.line(), map.path() + "." + v->key, v->reason);
+}
+
+}  // namespace clustersim::workloads

@@ -1,0 +1,32 @@
+// How the transformer layers are split over pipeline stages and model chunks (virtual stages),
+// as Megatron-core's get_num_layers_to_build / get_transformer_layer_offset do it: an even split
+// by default; uneven first and last stages (num_layers_in_first/last_pipeline_stage); or the
+// embedding and the loss counted as one layer each (account_for_embedding/loss_in_pipeline_split,
+// which NeMo's Llama 3.1 405B performance recipes use for 126 layers on pp 8 x vp 8).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "workloads/job_spec.hpp"
+
+namespace clustersim::workloads {
+
+/// Layers [begin, end) of one model chunk.
+struct LayerRange {
+  int begin = 0;
+  int end = 0;
+  int size() const { return end - begin; }
+};
+
+/// Layer ranges of the pp*vp virtual stages, in model order: virtual stage v = chunk * pp +
+/// stage (Megatron's interleaving: chunk c of stage s holds virtual stage c*pp + s).
+/// Returns an empty vector and sets `error` (when not null) if the split is impossible.
+std::vector<LayerRange> virtual_stage_layers(const ModelSpec& model, const ParallelSpec& parallel,
+                                             std::string* error = nullptr);
+
+/// The chunks of pipeline stage `stage`: vp ranges, chunk 0 first.
+/// @throws std::invalid_argument if the split is impossible or stage is outside [0, pp).
+std::vector<LayerRange> stage_chunks(const ModelSpec& model, const ParallelSpec& parallel, int stage);
+
+}  // namespace clustersim::workloads

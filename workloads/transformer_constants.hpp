@@ -1,0 +1,31 @@
+// Byte constants of the generated ops (internal to workloads/), with their sources.
+#pragma once
+
+namespace clustersim::workloads {
+
+// Activations, activation gradients and pipeline messages are BF16 (Megatron --bf16; with
+// fp8, Transformer Engine casts inside its GEMM modules and hands BF16 tensors between them).
+inline constexpr double kActivationBytes = 2.0;
+// GEMM outputs written as BF16, except weight gradients: Megatron's gradient accumulation
+// fusion (on by default) has the wgrad GEMM accumulate into the FP32 main_grad buffer, which it
+// reads and writes.
+inline constexpr double kOutBytes = 2.0;
+inline constexpr double kWgradOutBytes = 8.0;
+inline constexpr double kFp32Bytes = 4.0;
+// Vocab-parallel cross entropy, unfused (megatron/core/tensor_parallel/cross_entropy.py), per
+// logit: cast BF16 -> FP32 (2 + 4), max (4), subtract max in place (8), exp in place (8), sum
+// (4), divide into the softmax kept for backward (8) = 38 bytes. Backward: scale the softmax in
+// place (8), cast the gradient to BF16 for the output layer (4 + 2) = 14 bytes.
+inline constexpr double kCrossEntropyForwardBytes = 38.0;
+inline constexpr double kCrossEntropyBackwardBytes = 14.0;
+// Its forward all-reduces three FP32 values per token over TP: the max logit, the target
+// logit and the sum of exponentials.
+inline constexpr int kCrossEntropyAllReduces = 3;
+// main_grad (FP32) += grad (BF16): read 4 + 2, write 4 bytes per element (Megatron DDP hook
+// for parameters whose gradient is not fused into a GEMM, such as the embeddings).
+inline constexpr double kMainGradAccumulateBytes = 10.0;
+// MoE router: softmax (or sigmoid) over the expert logits in FP32 and top-k selection, per
+// token and expert: read the logits, write the probabilities, read them for top-k (4 + 4 + 4).
+inline constexpr double kRouterBytesPerLogit = 12.0;
+
+}  // namespace clustersim::workloads

@@ -1,0 +1,123 @@
+// ZeRO-3 / FSDP synchronisation: every unit (embedding, transformer layer, head) keeps only its
+// 1/(dp*cp) parameter shard (routed experts: 1/edp); its parameters are all-gathered before its
+// forward and again before its backward, one unit ahead (the gather for a unit may start when
+// the previous unit starts: FSDP's forward/backward prefetch of one module, DeepSpeed's prefetch
+// bucket), and its gradients are reduce-scattered right after its backward, every microbatch.
+#include <map>
+
+#include "workloads/dp_sync.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+constexpr double kParamBytes = 2.0;  // BF16 parameters (see dp_sync.cpp)
+
+class ShardedParamSync : public ParamSync {
+ public:
+  ShardedParamSync(ProgramBuilder& builder, const WorkloadSpec& spec, int stage)
+      : b_(builder), spec_(spec), params_(stage_parameters(spec, stage)) {
+    for (const auto& p : params_) {
+      auto& unit = units_[unit_of(p)];
+      (p.expert ? unit.expert : unit.dense) += static_cast<double>(p.numel);
+      if (p.sp_replicated) replicated_ += static_cast<double>(p.numel);
+    }
+  }
+
+  void begin_step() override {
+    b_.set_context(sim::Phase::Optimizer, -1, -1);
+    b_.mem("zero_grad", sim::MemKernel::Elementwise, shard() * grad_bytes());
+  }
+
+  std::vector<std::uint32_t> forward_deps(int unit, int /*microbatch*/) override { return gather(unit); }
+  std::vector<std::uint32_t> backward_deps(int unit) override { return gather(unit); }
+
+  void unit_backward_done(int unit) override {
+    const auto it = units_.find(unit);
+    if (it == units_.end()) return;
+    std::vector<std::uint32_t> after;
+    if (auto last = b_.last_compute()) after.push_back(*last);
+    reduce(it->second.dense, dense_grad_group(spec_), spec_.dp_cp(), after);
+    reduce(it->second.expert, sim::GroupKind::EDP, spec_.edp(), after);
+  }
+
+  GradSink* backward_sink(bool /*last_of_chunk*/) override { return nullptr; }
+  void gradient_ready(ParamGroup, int, std::uint32_t) override {}
+
+  void end_step() override {
+    b_.set_context(sim::Phase::Optimizer, -1, -1);
+    std::vector<std::uint32_t> deps;
+    if (last_reduce_) deps.push_back(*last_reduce_);
+    if (spec_.parallel.sequence_parallel && spec_.parallel.tp > 1) {
+      deps.push_back(b_.collective("tp_ar_sp_grads", sim::CollectiveKind::AllReduce,
+                                   sim::GroupKind::TP, sim::Stream::Compute,
+                                   replicated_ * grad_bytes() / spec_.dp_cp(), deps));
+    }
+    emit_optimizer_step(b_, spec_, shard(), grad_bytes(), deps);
+  }
+
+ private:
+  struct Unit {
+    double dense = 0.0;
+    double expert = 0.0;
+  };
+
+  static int unit_of(const ParamInfo& p) {
+    if (p.layer >= 0) return p.layer;
+    const bool embedding = p.group == ParamGroup::WordEmbedding || p.group == ParamGroup::PositionEmbedding;
+    return embedding ? kEmbeddingUnit : kHeadUnit;
+  }
+
+  double grad_bytes() const { return spec_.parallel.grad_reduce_in_fp32 ? 4.0 : 2.0; }
+
+  double shard() const {
+    double total = 0.0;
+    for (const auto& [id, unit] : units_) {
+      total += unit.dense / spec_.dp_cp() + unit.expert / spec_.edp();
+    }
+    return total;
+  }
+
+  // All-gathers of the unit's dense and expert parameters, allowed to start as soon as the
+  // previous unit started (one unit of prefetch).
+  std::vector<std::uint32_t> gather(int unit) {
+    std::vector<std::uint32_t> anchor;
+    if (anchor_) anchor.push_back(*anchor_);
+    anchor_ = b_.last_compute();
+    // With tied embeddings on one stage the head uses the embedding's parameters.
+    const int id = unit == kHeadUnit && units_.count(kHeadUnit) == 0 ? kEmbeddingUnit : unit;
+    const auto it = units_.find(id);
+    if (it == units_.end()) return {};
+    std::vector<std::uint32_t> out;
+    auto ag = [&](double numel, sim::GroupKind group, int size) {
+      if (numel <= 0.0 || size <= 1) return;
+      out.push_back(b_.collective("fsdp_ag", sim::CollectiveKind::AllGather, group,
+                                  sim::Stream::DpComm, numel * kParamBytes, anchor));
+    };
+    ag(it->second.dense, dense_grad_group(spec_), spec_.dp_cp());
+    ag(it->second.expert, sim::GroupKind::EDP, spec_.edp());
+    return out;
+  }
+
+  void reduce(double numel, sim::GroupKind group, int size, const std::vector<std::uint32_t>& after) {
+    if (numel <= 0.0 || size <= 1) return;
+    last_reduce_ = b_.collective("fsdp_rs", sim::CollectiveKind::ReduceScatter, group,
+                                 sim::Stream::DpComm, numel * grad_bytes(), after);
+  }
+
+  ProgramBuilder& b_;
+  const WorkloadSpec spec_;
+  std::vector<ParamInfo> params_;
+  std::map<int, Unit> units_;
+  double replicated_ = 0.0;
+  std::optional<std::uint32_t> anchor_;
+  std::optional<std::uint32_t> last_reduce_;
+};
+
+}  // namespace
+
+std::unique_ptr<ParamSync> make_param_sync(ProgramBuilder& builder, const WorkloadSpec& spec, int stage) {
+  if (spec.parallel.zero_stage == 3) return std::make_unique<ShardedParamSync>(builder, spec, stage);
+  return std::make_unique<DataParallelSync>(builder, spec, stage);
+}
+
+}  // namespace clustersim::workloads
