@@ -18,6 +18,8 @@ struct ValidateArgs {
   std::string replicas = "auto";
   std::int64_t max_gpus = 0;
   std::vector<std::string> cases;
+  bool dry_run = false;
+  bool show_jobs = false;
 };
 
 int validate_command(const ValidateArgs& args) {
@@ -27,10 +29,16 @@ int validate_command(const ValidateArgs& args) {
   options.replicas = args.replicas;
   options.max_gpus = args.max_gpus;
   options.cases = args.cases;
+  options.dry_run = args.dry_run;
   ProgressBar bar("simulating reference points", validation::count_points(set, options));
   options.progress = [&bar](std::size_t done, std::size_t) { bar.update(done); };
   const auto summary = validation::run_validation(set, options);
   bar.finish();
+  if (args.show_jobs) {
+    for (const auto& p : summary.points) {
+      std::cout << "# job of " << p.id << " @ " << p.gpus << " GPUs\n" << p.job_yaml << "\n";
+    }
+  }
   std::cout << validation::validation_text(summary);
   if (!args.json.empty()) {
     std::ofstream out(args.json);
@@ -40,7 +48,7 @@ int validate_command(const ValidateArgs& args) {
       return 1;
     }
   }
-  return summary.simulated > 0 ? 0 : 1;
+  return summary.simulated > 0 || args.dry_run ? 0 : 1;
 }
 
 }  // namespace
@@ -69,6 +77,10 @@ void register_validate_command(CLI::App& app, int& exit_code) {
                   "Skip points above this many GPUs (reported as skipped for time)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--case", args->cases, "Only this case id (repeatable)");
+  cmd->add_flag("--dry-run", args->dry_run,
+                "Build and check the job of every point, list what would run, simulate nothing");
+  cmd->add_flag("--show-jobs", args->show_jobs,
+                "Print the job YAML each point becomes (runnable with clustersim run)");
   cmd->callback([args, &exit_code] {
     try {
       exit_code = validate_command(*args);

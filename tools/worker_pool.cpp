@@ -1,6 +1,7 @@
 #include "tools/worker_pool.hpp"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,15 +72,18 @@ Running start(std::size_t index, const std::function<std::string()>& task) {
 TaskResult finish(Running& r) {
   ::close(r.fd);
   int status = 0;
-  while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(r.pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                     1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
   if (r.data.empty()) {
     const std::string why = WIFSIGNALED(status)
                                 ? "killed by signal " + std::to_string(WTERMSIG(status))
                                 : "exit status " + std::to_string(WEXITSTATUS(status));
-    return TaskResult{false, "worker process died without a result (" + why + ")"};
+    return TaskResult{false, "worker process died without a result (" + why + ")", cpu};
   }
-  return TaskResult{r.data[0] == 'O', r.data.substr(1)};
+  return TaskResult{r.data[0] == 'O', r.data.substr(1), cpu};
 }
 
 // Reads what is available from every running worker; returns the index of one that reached

@@ -14,6 +14,7 @@ namespace clustersim::tools {
 struct TaskResult {
   bool ok = false;     ///< the task returned (false: it threw or its process died)
   std::string output;  ///< the returned string, or the error message
+  double cpu_s = 0.0;  ///< CPU time (user + system) of the worker and the processes it waited for
 };
 
 /// Called in the parent after each task completes: (tasks done, total).

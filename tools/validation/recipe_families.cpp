@@ -58,6 +58,31 @@ void fill_dgxc_layout(const FamilyInput& in, const DgxcLayout& l, DraftJob& j) {
   fill_int(j, "training", "global_batch_size", scaled / l.gbs_per_gpu_den, l.cite, line);
 }
 
+std::int64_t model_layers(const FamilyInput& in) {
+  const ReferenceModel* m = in.set.find_model(in.rc.config.model.value);
+  if (m == nullptr) return 0;
+  for (const auto& f : m->fields) {
+    if (f.key != "layers") continue;
+    try {
+      return std::stoll(f.value);
+    } catch (const std::exception&) {
+      return 0;  // the job reader reports the malformed value
+    }
+  }
+  return 0;
+}
+
+// NeMo's 405B recipe at PP8 VP8 counts the embedding and the loss as one layer each in the
+// pipeline split (126 + 2 = 128 = 2 per chunk); applied wherever layers + 2, and not layers,
+// divides evenly into pp * vp chunks.
+void fill_pipeline_accounting(const FamilyInput& in, DraftJob& j) {
+  const std::int64_t chunks = j.get_int("parallelism", "pp", 1) * j.get_int("parallelism", "vp", 1);
+  const std::int64_t layers = model_layers(in);
+  if (chunks < 2 || layers == 0 || layers % chunks == 0 || (layers + 2) % chunks != 0) return;
+  j.fill("parallelism", "account_for_embedding_in_pipeline_split", "true", "NEMO-405B-SPLIT", in.rc.line);
+  j.fill("parallelism", "account_for_loss_in_pipeline_split", "true", "NEMO-405B-SPLIT", in.rc.line);
+}
+
 void apply_nemo_dgxc(const FamilyInput& in, DraftJob& j) {
   const int line = in.rc.line;
   j.fill("training", "seq_length", "8192", "DGXC-RECIPES", line);
@@ -65,6 +90,7 @@ void apply_nemo_dgxc(const FamilyInput& in, DraftJob& j) {
   for (const auto& l : kDgxcLayouts) {
     if (in.rc.config.model.value == l.model) fill_dgxc_layout(in, l, j);
   }
+  fill_pipeline_accounting(in, j);
   if (j.get_int("parallelism", "tp", 1) > 1) {
     j.fill("parallelism", "sequence_parallel", "true", "NEMO-PERF", line);
     j.fill("parallelism", "tp_comm_overlap", "true", "NEMO-PERF", line);
@@ -181,6 +207,10 @@ const std::vector<Citation>& citations() {
                     "sequence_parallelism=True); pretrain_recipe_performance() adds "
                     "MegatronCommOverlapCallback(tp_comm_overlap=True); gpt3_175b.py likewise "
                     "(userbuffers_*_h100_h12288_tp4_mbs1_seqlen2048)"},
+      {"NEMO-405B-SPLIT", "NVIDIA/cloudai src/cloudai/workloads/nemo_run/cloudai_nemorun.py, "
+                          "cloudai_llama3_405b_recipe (NeMo; TP8 PP8 CP2 VP8): "
+                          "account_for_embedding_in_pipeline_split and "
+                          "account_for_loss_in_pipeline_split = True"},
       {"L3-T4", "Llama 3 Herd of Models (arXiv 2407.21783), Table 4: 16M tokens per batch"},
       {"L3-PP", "ibid. Sec. 3.3.2: one layer removed from the first and the last stage, the "
                 "first chunk holding only the embedding and the last only the output and loss: "

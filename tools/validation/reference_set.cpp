@@ -167,6 +167,7 @@ void add_points(const Figures& f, std::int64_t gpus, std::int64_t seq,
                 std::vector<MeasuredPoint>& out) {
   auto add = [&](Metric m, const Stated<double>& v, const std::string& tag) {
     MeasuredPoint p;
+    if (tag.empty() && f.mfu) p.stated_mfu = f.mfu->value;
     p.gpus = gpus;
     p.seq = seq;
     p.gpu_tag = tag;

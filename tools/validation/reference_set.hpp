@@ -70,6 +70,7 @@ struct MeasuredPoint {
   double value = 0.0;       ///< in the metric's unit (s, fraction, TFLOP/s)
   int line = 0;
   std::optional<double> peak_memory_gib;  ///< measured peak memory, where the source gives it
+  std::optional<double> stated_mfu;       ///< the source's MFU at this point, where it gives one
 };
 
 /// A case of the reference set.

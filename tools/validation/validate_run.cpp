@@ -97,6 +97,7 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
     for (const auto& f : cj.fields) {
       if (!f.cite.empty()) defaults.add(f);
     }
+    o.job_yaml = cj.yaml;
     const Job job = load_case_job(set, rc, cj);
     const std::string replicas = options.replicas;
     const Metric metric = p.metric;
@@ -177,9 +178,14 @@ ValidationSummary run_validation(const ReferenceSet& set, const ValidateOptions&
     }
     s.defaults.emplace_back(rc.id, defaults.lines());
   }
+  if (options.dry_run) {
+    for (const std::size_t i : task_point) s.points[i].reason = "dry run: the job is valid";
+    tasks.clear();
+  }
   const auto results = run_in_workers(tasks, options.jobs, options.progress);
   for (std::size_t t = 0; t < results.size(); ++t) {
     PointOutcome& o = s.points[task_point[t]];
+    o.cpu_s = results[t].cpu_s;
     if (!results[t].ok) {
       o.reason = "simulation failed: " + results[t].output;
       continue;
@@ -254,6 +260,8 @@ std::string validation_json(const ValidationSummary& s) {
     if (o.measured_peak_gib) j["measured_peak_gib"] = *o.measured_peak_gib;
     if (o.simulated) {
       j["replicas"] = o.replicas;
+      j["sim_wall_s"] = o.sim_wall_s;
+      j["cpu_s"] = o.cpu_s;
       cases.push_back(j);
     } else {
       j["reason"] = o.reason;

@@ -28,8 +28,10 @@ struct PointOutcome {
   std::string reason;        ///< why it was not simulated
   std::string family;        ///< recipe family
   std::string replicas;      ///< reduction the engine used ("full" / "identical")
-  double sim_wall_s = 0.0;
+  double sim_wall_s = 0.0;   ///< wall time of the simulation
+  double cpu_s = 0.0;        ///< CPU time of the point's worker (job build and simulation)
   std::optional<double> measured_peak_gib;
+  std::string job_yaml;      ///< the job the point became (empty if it could not be built)
 };
 
 /// All outcomes and the error statistics over the simulated points.
@@ -50,6 +52,7 @@ struct ValidateOptions {
   std::string replicas = "auto";       ///< SimulateOptions::replicas for every point
   std::int64_t max_gpus = 0;           ///< skip points above this many GPUs (0: no limit)
   std::vector<std::string> cases;      ///< only these case ids (empty: all)
+  bool dry_run = false;                ///< build and check every job, simulate nothing
   ProgressFn progress;                 ///< called after each simulated point
 };
 
