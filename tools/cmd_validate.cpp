@@ -1,4 +1,5 @@
 // `clustersim validate [FILE] [--json FILE] [-j N] [--replicas R] [--max-gpus N] [--case ID]`
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -6,6 +7,8 @@
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
+#include "tools/svg_plot.hpp"
+#include "tools/validation/case_plots.hpp"
 #include "tools/validation/validate_run.hpp"
 
 namespace clustersim::tools {
@@ -20,7 +23,22 @@ struct ValidateArgs {
   std::vector<std::string> cases;
   bool dry_run = false;
   bool show_jobs = false;
+  std::string plot_dir;
 };
+
+void write_plots(const validation::ValidationSummary& summary, const ValidateArgs& args) {
+  std::vector<std::string> ids;
+  for (const auto& p : summary.points) {
+    if (std::find(ids.begin(), ids.end(), p.id) == ids.end()) ids.push_back(p.id);
+  }
+  for (const auto& id : ids) {
+    for (const auto& [suffix, spec] : validation::case_plots(summary, id)) {
+      const std::string path = args.plot_dir + "/" + id + suffix + ".svg";
+      write_text_file(path, render_svg(spec));
+      std::cout << "wrote " << path << "\n";
+    }
+  }
+}
 
 int validate_command(const ValidateArgs& args) {
   const auto set = validation::load_reference_set(args.file);
@@ -31,7 +49,10 @@ int validate_command(const ValidateArgs& args) {
   options.cases = args.cases;
   options.dry_run = args.dry_run;
   ProgressBar bar("simulating reference points", validation::count_points(set, options));
-  options.progress = [&bar](std::size_t done, std::size_t) { bar.update(done); };
+  options.progress = [&bar](std::size_t done, std::size_t total) {
+    bar.set_total(total);
+    bar.update(done);
+  };
   const auto summary = validation::run_validation(set, options);
   bar.finish();
   if (args.show_jobs) {
@@ -40,6 +61,7 @@ int validate_command(const ValidateArgs& args) {
     }
   }
   std::cout << validation::validation_text(summary);
+  if (!args.plot_dir.empty()) write_plots(summary, args);
   if (!args.json.empty()) {
     std::ofstream out(args.json);
     out << validation::validation_json(summary);
@@ -79,6 +101,11 @@ void register_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--case", args->cases, "Only this case id (repeatable)");
   cmd->add_flag("--dry-run", args->dry_run,
                 "Build and check the job of every point, list what would run, simulate nothing");
+  cmd->add_option("--plot", args->plot_dir,
+                  "Write SVG charts of each case with two or more points into this existing "
+                  "directory: CASE.svg (simulated vs measured), CASE_ratio.svg (two platforms), "
+                  "CASE_memory.svg (peak memory)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_flag("--show-jobs", args->show_jobs,
                 "Print the job YAML each point becomes (runnable with clustersim run)");
   cmd->callback([args, &exit_code] {

@@ -14,6 +14,8 @@ class ProgressBar {
   ProgressBar(std::string label, std::size_t total);
   /// Shows `done` of the total units as finished.
   void update(std::size_t done);
+  /// Changes the total (when the amount of work is known only once it starts).
+  void set_total(std::size_t total) { total_ = total; }
   /// Ends the line (on a terminal).
   void finish();
 

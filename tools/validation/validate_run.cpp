@@ -11,11 +11,14 @@
 
 #include "sim/spec_error.hpp"
 #include "tools/simulate.hpp"
+#include "tools/step_figures.hpp"
 #include "tools/validation/case_job.hpp"
 #include "tools/validation/recipe_families.hpp"
 
 namespace clustersim::tools::validation {
 namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Defaults of one case, merged over its points: key -> values in order of appearance.
 struct CaseDefaults {
@@ -99,6 +102,11 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
     }
     o.job_yaml = cj.yaml;
     const Job job = load_case_job(set, rc, cj);
+    try {
+      if (const auto fit = memory_fit(job)) o.estimated_peak_gib = fit->peak_bytes / kGiB;
+    } catch (const std::invalid_argument&) {
+      // the memory model rejects the spec; the simulation will say why
+    }
     const std::string replicas = options.replicas;
     const Metric metric = p.metric;
     return [job, replicas, metric] {
@@ -258,6 +266,7 @@ std::string validation_json(const ValidationSummary& s) {
     j["platform"] = o.platform;
     j["family"] = o.family;
     if (o.measured_peak_gib) j["measured_peak_gib"] = *o.measured_peak_gib;
+    if (o.estimated_peak_gib) j["estimated_peak_gib"] = *o.estimated_peak_gib;
     if (o.simulated) {
       j["replicas"] = o.replicas;
       j["sim_wall_s"] = o.sim_wall_s;

@@ -31,6 +31,7 @@ struct PointOutcome {
   double sim_wall_s = 0.0;   ///< wall time of the simulation
   double cpu_s = 0.0;        ///< CPU time of the point's worker (job build and simulation)
   std::optional<double> measured_peak_gib;
+  std::optional<double> estimated_peak_gib;  ///< the memory model's per-GPU peak, if available
   std::string job_yaml;      ///< the job the point became (empty if it could not be built)
 };
 
