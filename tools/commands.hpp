@@ -23,5 +23,11 @@ void register_trace_command(CLI::App& app, int& exit_code);
 void register_tco_command(CLI::App& app, int& exit_code);
 /// `clustersim memory JOB.yaml [--json FILE]`
 void register_memory_command(CLI::App& app, int& exit_code);
+/// `clustersim validate [FILE] [--json FILE] [-j N]`: measured vs simulated (docs/validation.md)
+void register_validate_command(CLI::App& app, int& exit_code);
+/// `clustersim scale JOB.yaml --gpus 64,128,... --mode weak|strong`: CSV and SVG of a scaling study
+void register_scale_command(CLI::App& app, int& exit_code);
+/// `clustersim sweep JOB.yaml --gpus N --space ...` and `clustersim sweep merge`: ranked configs
+void register_sweep_command(CLI::App& app, int& exit_code);
 
 }  // namespace clustersim::tools

@@ -3,7 +3,6 @@
 #include "sim/yaml_spec.hpp"
 
 namespace clustersim::tools {
-namespace {
 
 Job parse_job(YamlMap root) {
   Job job;
@@ -24,8 +23,6 @@ Job parse_job(YamlMap root) {
   root.finish();
   return job;
 }
-
-}  // namespace
 
 const std::string& default_job_yaml() {
   static const std::string kYaml =

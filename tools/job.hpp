@@ -7,6 +7,7 @@
 
 #include "energy/spec_io.hpp"
 #include "platforms/cluster_spec.hpp"
+#include "sim/yaml_spec.hpp"
 #include "workloads/job_spec.hpp"
 
 namespace clustersim::tools {
@@ -31,6 +32,11 @@ struct Job {
 
 /// Loads and validates a job file. @throws SpecError (file:line, field, reason).
 Job load_job(const std::string& path);
+
+/// Validates a job given as a parsed top-level mapping (a job file, or one that validate,
+/// scale or sweep derived from it); errors carry the mapping's file and lines. Calls finish().
+/// @throws SpecError (file:line, field, reason).
+Job parse_job(YamlMap root);
 
 /// The built-in default job: GPT-3 175B on 128 H100 (hgx_h100), TP4 PP8 DP4 with sequence
 /// parallelism, seq 2048, global batch 256, micro batch 1, BF16 (case s0_gpt3_175b_128_bf16 of

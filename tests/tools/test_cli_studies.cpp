@@ -1,0 +1,165 @@
+// End-to-end tests of validate, scale and sweep on small jobs (seconds each).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tools/csv.hpp"
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;
+};
+
+Result run_cli(const std::string& args) {
+  const std::string cmd = std::string(CLUSTERSIM_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) r.output += buf.data();
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
+std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+clustersim::tools::CsvTable read_csv(const std::string& path) {
+  return clustersim::tools::parse_csv(slurp(path), path);
+}
+
+TEST(ValidateCli, JsonFollowsTheDocumentedSchemaAndStatistics) {
+  const auto r = run_cli("validate " + data("tiny_reference.yaml") + " -j 2 --json " + tmp("v.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(slurp(tmp("v.json")));
+  ASSERT_EQ(j["cases"].size(), 2u) << j.dump(2);
+  double sum = 0.0;
+  double max = 0.0;
+  for (const auto& c : j["cases"]) {
+    for (const char* key : {"id", "gpus", "metric", "measured", "simulated", "rel_error"}) {
+      EXPECT_TRUE(c.contains(key)) << key;
+    }
+    const double rel = c["rel_error"];
+    EXPECT_NEAR(rel, (c["simulated"].get<double>() - c["measured"].get<double>()) /
+                         c["measured"].get<double>(), 1e-12);
+    sum += std::fabs(rel);
+    max = std::max(max, std::fabs(rel));
+  }
+  EXPECT_EQ(j["cases"][0]["metric"], "step_s");
+  EXPECT_EQ(j["cases"][0]["gpus"], 8);
+  EXPECT_EQ(j["cases"][1]["metric"], "mfu");
+  EXPECT_NEAR(j["mean_abs_error"].get<double>(), sum / 2, 1e-12);
+  EXPECT_NEAR(j["max_abs_error"].get<double>(), max, 1e-12);
+  // The invalid case is reported with its reason at the reference file's line, not dropped.
+  ASSERT_EQ(j["not_simulated"].size(), 1u);
+  EXPECT_EQ(j["not_simulated"][0]["id"], "tiny_bad_tp");
+  const std::string reason = j["not_simulated"][0]["reason"];
+  EXPECT_NE(reason.find("tiny_reference.yaml:14: parallelism.tp"), std::string::npos) << reason;
+  EXPECT_NE(r.output.find("Not simulated (1 points)"), std::string::npos) << r.output;
+}
+
+TEST(ValidateCli, BadReferenceFileExitsWithTwoAndFileLine) {
+  std::ofstream(tmp("bad_ref.yaml")) << "models: {}\ncases:\n  - id: x\n    source: S0\n    colour: red\n";
+  const auto r = run_cli("validate " + tmp("bad_ref.yaml"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("bad_ref.yaml:"), std::string::npos) << r.output;
+}
+
+TEST(ValidateCli, DryRunListsEveryPointOfTheShippedSetWithoutSimulating) {
+  const auto r = run_cli("validate --dry-run");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("s0_llama3_70b_64_bf16"), std::string::npos);
+  EXPECT_NE(r.output.find("[DGXC-70B]"), std::string::npos) << "defaults are listed";
+  EXPECT_NE(r.output.find("simulated 0 of 51 points"), std::string::npos) << r.output;
+}
+
+TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
+  const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 16,32,18 --mode weak -j 2 --csv " +
+                         tmp("w.csv") + " --svg " + tmp("w.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto t = read_csv(tmp("w.csv"));
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0][t.column("global_batch_size")], "32");
+  EXPECT_EQ(t.rows[1][t.column("global_batch_size")], "64");
+  EXPECT_EQ(t.rows[1][t.column("dp")], "8");
+  EXPECT_EQ(t.rows[1][t.column("status")], "ok");
+  EXPECT_EQ(t.rows[0][t.column("scaling_efficiency")], "1.0000");
+  EXPECT_EQ(t.rows[2][t.column("status")], "invalid");
+  EXPECT_NE(t.rows[2][t.column("reason")].find("not a multiple"), std::string::npos);
+  const std::string svg = slurp(tmp("w.svg"));
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("weak scaling efficiency"), std::string::npos);
+}
+
+TEST(ScaleCli, StrongScalingKeepsTheGlobalBatch) {
+  const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 16,32 --mode strong -j 2 --csv " +
+                         tmp("s.csv") + " --svg " + tmp("s.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto t = read_csv(tmp("s.csv"));
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[1][t.column("global_batch_size")], "32");
+  // Same work on twice the GPUs: the step gets shorter.
+  EXPECT_LT(std::stod(t.rows[1][t.column("step_time_s")]), std::stod(t.rows[0][t.column("step_time_s")]));
+}
+
+TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
+  const std::string base = "sweep " + data("small_job.yaml") + " --gpus 16 --space tp=1,2 pp=1,2,3 -j 2";
+  const auto full = run_cli(base + " --csv " + tmp("full.csv"));
+  ASSERT_EQ(full.exit_code, 0) << full.output;
+  EXPECT_NE(full.output.find("top 10 by tokens/s/GPU"), std::string::npos) << full.output;
+  const auto t = read_csv(tmp("full.csv"));
+  ASSERT_EQ(t.rows.size(), 6u);
+  int ok = 0;
+  int pruned = 0;
+  for (const auto& row : t.rows) {
+    if (row[t.column("status")] == "ok") {
+      ++ok;
+      EXPECT_EQ(row[t.column("rank")], std::to_string(ok));
+    } else {
+      ++pruned;
+      EXPECT_EQ(row[t.column("pp")], "3");
+      EXPECT_EQ(row[t.column("status")], "pruned_invalid");
+      EXPECT_NE(row[t.column("reason")].find("not divisible"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(pruned, 2);
+  for (std::size_t i = 1; i < 4; ++i) {
+    EXPECT_GE(std::stod(t.rows[i - 1][t.column("tokens_per_s_per_gpu")]),
+              std::stod(t.rows[i][t.column("tokens_per_s_per_gpu")]));
+  }
+  ASSERT_EQ(run_cli(base + " --shard 1/2 --csv " + tmp("s1.csv")).exit_code, 0);
+  ASSERT_EQ(run_cli(base + " --shard 2/2 --csv " + tmp("s2.csv")).exit_code, 0);
+  EXPECT_EQ(read_csv(tmp("s1.csv")).rows.size() + read_csv(tmp("s2.csv")).rows.size(), 6u);
+  const auto merged = run_cli("sweep merge " + tmp("s1.csv") + " " + tmp("s2.csv") + " --csv " + tmp("merged.csv"));
+  ASSERT_EQ(merged.exit_code, 0) << merged.output;
+  EXPECT_EQ(slurp(tmp("merged.csv")), slurp(tmp("full.csv")));
+  const auto twice = run_cli("sweep merge " + tmp("s1.csv") + " " + tmp("s1.csv"));
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+}
+
+TEST(SweepCli, BadSpaceIsAUsageError) {
+  const auto r = run_cli("sweep " + data("small_job.yaml") + " --gpus 16 --space dp=1,2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown dimension 'dp'"), std::string::npos) << r.output;
+}
+
+}  // namespace

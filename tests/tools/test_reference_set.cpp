@@ -1,0 +1,276 @@
+// The reference set reader (strict, errors at file:line), the case-to-job mapping (recipe
+// defaults, stated fields win, errors re-located in the reference file) and batch expressions.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sim/spec_error.hpp"
+#include "tools/validation/case_job.hpp"
+#include "tools/validation/recipe_families.hpp"
+#include "tools/validation/reference_set.hpp"
+
+namespace clustersim::tools::validation {
+namespace {
+
+const std::string kModels =
+    "models:\n"
+    "  llama3_70b: {layers: 80, hidden: 8192, ffn: 28672, heads: 64, kv_heads: 8, "
+    "vocab: 128256, activation: swiglu}\n"
+    "  tiny: {catalog: llama3_8b, layers: 4}\n";
+
+ReferenceSet parse(const std::string& cases) {
+  return parse_reference_set(kModels + "cases:\n" + cases, "ref.yaml");
+}
+
+SpecError parse_error(const std::string& cases) {
+  try {
+    parse(cases);
+  } catch (const SpecError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error for:\n" << cases;
+  return SpecError("", 0, "", "");
+}
+
+TEST(ReferenceSet, ReadsTheRepositoryCopyOfTheSharedReference) {
+  const ReferenceSet set = load_reference_set(REFERENCE_FILE);
+  EXPECT_EQ(set.models.size(), 4u);
+  EXPECT_EQ(set.cases.size(), 21u);
+  std::size_t points = 0;
+  for (const auto& c : set.cases) points += c.points.size();
+  EXPECT_EQ(points, 51u);
+  const auto dgxc = std::find_if(set.cases.begin(), set.cases.end(),
+                                 [](const auto& c) { return c.id == "dgxc_llama3_70b_bf16"; });
+  ASSERT_NE(dgxc, set.cases.end());
+  ASSERT_EQ(dgxc->points.size(), 3u);
+  EXPECT_EQ(dgxc->points[0].metric, Metric::StepTime);  // step time preferred over MFU
+  EXPECT_EQ(dgxc->points[0].gpus, 64);
+  EXPECT_DOUBLE_EQ(dgxc->points[0].value, 14.66);
+  EXPECT_DOUBLE_EQ(*dgxc->points[0].stated_mfu, 0.5432);
+  const auto s3 = std::find_if(set.cases.begin(), set.cases.end(),
+                               [](const auto& c) { return c.id == "s3_llama31_8b_seq_sweep"; });
+  ASSERT_EQ(s3->points.size(), 12u);  // 6 sequence lengths x (H200, B200)
+  EXPECT_EQ(s3->points[1].gpu_tag, "b200");
+  EXPECT_EQ(s3->points[1].seq, 8192);
+  EXPECT_DOUBLE_EQ(s3->points[1].value, 167.0);
+  EXPECT_DOUBLE_EQ(*s3->points[1].peak_memory_gib, 16.3);
+}
+
+TEST(ReferenceSet, ExpandsGpuListsAndByGpus) {
+  const auto set = parse(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: llama3_70b, gpu: H100-SXM, gpus: [64, 128], precision: bf16}\n"
+      "    measured: {mfu: 0.5}\n"
+      "  - id: b\n"
+      "    source: DGXC\n"
+      "    config: {model: tiny, gpu: H100-SXM, precision: bf16}\n"
+      "    measured: {by_gpus: {16: {mfu: 0.4}, 32: {step_s: 1.5, mfu: 0.39}}}\n");
+  ASSERT_EQ(set.cases[0].points.size(), 2u);
+  EXPECT_EQ(set.cases[0].points[1].gpus, 128);
+  ASSERT_EQ(set.cases[1].points.size(), 2u);
+  EXPECT_EQ(set.cases[1].points[0].metric, Metric::Mfu);
+  EXPECT_EQ(set.cases[1].points[1].metric, Metric::StepTime);
+  EXPECT_EQ(set.cases[1].points[1].line, 12);
+}
+
+TEST(ReferenceSet, ErrorsNameFileLineAndField) {
+  SpecError e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: llama3_70b, gpus: 64, tpp: 4}\n"
+      "    measured: {mfu: 0.5}\n");
+  EXPECT_EQ(e.file(), "ref.yaml");
+  EXPECT_EQ(e.line(), 7);
+  EXPECT_NE(e.reason().find("unknown key 'tpp'"), std::string::npos) << e.what();
+
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: llama4, gpus: 64}\n"
+      "    measured: {mfu: 0.5}\n");
+  EXPECT_EQ(e.line(), 7);
+  EXPECT_NE(e.reason().find("not in this file's models"), std::string::npos) << e.what();
+
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 64}\n"
+      "    measured: {mfu: 1.5}\n");
+  EXPECT_EQ(e.line(), 8);
+  EXPECT_NE(e.field().find("mfu"), std::string::npos);
+
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S3\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured:\n"
+      "      by_seq:\n"
+      "        8192: [0.1, 141, 167]\n");
+  EXPECT_EQ(e.line(), 10);
+  EXPECT_NE(e.reason().find("list of 5 numbers"), std::string::npos) << e.what();
+
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {mfu: 0.5}\n"
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {mfu: 0.5}\n");
+  EXPECT_EQ(e.line(), 9);
+  EXPECT_NE(e.reason().find("duplicate"), std::string::npos);
+
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {energy_j: 3}\n");
+  EXPECT_NE(e.reason().find("unknown key 'energy_j'"), std::string::npos) << e.what();
+}
+
+TEST(ReferenceSet, UnreadableFileAndBadYamlAreSpecErrors) {
+  EXPECT_THROW(load_reference_set("/nonexistent/ref.yaml"), SpecError);
+  try {
+    parse_reference_set("models: {a: {layers: 1}\ncases: [\n", "bad.yaml");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), "bad.yaml");
+    EXPECT_GT(e.line(), 0);
+  }
+}
+
+TEST(BatchExpression, EvaluatesExactlyOrSaysWhy) {
+  std::string why;
+  EXPECT_EQ(eval_batch_expression("256", 64, &why), 256);
+  EXPECT_EQ(eval_batch_expression("16*gpus", 8, &why), 128);
+  EXPECT_EQ(eval_batch_expression("gpus/2", 512, &why), 256);
+  EXPECT_EQ(eval_batch_expression("gpus * 252 / 576", 2304, &why), 1008);
+  EXPECT_FALSE(eval_batch_expression("gpus/3", 64, &why));
+  EXPECT_NE(why.find("not an integer"), std::string::npos) << why;
+  EXPECT_FALSE(eval_batch_expression("gpus+2", 64, &why));
+  EXPECT_FALSE(eval_batch_expression("2*", 64, &why));
+  EXPECT_FALSE(eval_batch_expression("", 64, &why));
+}
+
+std::string field(const CaseJob& job, const std::string& key) {
+  for (const auto& f : job.fields) {
+    if (f.key == key) return f.value + (f.cite.empty() ? "" : " [" + f.cite + "]");
+  }
+  return "<unset>";
+}
+
+TEST(CaseJob, FillsUnstatedFieldsFromTheRecipeFamilyWithCitations) {
+  const auto set = parse(
+      "  - id: s0_70b\n"
+      "    source: S0\n"
+      "    config: {model: llama3_70b, gpu: H100-SXM, gpus: 64, tp: 4, pp: 2, cp: 2, seq: 8192, "
+      "precision: bf16}\n"
+      "    measured: {mfu: 0.545}\n");
+  const auto& rc = set.cases[0];
+  EXPECT_EQ(family_of(set, rc).name, "nemo_dgxc");
+  const CaseJob job = build_case_job(set, rc, rc.points[0]);
+  EXPECT_EQ(field(job, "pp"), "2");                      // stated: wins over the recipe's 4
+  EXPECT_EQ(field(job, "vp"), "5 [DGXC-70B]");
+  EXPECT_EQ(field(job, "global_batch_size"), "128 [DGXC-70B]");  // 2 x 64 GPUs
+  EXPECT_EQ(field(job, "micro_batch_size"), "1 [DGXC-RECIPES]");
+  EXPECT_EQ(field(job, "sequence_parallel"), "true [NEMO-PERF]");
+  EXPECT_EQ(field(job, "tp_comm_overlap"), "true [NEMO-PERF]");
+  EXPECT_EQ(field(job, "platform"), "hgx_h100 [GPU-CATALOG]");
+  EXPECT_EQ(field(job, "catalog"), "llama3_70b [MODEL-CATALOG]");
+  EXPECT_NE(job.yaml.find("  vp: 5\n"), std::string::npos) << job.yaml;
+  const auto defaults = job.defaults();
+  EXPECT_NE(std::find(defaults.begin(), defaults.end(), "vp=5 [DGXC-70B]"), defaults.end());
+  for (const auto& d : defaults) EXPECT_EQ(d.find("pp="), std::string::npos) << d;
+  // Every tag the defaults carry is in the citation list.
+  for (const auto& f : job.fields) {
+    if (f.cite.empty()) continue;
+    const auto& c = citations();
+    EXPECT_TRUE(std::any_of(c.begin(), c.end(), [&](const Citation& x) { return x.tag == f.cite; }))
+        << f.cite;
+  }
+}
+
+TEST(CaseJob, Llama405bAtPp8Vp8CountsEmbeddingAndLossInTheSplit) {
+  const auto set = parse_reference_set(
+      "models:\n  llama3_405b: {layers: 126, hidden: 16384, ffn: 53248, heads: 128, kv_heads: 8, "
+      "vocab: 128256, activation: swiglu}\ncases:\n"
+      "  - id: d\n    source: DGXC\n"
+      "    config: {model: llama3_405b, gpu: H100-SXM, tp: 8, pp: 8, cp: 2, vp: 8, gbs: \"gpus/2\", "
+      "precision: bf16}\n    measured: {by_gpus: {512: {step_s: 19.78}}}\n",
+      "ref.yaml");
+  const CaseJob job = build_case_job(set, set.cases[0], set.cases[0].points[0]);
+  EXPECT_EQ(field(job, "account_for_embedding_in_pipeline_split"), "true [NEMO-405B-SPLIT]");
+  EXPECT_EQ(field(job, "global_batch_size"), "256");
+}
+
+TEST(CaseJob, GradAccumMustAgreeWithTheGlobalBatch) {
+  const auto set = parse(
+      "  - id: g\n"
+      "    source: DGXC\n"
+      "    config: {model: tiny, gpu: H100-SXM, tp: 1, pp: 1, cp: 2, mbs: 1, grad_accum: 8, "
+      "gbs: \"16*gpus\", precision: bf16}\n"
+      "    measured: {by_gpus: {8: {step_s: 1.0}}}\n");
+  try {
+    build_case_job(set, set.cases[0], set.cases[0].points[0]);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.line(), 7);
+    EXPECT_NE(e.reason().find("mbs*dp*grad_accum = 1*4*8"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CaseJob, JobErrorsAreRelocatedToTheReferenceLine) {
+  const auto set = parse(
+      "  - id: bad_tp\n"
+      "    source: S0\n"
+      "    config: {model: llama3_70b, gpu: H100-SXM, gpus: 48, tp: 3, pp: 1, seq: 8192, "
+      "precision: bf16}\n"
+      "    measured: {mfu: 0.5}\n");
+  const auto& rc = set.cases[0];
+  const CaseJob job = build_case_job(set, rc, rc.points[0]);
+  try {
+    load_case_job(set, rc, job);
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), "ref.yaml");
+    EXPECT_EQ(e.line(), 7);
+    EXPECT_EQ(e.field(), "parallelism.tp");
+    EXPECT_NE(e.reason().find("case bad_tp"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CaseJob, UnknownSourceNeedsARecipe) {
+  const auto set = parse(
+      "  - id: mine\n"
+      "    source: my cluster, 2025\n"
+      "    config: {model: tiny, platform: hgx_h100, gpus: 8, tp: 1, pp: 1, mbs: 1, gbs: 8, "
+      "seq: 2048, precision: bf16}\n"
+      "    measured: {step_s: 1.0}\n");
+  EXPECT_THROW(family_of(set, set.cases[0]), SpecError);
+  const auto with_recipe = parse(
+      "  - id: mine\n"
+      "    source: my cluster, 2025\n"
+      "    recipe: none\n"
+      "    config: {model: tiny, platform: hgx_h100, gpus: 8, tp: 1, pp: 1, mbs: 1, gbs: 8, "
+      "seq: 2048, precision: bf16}\n"
+      "    measured: {step_s: 1.0}\n");
+  const auto& rc = with_recipe.cases[0];
+  const CaseJob job = build_case_job(with_recipe, rc, rc.points[0]);
+  EXPECT_TRUE(job.defaults().empty()) << "recipe none applies nothing";
+  const Job parsed = load_case_job(with_recipe, rc, job);
+  EXPECT_EQ(parsed.workload.model.layers, 4);
+  EXPECT_EQ(parsed.workload.parallel.dp, 8);
+}
+
+TEST(Platforms, GpuNamesMapToCatalogPlatforms) {
+  EXPECT_EQ(platform_for_gpu("H100-SXM"), "hgx_h100");
+  EXPECT_EQ(platform_for_gpu("h200"), "hgx_h200");
+  EXPECT_EQ(platform_for_gpu("B200"), "hgx_b200");
+  EXPECT_EQ(platform_for_gpu("GB200"), "gb200_nvl72");
+  EXPECT_EQ(platform_for_gpu("MI300X"), "");
+}
+
+}  // namespace
+}  // namespace clustersim::tools::validation

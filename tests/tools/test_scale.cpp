@@ -1,0 +1,160 @@
+// Scale: weak/strong batch rules, derived jobs, efficiency, CSV columns, SVG well-formedness.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <vector>
+
+#include "sim/spec_error.hpp"
+#include "tools/scale.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
+
+// small_job.yaml: tp 2, pp 2, dp 4 on 16 GPUs, micro batch 1, global batch 32.
+TEST(ScaleRules, WeakKeepsTheBatchPerReplica) {
+  const JobTemplate tmpl = JobTemplate::load(data("small_job.yaml"));
+  const ScalePoint p = scale_point(tmpl.base(), 64, ScaleMode::Weak);
+  EXPECT_TRUE(p.invalid.empty()) << p.invalid;
+  EXPECT_EQ(p.dp, 16);
+  EXPECT_EQ(p.global_batch, 128);  // 32 / 4 replicas = 8 sequences per replica, x 16
+  const Job job = tmpl.derive(scale_overrides(p));
+  EXPECT_EQ(job.cluster.gpus, 64);
+  EXPECT_EQ(job.workload.parallel.dp, 16);
+  EXPECT_EQ(job.workload.parallel.tp, 2);
+  EXPECT_EQ(job.workload.training.global_batch_size, 128);
+  EXPECT_EQ(job.workload.num_microbatches(), 8);
+}
+
+TEST(ScaleRules, StrongKeepsTheGlobalBatch) {
+  const JobTemplate tmpl = JobTemplate::load(data("small_job.yaml"));
+  const ScalePoint p = scale_point(tmpl.base(), 32, ScaleMode::Strong);
+  EXPECT_TRUE(p.invalid.empty()) << p.invalid;
+  EXPECT_EQ(p.dp, 8);
+  EXPECT_EQ(p.global_batch, 32);
+  const Job job = tmpl.derive(scale_overrides(p));
+  EXPECT_EQ(job.workload.num_microbatches(), 4);
+}
+
+TEST(ScaleRules, CountsThatCannotRunSayWhy) {
+  const JobTemplate tmpl = JobTemplate::load(data("small_job.yaml"));
+  const ScalePoint odd = scale_point(tmpl.base(), 18, ScaleMode::Weak);
+  EXPECT_NE(odd.invalid.find("tp*cp*pp = 4"), std::string::npos) << odd.invalid;
+  // 256 GPUs: dp 64 does not divide the global batch of 32.
+  const ScalePoint big = scale_point(tmpl.base(), 256, ScaleMode::Strong);
+  EXPECT_NE(big.invalid.find("not divisible"), std::string::npos) << big.invalid;
+  EXPECT_TRUE(scale_point(tmpl.base(), 256, ScaleMode::Weak).invalid.empty());
+}
+
+TEST(JobVariants, ErrorsOfReplacedKeysPointAtTheFile) {
+  const JobTemplate tmpl = JobTemplate::load(data("small_job.yaml"));
+  try {
+    tmpl.derive({{"parallelism.tp", "3"}});
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), data("small_job.yaml"));
+    EXPECT_GT(e.line(), 0);
+    EXPECT_EQ(e.field().rfind("parallelism", 0), 0u) << e.field();
+  }
+  EXPECT_THROW(tmpl.derive({{"tp", "2"}}), std::invalid_argument);
+}
+
+ScaleRow row(std::int64_t gpus, double tokens, double mfu) {
+  ScaleRow r;
+  r.point = ScalePoint{gpus, gpus / 4, gpus * 2, ""};
+  StepFigures f;
+  f.tokens_per_s_per_gpu = tokens;
+  f.mfu = mfu;
+  f.step_time_s = 1.0;
+  f.replicas = "full";
+  r.figures = f;
+  return r;
+}
+
+TEST(ScaleEfficiency, IsThroughputPerGpuOverTheSmallestCount) {
+  std::vector<ScaleRow> rows = {row(128, 900.0, 0.45), row(64, 1000.0, 0.5)};
+  ScaleRow invalid;
+  invalid.point.gpus = 96;
+  invalid.status = "invalid";
+  rows.push_back(invalid);
+  compute_efficiency(rows);
+  EXPECT_DOUBLE_EQ(rows[1].efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(rows[0].efficiency, 0.9);
+  EXPECT_DOUBLE_EQ(rows[2].efficiency, 0.0);
+}
+
+TEST(ScaleCsv, HasTheDocumentedColumnsAndEmptyFieldsForInvalidRows) {
+  std::vector<ScaleRow> rows = {row(64, 1000.0, 0.5)};
+  ScaleRow invalid;
+  invalid.point.gpus = 96;
+  invalid.status = "invalid";
+  invalid.reason = "96 GPUs are not a multiple of tp*cp*pp = 64";
+  rows.push_back(invalid);
+  compute_efficiency(rows);
+  const CsvTable t = scale_csv(rows);
+  for (const char* c : {"gpus", "step_time_s", "mfu", "tokens_per_s_per_gpu", "scaling_efficiency",
+                        "compute_s", "exposed_comm_s", "bubble_s", "peak_memory_gib", "status"}) {
+    EXPECT_NO_THROW(t.column(c)) << c;
+  }
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][t.column("mfu")], "0.5000");
+  EXPECT_EQ(t.rows[0][t.column("scaling_efficiency")], "1.0000");
+  EXPECT_EQ(t.rows[1][t.column("mfu")], "");
+  EXPECT_EQ(t.rows[1][t.column("status")], "invalid");
+  const CsvTable back = parse_csv(to_csv(t), "scale.csv");
+  EXPECT_EQ(back.rows, t.rows);
+}
+
+// Every opening tag is closed in order (or self-closed): enough to catch broken output.
+bool balanced_xml(const std::string& svg) {
+  std::vector<std::string> stack;
+  const std::regex tag("<(/?)([a-zA-Z]+)[^>]*?(/?)>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tag); it != std::sregex_iterator(); ++it) {
+    const auto& m = *it;
+    if (m[3] == "/") continue;
+    if (m[1] == "/") {
+      if (stack.empty() || stack.back() != m[2]) return false;
+      stack.pop_back();
+    } else {
+      stack.push_back(m[2]);
+    }
+  }
+  return stack.empty();
+}
+
+TEST(ScalePlot, IsWellFormedSvgWithBothCurvesAndMeasuredPoints) {
+  std::vector<ScaleRow> rows = {row(64, 1000.0, 0.5), row(256, 950.0, 0.475),
+                                row(2048, 900.0, 0.45)};
+  compute_efficiency(rows);
+  const PlotSpec spec = scale_plot(rows, ScaleMode::Weak, "A <title> & more", {{64, 0.545}, {2048, 0.537}},
+                                   "measured MFU");
+  ASSERT_EQ(spec.series.size(), 3u);
+  EXPECT_TRUE(spec.log2_x);
+  const std::string svg = render_svg(spec);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_TRUE(balanced_xml(svg)) << svg;
+  EXPECT_NE(svg.find("A &lt;title&gt; &amp; more"), std::string::npos);
+  // Two polylines (MFU, efficiency) of three points; measured points as hollow squares.
+  const std::regex polyline("<polyline[^>]*points=\"([^\"]*)\"");
+  int lines = 0;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), polyline); it != std::sregex_iterator(); ++it) {
+    const std::string pts = (*it)[1];
+    EXPECT_EQ(std::count(pts.begin(), pts.end(), ','), 3) << pts;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2);
+  // log2 axis: ticks 64 ... 2048 are labelled.
+  for (const char* tick : {">64<", ">128<", ">1024<", ">2048<"}) EXPECT_NE(svg.find(tick), std::string::npos) << tick;
+  EXPECT_EQ(render_svg(spec), svg) << "deterministic";
+}
+
+TEST(ScalePlot, RefusesAnEmptyStudy) {
+  ScaleRow invalid;
+  invalid.status = "invalid";
+  EXPECT_THROW(scale_plot({invalid}, ScaleMode::Strong, "t", {}, ""), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace clustersim::tools

@@ -1,0 +1,190 @@
+// Sweep space: parsing, enumeration order, sharding, overrides, ranking, merging; CSV I/O.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "sim/spec_error.hpp"
+#include "tools/csv.hpp"
+#include "tools/sweep.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+TEST(SweepSpace, ParsesDimensionsInCommandLineOrderAndEnumeratesLastFastest) {
+  const auto axes = parse_space({"tp=1,2,4", "recompute=none,full"});
+  ASSERT_EQ(axes.size(), 2u);
+  EXPECT_EQ(axes[0].dim.key, "tp");
+  EXPECT_EQ(axes[1].dim.key, "recompute");
+  EXPECT_EQ(axes[1].dim.section, "training");
+  ASSERT_EQ(space_size(axes), 6u);
+  EXPECT_EQ(config_values(axes, 0), (std::vector<std::string>{"1", "none"}));
+  EXPECT_EQ(config_values(axes, 1), (std::vector<std::string>{"1", "full"}));
+  EXPECT_EQ(config_values(axes, 2), (std::vector<std::string>{"2", "none"}));
+  EXPECT_EQ(config_values(axes, 5), (std::vector<std::string>{"4", "full"}));
+  std::set<std::vector<std::string>> all;
+  for (std::size_t id = 0; id < 6; ++id) all.insert(config_values(axes, id));
+  EXPECT_EQ(all.size(), 6u) << "every id must name a different configuration";
+}
+
+TEST(SweepSpace, MapsNamesToJobKeys) {
+  const auto axes = parse_space({"mbs=1,2", "zero=0,3", "vp=1,2"});
+  EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "training.micro_batch_size");
+  EXPECT_EQ(axes[1].dim.section + "." + axes[1].dim.key, "parallelism.zero_stage");
+  EXPECT_EQ(axes[2].dim.section + "." + axes[2].dim.key, "parallelism.vp");
+}
+
+TEST(SweepSpace, RejectsMalformedSpaces) {
+  EXPECT_THROW(parse_space({"tp"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"dp=1,2"}), std::invalid_argument);  // dp is derived
+  EXPECT_THROW(parse_space({"tp=1,x"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"tp=0"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"tp=1,1"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"tp=1", "tp=2"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"zero=4"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"recompute=some"}), std::invalid_argument);
+  try {
+    parse_space({"tpp=1"});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("known: tp, pp"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SweepShards, AreDisjointAndCoverTheSpace) {
+  for (std::size_t size : {1u, 7u, 48u}) {
+    for (std::size_t n : {1u, 3u, 8u}) {
+      std::vector<std::size_t> seen;
+      for (std::size_t k = 1; k <= n; ++k) {
+        const auto ids = shard_ids(size, Shard{k, n});
+        for (const auto id : ids) EXPECT_EQ(id % n, k - 1);
+        seen.insert(seen.end(), ids.begin(), ids.end());
+      }
+      std::sort(seen.begin(), seen.end());
+      ASSERT_EQ(seen.size(), size) << size << " configs, " << n << " shards";
+      for (std::size_t i = 0; i < size; ++i) EXPECT_EQ(seen[i], i);
+    }
+  }
+}
+
+TEST(SweepShards, ParseKOverN) {
+  const Shard s = parse_shard("3/8");
+  EXPECT_EQ(s.index, 3u);
+  EXPECT_EQ(s.count, 8u);
+  EXPECT_THROW(parse_shard("0/8"), std::invalid_argument);
+  EXPECT_THROW(parse_shard("9/8"), std::invalid_argument);
+  EXPECT_THROW(parse_shard("3"), std::invalid_argument);
+  EXPECT_THROW(parse_shard("a/b"), std::invalid_argument);
+}
+
+TEST(SweepOverrides, KeepTheGlobalBatchDeriveDpAndDropContradictingKeys) {
+  const auto axes = parse_space({"tp=2", "vp=2", "zero=2"});
+  const auto o = sweep_overrides(axes, {"2", "2", "2"}, 64, 256);
+  auto value = [&](const std::string& key) -> std::string {
+    for (const auto& [k, v] : o) {
+      if (k == key) return v;
+    }
+    return "<absent>";
+  };
+  EXPECT_EQ(value("cluster.gpus"), "64");
+  EXPECT_EQ(value("training.global_batch_size"), "256");
+  EXPECT_EQ(value("parallelism.dp"), "");  // removed: derived from the GPU count
+  EXPECT_EQ(value("parallelism.schedule"), "");
+  EXPECT_EQ(value("parallelism.fsdp"), "");
+  EXPECT_EQ(value("parallelism.tp"), "2");
+  EXPECT_EQ(value("parallelism.vp"), "2");
+  EXPECT_EQ(value("parallelism.zero_stage"), "2");
+}
+
+CsvTable sample_table() {
+  CsvTable t;
+  t.header = sweep_header(parse_space({"tp=1,2,4"}));
+  auto row = [&](const char* config, const char* status, const char* tokens) {
+    std::vector<std::string> r(t.header.size());
+    r[t.column("config")] = config;
+    r[t.column("status")] = status;
+    r[t.column("tokens_per_s_per_gpu")] = tokens;
+    r[t.column("mfu")] = "0.5";
+    t.rows.push_back(r);
+  };
+  row("0", kSweepInvalid, "");
+  row("1", kSweepOk, "900.5");
+  row("2", kSweepOk, "1200.0");
+  row("3", kSweepOutOfMemory, "");
+  row("4", kSweepOk, "1200.0");
+  row("5", kSweepFailed, "");
+  return t;
+}
+
+TEST(SweepRanking, OkRowsByThroughputThenTiesByIdThenFailedMemoryInvalid) {
+  CsvTable t = sample_table();
+  rank_sweep_table(t);
+  std::vector<std::string> order;
+  std::vector<std::string> ranks;
+  for (const auto& r : t.rows) {
+    order.push_back(r[t.column("config")]);
+    ranks.push_back(r[t.column("rank")]);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"2", "4", "1", "5", "3", "0"}));
+  EXPECT_EQ(ranks, (std::vector<std::string>{"1", "2", "3", "", "", ""}));
+}
+
+TEST(SweepMerge, CombinesShardsAndReranks) {
+  CsvTable all = sample_table();
+  CsvTable a;
+  CsvTable b;
+  a.header = b.header = all.header;
+  for (std::size_t i = 0; i < all.rows.size(); ++i) (i % 2 ? b : a).rows.push_back(all.rows[i]);
+  const CsvTable merged = merge_sweep_tables({{"a.csv", a}, {"b.csv", b}});
+  rank_sweep_table(all);
+  EXPECT_EQ(to_csv(merged), to_csv(all));
+}
+
+TEST(SweepMerge, RejectsDuplicateConfigsAndForeignHeaders) {
+  const CsvTable t = sample_table();
+  try {
+    merge_sweep_tables({{"a.csv", t}, {"b.csv", t}});
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), "b.csv");
+    EXPECT_NE(e.reason().find("more than one shard"), std::string::npos);
+  }
+  CsvTable other = t;
+  other.header[2] = "pp";
+  EXPECT_THROW(merge_sweep_tables({{"a.csv", t}, {"c.csv", other}}), SpecError);
+}
+
+TEST(SweepTopTable, ShowsRankedRowsOnly) {
+  CsvTable t = sample_table();
+  rank_sweep_table(t);
+  const std::string text = top_table(t, 2);
+  EXPECT_NE(text.find("1200.0"), std::string::npos);
+  EXPECT_EQ(text.find("900.5"), std::string::npos) << "only the top 2 rows: " << text;
+}
+
+TEST(Csv, RoundTripsQuotesCommasAndNewlines) {
+  CsvTable t;
+  t.header = {"a", "b"};
+  t.rows = {{"plain", "with, comma"}, {"say \"hi\"", "two\nlines"}, {"", "x"}};
+  const std::string text = to_csv(t);
+  EXPECT_NE(text.find("\"with, comma\""), std::string::npos);
+  EXPECT_NE(text.find("\"say \"\"hi\"\"\""), std::string::npos);
+  const CsvTable back = parse_csv(text, "t.csv");
+  EXPECT_EQ(back.header, t.header);
+  EXPECT_EQ(back.rows, t.rows);
+}
+
+TEST(Csv, ReportsRaggedRowsAndUnterminatedQuotesWithLine) {
+  try {
+    parse_csv("a,b\n1,2\n3\n", "r.csv");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), "r.csv");
+    EXPECT_EQ(e.line(), 3);
+  }
+  EXPECT_THROW(parse_csv("a,b\n\"1,2\n", "q.csv"), SpecError);
+  EXPECT_THROW(parse_csv("", "e.csv"), SpecError);
+}
+
+}  // namespace
+}  // namespace clustersim::tools

@@ -1,0 +1,174 @@
+// `clustersim scale JOB.yaml --gpus 64,128,... --mode weak|strong [--csv F] [--svg F] [-j N]`
+#include <algorithm>
+#include <functional>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "sim/spec_error.hpp"
+#include "tools/commands.hpp"
+#include "tools/progress.hpp"
+#include "tools/scale.hpp"
+#include "tools/validation/case_job.hpp"
+#include "tools/validation/reference_set.hpp"
+#include "tools/worker_pool.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+struct ScaleArgs {
+  std::string job;
+  std::vector<std::int64_t> gpus;
+  std::string mode = "weak";
+  std::string csv = "scale.csv";
+  std::string svg = "scale.svg";
+  std::string title;
+  int jobs = 0;
+  std::string replicas = "auto";
+  std::string reference = CLUSTERSIM_REFERENCE_FILE;
+  std::vector<std::string> measured_cases;
+};
+
+// The measured MFU of the named reference cases (points that state an MFU).
+std::vector<MeasuredMfu> measured_points(const ScaleArgs& args) {
+  std::vector<MeasuredMfu> out;
+  if (args.measured_cases.empty()) return out;
+  const auto set = validation::load_reference_set(args.reference);
+  for (const auto& id : args.measured_cases) {
+    const auto it = std::find_if(set.cases.begin(), set.cases.end(),
+                                 [&](const auto& rc) { return rc.id == id; });
+    if (it == set.cases.end()) throw SpecError(set.file, 0, "cases", "no case with id '" + id + "'");
+    for (const auto& p : it->points) {
+      const std::int64_t g = validation::point_gpus(*it, p);
+      if (p.stated_mfu && g > 0) out.push_back({g, *p.stated_mfu});
+    }
+  }
+  return out;
+}
+
+std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args, ScaleMode mode) {
+  std::vector<ScaleRow> rows;
+  std::vector<std::function<std::string()>> tasks;
+  std::vector<std::size_t> task_row;
+  for (const std::int64_t g : args.gpus) {
+    ScaleRow row;
+    row.point = scale_point(tmpl.base(), g, mode);
+    if (!row.point.invalid.empty()) {
+      row.status = "invalid";
+      row.reason = row.point.invalid;
+    } else {
+      try {
+        const Job job = tmpl.derive(scale_overrides(row.point));
+        row.memory = memory_fit(job);
+        const std::string replicas = args.replicas;
+        tasks.push_back([job, replicas] { return simulate_figures(job, replicas); });
+        task_row.push_back(rows.size());
+      } catch (const SpecError& e) {
+        row.status = "invalid";
+        row.reason = e.what();
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  ProgressBar bar("simulating " + std::to_string(tasks.size()) + " GPU counts", tasks.size());
+  const int jobs = args.jobs > 0 ? args.jobs : default_worker_count();
+  const auto results = run_in_workers(tasks, jobs, [&bar](std::size_t d, std::size_t) { bar.update(d); });
+  bar.finish();
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    ScaleRow& row = rows[task_row[t]];
+    if (results[t].ok) {
+      row.figures = parse_figures(results[t].output);
+    } else {
+      row.status = "failed";
+      row.reason = results[t].output;
+    }
+  }
+  compute_efficiency(rows);
+  return rows;
+}
+
+std::string table(const std::vector<ScaleRow>& rows) {
+  std::ostringstream out;
+  out << std::setw(7) << "gpus" << std::setw(6) << "dp" << std::setw(8) << "gbs" << std::setw(10)
+      << "step s" << std::setw(8) << "MFU" << std::setw(12) << "tok/s/GPU" << std::setw(8)
+      << "eff" << std::setw(10) << "mem GiB" << "  status\n";
+  for (const auto& r : rows) {
+    out << std::setw(7) << r.point.gpus << std::setw(6) << r.point.dp << std::setw(8)
+        << r.point.global_batch << std::fixed;
+    if (r.figures) {
+      out << std::setw(10) << std::setprecision(3) << r.figures->step_time_s << std::setw(7)
+          << std::setprecision(1) << 100 * r.figures->mfu << "%" << std::setw(12)
+          << r.figures->tokens_per_s_per_gpu << std::setw(7) << 100 * r.efficiency << "%";
+    } else {
+      out << std::setw(10) << "-" << std::setw(8) << "-" << std::setw(12) << "-" << std::setw(8) << "-";
+    }
+    out << std::setw(10) << (r.memory ? csv_number(r.memory->peak_bytes / (1 << 30), 1) : "-");
+    out << "  " << r.status << (r.reason.empty() ? "" : ": " + r.reason) << "\n";
+  }
+  return out.str();
+}
+
+int scale_command(const ScaleArgs& args) {
+  const ScaleMode mode = parse_scale_mode(args.mode);
+  const JobTemplate tmpl = JobTemplate::load(args.job);
+  const auto measured = measured_points(args);
+  const auto rows = run_points(tmpl, args, mode);
+  std::cout << "job: " << args.job << " (" << to_string(mode) << " scaling: tp, cp, pp kept, "
+            << (mode == ScaleMode::Weak ? "batch per data-parallel replica kept" : "global batch kept")
+            << ")\n" << table(rows);
+  if (!memory_model_available()) std::cout << "peak memory: no memory model in this build\n";
+  write_text_file(args.csv, to_csv(scale_csv(rows)));
+  std::cout << "wrote " << args.csv << "\n";
+  const bool any = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
+  if (!any) {
+    std::cerr << "error: no GPU count could be simulated; no plot written\n";
+    return 1;
+  }
+  const std::string title = args.title.empty() ? tmpl.base().workload.model.name + ", " +
+                                                     to_string(mode) + " scaling"
+                                               : args.title;
+  write_text_file(args.svg, render_svg(scale_plot(rows, mode, title, measured, "measured MFU")));
+  std::cout << "wrote " << args.svg << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void register_scale_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ScaleArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "scale", "Simulate a job at several GPU counts (tp, cp, pp kept, dp grows): CSV of step "
+               "time, MFU, tokens/s/GPU, breakdown, peak memory, and an SVG plot");
+  cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256")->required()->delimiter(',');
+  cmd->add_option("--mode", args->mode,
+                  "weak: keep the batch per data-parallel replica (global batch grows with dp); "
+                  "strong: keep the global batch")
+      ->check(CLI::IsMember({"weak", "strong"}));
+  cmd->add_option("--csv", args->csv, "CSV output (default scale.csv)");
+  cmd->add_option("--svg", args->svg, "SVG plot output (default scale.svg)");
+  cmd->add_option("--title", args->title, "Plot title");
+  cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--replicas", args->replicas, "auto (default), full or identical")
+      ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd->add_option("--measured-case", args->measured_cases,
+                  "Draw the measured MFU of this reference case beside the curve (repeatable)");
+  cmd->add_option("--reference", args->reference,
+                  "Reference file for --measured-case (default tests/validation/measured.yaml)")
+      ->check(CLI::ExistingFile);
+  cmd->callback([args, &exit_code] {
+    try {
+      exit_code = scale_command(*args);
+    } catch (const SpecError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace clustersim::tools

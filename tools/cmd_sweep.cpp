@@ -1,0 +1,212 @@
+// `clustersim sweep JOB.yaml --gpus N --space tp=1,2,4,8 pp=... [-j N] [--shard K/N] [--csv F]`
+// `clustersim sweep merge SHARD.csv... [--csv F]`
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "sim/spec_error.hpp"
+#include "tools/commands.hpp"
+#include "tools/progress.hpp"
+#include "tools/step_figures.hpp"
+#include "tools/svg_plot.hpp"
+#include "tools/sweep.hpp"
+#include "tools/worker_pool.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+struct SweepArgs {
+  std::string job;
+  std::int64_t gpus = 0;
+  std::vector<std::string> space;
+  std::string csv = "sweep.csv";
+  std::string shard = "1/1";
+  int jobs = 0;
+  std::string replicas = "auto";
+  std::size_t top = 10;
+};
+
+struct MergeArgs {
+  std::vector<std::string> files;
+  std::string csv = "sweep.csv";
+  std::size_t top = 10;
+};
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+void set(CsvTable& t, std::vector<std::string>& row, const std::string& col, const std::string& v) {
+  row[t.column(col)] = v;
+}
+
+void set_memory(CsvTable& t, std::vector<std::string>& row, const std::optional<MemoryFit>& m) {
+  if (!m) return;
+  set(t, row, "peak_memory_gib", csv_number(m->peak_bytes / kGiB, 2));
+  set(t, row, "memory_headroom_gib", csv_number((m->capacity_bytes - m->peak_bytes) / kGiB, 2));
+}
+
+// Builds every configuration's row; returns the simulation tasks and the rows they fill.
+std::vector<std::function<std::string()>> prepare(const SweepArgs& args,
+                                                  const std::vector<SweepAxis>& axes,
+                                                  CsvTable& table, std::vector<std::size_t>& task_row) {
+  const JobTemplate tmpl = JobTemplate::load(args.job);
+  const std::int64_t gbs = tmpl.base().workload.training.global_batch_size;
+  std::vector<std::function<std::string()>> tasks;
+  for (const std::size_t id : shard_ids(space_size(axes), parse_shard(args.shard))) {
+    const auto values = config_values(axes, id);
+    std::vector<std::string> row(table.header.size());
+    set(table, row, "config", std::to_string(id));
+    for (std::size_t i = 0; i < axes.size(); ++i) set(table, row, axes[i].dim.name, values[i]);
+    try {
+      const Job job = tmpl.derive(sweep_overrides(axes, values, args.gpus, gbs));
+      set(table, row, "dp", std::to_string(job.workload.parallel.dp));
+      const auto memory = memory_fit(job);
+      set_memory(table, row, memory);
+      if (memory && !memory->fits) {
+        set(table, row, "status", kSweepOutOfMemory);
+        set(table, row, "reason", memory->message);
+      } else {
+        const std::string replicas = args.replicas;
+        tasks.push_back([job, replicas] { return simulate_figures(job, replicas); });
+        task_row.push_back(table.rows.size());
+      }
+    } catch (const SpecError& e) {
+      set(table, row, "status", kSweepInvalid);
+      set(table, row, "reason", e.field() + ": " + e.reason());
+    } catch (const std::invalid_argument& e) {
+      set(table, row, "status", kSweepInvalid);
+      set(table, row, "reason", e.what());
+    }
+    table.rows.push_back(std::move(row));
+  }
+  return tasks;
+}
+
+void report_pruning(const CsvTable& table, std::size_t space, const SweepArgs& args) {
+  std::map<std::string, std::size_t> count;
+  std::map<std::string, std::size_t> reasons;
+  for (const auto& row : table.rows) {
+    const std::string& status = row[table.column("status")];
+    ++count[status];
+    if (status != kSweepOk) ++reasons[status + ": " + row[table.column("reason")]];
+  }
+  std::cout << "space: " << space << " configurations; shard " << args.shard << ": "
+            << table.rows.size() << "; simulated " << count[kSweepOk] + count[kSweepFailed]
+            << " (" << count[kSweepFailed] << " failed); pruned " << count[kSweepInvalid]
+            << " invalid, " << count[kSweepOutOfMemory] << " over memory\n";
+  std::cout << (memory_model_available()
+                    ? "memory pruning: workloads memory model (per-GPU peak vs HBM)\n"
+                    : "memory pruning: off (no memory model in this build); pruned on validity only\n");
+  if (!reasons.empty()) std::cout << "why configurations were pruned or failed (count):\n";
+  for (const auto& [reason, n] : reasons) std::cout << "  " << n << "x " << reason << "\n";
+}
+
+int sweep_command(const SweepArgs& args) {
+  if (args.job.empty()) throw std::invalid_argument("sweep needs a job file (or: sweep merge)");
+  if (args.gpus <= 0) throw std::invalid_argument("sweep needs --gpus N");
+  const auto axes = parse_space(args.space);
+  CsvTable table;
+  table.header = sweep_header(axes);
+  std::vector<std::size_t> task_row;
+  const auto tasks = prepare(args, axes, table, task_row);
+  ProgressBar bar("simulating configurations", tasks.size());
+  const int jobs = args.jobs > 0 ? args.jobs : default_worker_count();
+  const auto results = run_in_workers(tasks, jobs, [&bar](std::size_t d, std::size_t) { bar.update(d); });
+  bar.finish();
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    auto& row = table.rows[task_row[t]];
+    if (!results[t].ok) {
+      set(table, row, "status", kSweepFailed);
+      set(table, row, "reason", results[t].output);
+      continue;
+    }
+    const StepFigures f = parse_figures(results[t].output);
+    set(table, row, "status", kSweepOk);
+    set(table, row, "tokens_per_s_per_gpu", csv_number(f.tokens_per_s_per_gpu, 1));
+    set(table, row, "mfu", csv_number(f.mfu, 4));
+    set(table, row, "step_time_s", csv_number(f.step_time_s, 4));
+    set(table, row, "replicas", f.replicas);
+  }
+  rank_sweep_table(table);
+  write_text_file(args.csv, to_csv(table));
+  report_pruning(table, space_size(axes), args);
+  std::cout << "\ntop " << args.top << " by tokens/s/GPU:\n" << top_table(table, args.top);
+  std::cout << "wrote " << args.csv << "\n";
+  return 0;
+}
+
+int merge_command(const MergeArgs& args) {
+  std::vector<std::pair<std::string, CsvTable>> shards;
+  for (const auto& file : args.files) {
+    std::ifstream in(file);
+    if (!in) throw SpecError(file, 0, "", "cannot open file");
+    std::stringstream text;
+    text << in.rdbuf();
+    shards.emplace_back(file, parse_csv(text.str(), file));
+  }
+  const CsvTable merged = merge_sweep_tables(shards);
+  write_text_file(args.csv, to_csv(merged));
+  std::cout << "merged " << shards.size() << " shard outputs, " << merged.rows.size()
+            << " configurations\n\ntop " << args.top << " by tokens/s/GPU:\n"
+            << top_table(merged, args.top) << "wrote " << args.csv << "\n";
+  return 0;
+}
+
+int guarded(const std::function<int()>& fn) {
+  try {
+    return fn();
+  } catch (const SpecError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+void register_merge(CLI::App* sweep, int& exit_code) {
+  auto args = std::make_shared<MergeArgs>();
+  CLI::App* merge = sweep->add_subcommand(
+      "merge", "Combine the CSV outputs of sweep shards (--shard K/N) into one ranked CSV");
+  merge->add_option("files", args->files, "Shard CSV files")->required()->check(CLI::ExistingFile);
+  merge->add_option("--csv", args->csv, "Merged CSV output (default sweep.csv)");
+  merge->add_option("--top", args->top, "Rows of the table on stdout (default 10)");
+  merge->callback([args, &exit_code] { exit_code = guarded([&] { return merge_command(*args); }); });
+}
+
+}  // namespace
+
+void register_sweep_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Enumerate parallelism configurations of a job at a GPU count, prune invalid "
+               "and over-memory ones (with reasons), simulate the rest in parallel worker "
+               "processes, write a ranked CSV and print the top 10 (docs/scaling-and-sweeps.md)");
+  cmd->add_option("job", args->job, "Job YAML; its global batch is kept")->check(CLI::ExistingFile);
+  cmd->add_option("--gpus", args->gpus, "GPU count of every configuration");
+  cmd->add_option("--space", args->space,
+                  "Dimensions and values: tp=1,2,4,8 pp=1,2 vp=1,2 cp=1,2 ep=1 etp=1 mbs=1,2 "
+                  "zero=0,1,2,3 recompute=none,selective,full (dp is derived)")
+      ->expected(1, -1);
+  cmd->add_option("--csv", args->csv, "Ranked CSV output (default sweep.csv)");
+  cmd->add_option("--shard", args->shard,
+                  "Run only shard K of N (configs with id % N == K-1), e.g. $SLURM_ARRAY_TASK_ID/8; "
+                  "combine outputs with 'sweep merge'");
+  cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--replicas", args->replicas, "auto (default), full or identical")
+      ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)");
+  register_merge(cmd, exit_code);
+  cmd->callback([cmd, args, &exit_code] {
+    if (cmd->got_subcommand("merge")) return;
+    exit_code = guarded([&] { return sweep_command(*args); });
+  });
+}
+
+}  // namespace clustersim::tools

@@ -1,0 +1,124 @@
+// `clustersim validate [FILE] [--json FILE] [-j N] [--replicas R] [--max-gpus N] [--case ID]`
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "sim/spec_error.hpp"
+#include "tools/commands.hpp"
+#include "tools/progress.hpp"
+#include "tools/svg_plot.hpp"
+#include "tools/validation/case_plots.hpp"
+#include "tools/validation/validate_run.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+struct ValidateArgs {
+  std::string file = CLUSTERSIM_REFERENCE_FILE;
+  std::string json;
+  int jobs = 0;
+  std::string replicas = "auto";
+  std::int64_t max_gpus = 0;
+  std::vector<std::string> cases;
+  bool dry_run = false;
+  bool show_jobs = false;
+  std::string plot_dir;
+};
+
+void write_plots(const validation::ValidationSummary& summary, const ValidateArgs& args) {
+  std::vector<std::string> ids;
+  for (const auto& p : summary.points) {
+    if (std::find(ids.begin(), ids.end(), p.id) == ids.end()) ids.push_back(p.id);
+  }
+  for (const auto& id : ids) {
+    for (const auto& [suffix, spec] : validation::case_plots(summary, id)) {
+      const std::string path = args.plot_dir + "/" + id + suffix + ".svg";
+      write_text_file(path, render_svg(spec));
+      std::cout << "wrote " << path << "\n";
+    }
+  }
+}
+
+int validate_command(const ValidateArgs& args) {
+  const auto set = validation::load_reference_set(args.file);
+  validation::ValidateOptions options;
+  options.jobs = args.jobs > 0 ? args.jobs : default_worker_count();
+  options.replicas = args.replicas;
+  options.max_gpus = args.max_gpus;
+  options.cases = args.cases;
+  options.dry_run = args.dry_run;
+  ProgressBar bar("simulating reference points", validation::count_points(set, options));
+  options.progress = [&bar](std::size_t done, std::size_t total) {
+    bar.set_total(total);
+    bar.update(done);
+  };
+  const auto summary = validation::run_validation(set, options);
+  bar.finish();
+  if (args.show_jobs) {
+    for (const auto& p : summary.points) {
+      std::cout << "# job of " << p.id << " @ " << p.gpus << " GPUs\n" << p.job_yaml << "\n";
+    }
+  }
+  std::cout << validation::validation_text(summary);
+  if (!args.plot_dir.empty()) write_plots(summary, args);
+  if (!args.json.empty()) {
+    std::ofstream out(args.json);
+    out << validation::validation_json(summary);
+    if (!out) {
+      std::cerr << "error: cannot write '" << args.json << "'\n";
+      return 1;
+    }
+  }
+  return summary.simulated > 0 || args.dry_run ? 0 : 1;
+}
+
+}  // namespace
+
+void register_validate_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Simulate every case of a reference set of measured training runs and report "
+                  "measured vs simulated (step time where given, else MFU or TFLOP/s/GPU) with "
+                  "the mean and max absolute error (docs/validation.md)");
+  cmd->add_option("file", args->file,
+                  "Reference file (schema in docs/validation.md); default: the repository's "
+                  "tests/validation/measured.yaml")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--json", args->json,
+                  "Also write {\"cases\": [{id, gpus, metric, measured, simulated, rel_error}], "
+                  "mean_abs_error, max_abs_error, not_simulated, defaults} to FILE");
+  cmd->add_option("-j,--jobs", args->jobs,
+                  "Worker processes simulating in parallel (default: the number of CPUs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--replicas", args->replicas,
+                  "Replica reduction for every point: auto (identical above 1,024 GPUs), full, "
+                  "identical (docs/outputs.md)")
+      ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd->add_option("--max-gpus", args->max_gpus,
+                  "Skip points above this many GPUs (reported as skipped for time)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--case", args->cases, "Only this case id (repeatable)");
+  cmd->add_flag("--dry-run", args->dry_run,
+                "Build and check the job of every point, list what would run, simulate nothing");
+  cmd->add_option("--plot", args->plot_dir,
+                  "Write SVG charts of each case with two or more points into this existing "
+                  "directory: CASE.svg (simulated vs measured), CASE_ratio.svg (two platforms), "
+                  "CASE_memory.svg (peak memory)")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_flag("--show-jobs", args->show_jobs,
+                "Print the job YAML each point becomes (runnable with clustersim run)");
+  cmd->callback([args, &exit_code] {
+    try {
+      exit_code = validate_command(*args);
+    } catch (const SpecError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace clustersim::tools

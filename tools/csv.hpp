@@ -1,0 +1,29 @@
+// CSV tables for scale and sweep outputs (RFC 4180 quoting), and the reader that
+// `clustersim sweep merge` uses to combine shard outputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace clustersim::tools {
+
+/// A table: a header and rows with one field per header column.
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+
+  /// Index of column `name`. @throws std::out_of_range when absent.
+  std::size_t column(const std::string& name) const;
+};
+
+/// The table as CSV text: fields with a comma, quote or newline are quoted, quotes doubled.
+std::string to_csv(const CsvTable& table);
+
+/// Parses CSV text written by to_csv (or any RFC 4180 file). @throws SpecError(origin, line,
+/// "", reason) for an unterminated quote or a row whose field count differs from the header's.
+CsvTable parse_csv(const std::string& text, const std::string& origin);
+
+/// A number with `digits` digits after the point ("12.345"); deterministic.
+std::string csv_number(double value, int digits);
+
+}  // namespace clustersim::tools

@@ -1,0 +1,114 @@
+#include "tools/scale.hpp"
+
+#include <stdexcept>
+
+namespace clustersim::tools {
+
+ScaleMode parse_scale_mode(const std::string& text) {
+  if (text == "weak") return ScaleMode::Weak;
+  if (text == "strong") return ScaleMode::Strong;
+  throw std::invalid_argument("scale mode must be weak or strong, not '" + text + "'");
+}
+
+const char* to_string(ScaleMode mode) { return mode == ScaleMode::Weak ? "weak" : "strong"; }
+
+ScalePoint scale_point(const Job& base, std::int64_t gpus, ScaleMode mode) {
+  const auto& p = base.workload.parallel;
+  const auto& t = base.workload.training;
+  const std::int64_t model_parallel = std::int64_t{p.tp} * p.cp * p.pp;
+  ScalePoint point;
+  point.gpus = gpus;
+  if (gpus <= 0 || gpus % model_parallel != 0) {
+    point.invalid = std::to_string(gpus) + " GPUs are not a multiple of tp*cp*pp = " +
+                    std::to_string(model_parallel);
+    return point;
+  }
+  point.dp = gpus / model_parallel;
+  if (mode == ScaleMode::Weak) {
+    // The base batch divides by dp * micro batch (the job reader checks it), so this is exact.
+    point.global_batch = t.global_batch_size / p.dp * point.dp;
+    return point;
+  }
+  point.global_batch = t.global_batch_size;
+  if (t.global_batch_size % (point.dp * t.micro_batch_size) != 0) {
+    point.invalid = "strong scaling keeps the global batch " +
+                    std::to_string(t.global_batch_size) + ", not divisible by dp*micro_batch = " +
+                    std::to_string(point.dp) + "*" + std::to_string(t.micro_batch_size);
+  }
+  return point;
+}
+
+std::vector<Override> scale_overrides(const ScalePoint& point) {
+  return {{"cluster.gpus", std::to_string(point.gpus)},
+          {"parallelism.dp", std::to_string(point.dp)},
+          {"training.global_batch_size", std::to_string(point.global_batch)},
+          {"training.gradient_accumulation_steps", ""}};
+}
+
+void compute_efficiency(std::vector<ScaleRow>& rows) {
+  const ScaleRow* first = nullptr;
+  for (const auto& r : rows) {
+    if (r.figures && (first == nullptr || r.point.gpus < first->point.gpus)) first = &r;
+  }
+  if (first == nullptr || first->figures->tokens_per_s_per_gpu <= 0.0) return;
+  const double base = first->figures->tokens_per_s_per_gpu;
+  for (auto& r : rows) {
+    if (r.figures) r.efficiency = r.figures->tokens_per_s_per_gpu / base;
+  }
+}
+
+CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
+  CsvTable t;
+  t.header = {"gpus",           "dp",          "global_batch_size", "step_time_s",
+              "mfu",            "tflops_per_gpu", "tokens_per_s_per_gpu", "scaling_efficiency",
+              "compute_s",      "exposed_comm_s", "bubble_s",          "peak_memory_gib",
+              "replicas",       "status",      "reason"};
+  for (const auto& r : rows) {
+    std::vector<std::string> row = {std::to_string(r.point.gpus), std::to_string(r.point.dp),
+                                    std::to_string(r.point.global_batch)};
+    if (r.figures) {
+      const auto& f = *r.figures;
+      for (const double v : {f.step_time_s, f.mfu, f.tflops_per_gpu, f.tokens_per_s_per_gpu,
+                             r.efficiency, f.compute_s, f.exposed_comm_s, f.bubble_s}) {
+        row.push_back(csv_number(v, 4));
+      }
+    } else {
+      row.insert(row.end(), 8, "");
+    }
+    row.push_back(r.memory ? csv_number(r.memory->peak_bytes / (1024.0 * 1024 * 1024), 2) : "");
+    row.push_back(r.figures ? r.figures->replicas : "");
+    row.push_back(r.status);
+    row.push_back(r.reason);
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+PlotSpec scale_plot(const std::vector<ScaleRow>& rows, ScaleMode mode, const std::string& title,
+                    const std::vector<MeasuredMfu>& measured, const std::string& measured_label) {
+  PlotSpec spec;
+  spec.title = title;
+  spec.x_label = "GPUs";
+  spec.y_label = "fraction";
+  spec.log2_x = true;
+  spec.y_percent = true;
+  PlotSeries mfu{"simulated MFU", {}, "#1f77b4", true, true, false};
+  PlotSeries eff{std::string(to_string(mode)) + " scaling efficiency", {}, "#2ca02c", true, true,
+                 false};
+  for (const auto& r : rows) {
+    if (!r.figures) continue;
+    const double g = static_cast<double>(r.point.gpus);
+    mfu.points.emplace_back(g, r.figures->mfu);
+    eff.points.emplace_back(g, r.efficiency);
+  }
+  if (mfu.points.empty()) throw std::invalid_argument("no simulated point to plot");
+  spec.series = {mfu, eff};
+  if (!measured.empty()) {
+    PlotSeries m{measured_label, {}, "#d62728", false, true, true};
+    for (const auto& p : measured) m.points.emplace_back(static_cast<double>(p.gpus), p.mfu);
+    spec.series.push_back(m);
+  }
+  return spec;
+}
+
+}  // namespace clustersim::tools

@@ -1,0 +1,73 @@
+// Scaling studies (`clustersim scale`): one job at several GPU counts with tp, pp and cp kept
+// and the data-parallel size growing. Weak scaling keeps the batch of each data-parallel replica
+// (the global batch grows with dp); strong scaling keeps the global batch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/csv.hpp"
+#include "tools/job_variants.hpp"
+#include "tools/step_figures.hpp"
+#include "tools/svg_plot.hpp"
+
+namespace clustersim::tools {
+
+/// Weak or strong scaling.
+enum class ScaleMode : std::uint8_t { Weak, Strong };
+
+/// Parses "weak" / "strong". @throws std::invalid_argument otherwise.
+ScaleMode parse_scale_mode(const std::string& text);
+/// "weak" / "strong".
+const char* to_string(ScaleMode mode);
+
+/// The layout and batch at one GPU count.
+struct ScalePoint {
+  std::int64_t gpus = 0;
+  std::int64_t dp = 0;             ///< gpus / (tp * cp * pp)
+  std::int64_t global_batch = 0;   ///< sequences per step
+  std::string invalid;             ///< why this count cannot run the job (empty: it can)
+};
+
+/// The batch rule. weak: global batch = base global batch / base dp * dp (micro batches per
+/// replica kept); strong: the base global batch, which must divide by dp * micro batch.
+/// GPU counts not divisible by tp*cp*pp give a point with `invalid` set.
+ScalePoint scale_point(const Job& base, std::int64_t gpus, ScaleMode mode);
+
+/// The job keys a point replaces: cluster.gpus, parallelism.dp, training.global_batch_size
+/// (and removes training.gradient_accumulation_steps, which the explicit batch replaces).
+std::vector<Override> scale_overrides(const ScalePoint& point);
+
+/// One row of a scaling study.
+struct ScaleRow {
+  ScalePoint point;
+  std::optional<StepFigures> figures;  ///< empty when not simulated
+  std::optional<MemoryFit> memory;
+  double efficiency = 0.0;             ///< tokens/s/GPU relative to the first simulated row
+  std::string status = "ok";           ///< ok | invalid | failed
+  std::string reason;
+};
+
+/// Fills ScaleRow::efficiency: tokens/s/GPU over that of the smallest simulated GPU count
+/// (weak and strong alike: with the global batch fixed it equals T0*N0 / (T*N)).
+void compute_efficiency(std::vector<ScaleRow>& rows);
+
+/// The CSV: gpus, dp, global_batch_size, step_time_s, mfu, tflops_per_gpu,
+/// tokens_per_s_per_gpu, scaling_efficiency, compute_s, exposed_comm_s, bubble_s,
+/// peak_memory_gib, replicas, status, reason.
+CsvTable scale_csv(const std::vector<ScaleRow>& rows);
+
+/// A measured MFU point to draw beside the simulated curve.
+struct MeasuredMfu {
+  std::int64_t gpus = 0;
+  double mfu = 0.0;
+};
+
+/// The chart: simulated MFU and scaling efficiency against GPUs (log2 axis), plus measured MFU
+/// points when given. @throws std::invalid_argument when no row was simulated.
+PlotSpec scale_plot(const std::vector<ScaleRow>& rows, ScaleMode mode, const std::string& title,
+                    const std::vector<MeasuredMfu>& measured, const std::string& measured_label);
+
+}  // namespace clustersim::tools

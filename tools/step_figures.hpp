@@ -1,0 +1,47 @@
+// The figures of one simulated step that scale and sweep tabulate, and their transport from a
+// worker process back to the parent (JSON text), plus the memory estimate of a job.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tools/job.hpp"
+
+namespace clustersim::tools {
+
+/// What scale and sweep keep of a simulated step (docs/outputs.md for the meanings).
+struct StepFigures {
+  double step_time_s = 0.0;
+  double mfu = 0.0;
+  double tflops_per_gpu = 0.0;        ///< model TFLOP/s per GPU
+  double tokens_per_s_per_gpu = 0.0;
+  double compute_s = 0.0;             ///< breakdown, averaged over ranks
+  double exposed_comm_s = 0.0;
+  double bubble_s = 0.0;
+  std::string replicas;               ///< reduction used: "full" or "identical"
+};
+
+/// Simulates `job` (simulate_job; call it in a worker process) and encodes the figures.
+/// @throws what simulate_job throws.
+std::string simulate_figures(const Job& job, const std::string& replicas);
+
+/// Decodes simulate_figures' text. @throws std::runtime_error when it is not such a text.
+StepFigures parse_figures(const std::string& text);
+
+/// The memory model's verdict for a job (workloads/memory.hpp).
+struct MemoryFit {
+  double peak_bytes = 0.0;      ///< peak of the worst pipeline stage, per GPU
+  double capacity_bytes = 0.0;  ///< HBM of one GPU
+  bool fits = true;
+  std::string message;          ///< why it does not fit (empty when it fits)
+};
+
+/// Estimates the job's per-GPU peak memory against its GPU's HBM (deterministic, no
+/// simulation); nullopt when this build has no memory model (workloads/memory.hpp).
+/// @throws std::invalid_argument for a spec the memory model rejects.
+std::optional<MemoryFit> memory_fit(const Job& job);
+
+/// True if this build has the memory model, i.e. memory_fit answers.
+bool memory_model_available();
+
+}  // namespace clustersim::tools

@@ -1,0 +1,232 @@
+#include "tools/sweep.hpp"
+
+#include <algorithm>
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "sim/spec_error.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t next = text.find(sep, pos);
+    out.push_back(text.substr(pos, next == std::string::npos ? std::string::npos : next - pos));
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return out;
+}
+
+bool is_count(const std::string& v) {
+  return !v.empty() && v.size() < 10 &&
+         std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::size_t parse_size(const std::string& text, const std::string& what) {
+  if (!is_count(text)) throw std::invalid_argument(what + ": '" + text + "' is not a number");
+  return static_cast<std::size_t>(std::stoull(text));
+}
+
+int status_order(const std::string& status) {
+  if (status == kSweepOk) return 0;
+  if (status == kSweepFailed) return 1;
+  if (status == kSweepOutOfMemory) return 2;
+  return 3;
+}
+
+double number_or(const std::string& text, double fallback) {
+  try {
+    return text.empty() ? fallback : std::stod(text);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+const std::vector<SweepDimension>& sweep_dimensions() {
+  static const std::vector<SweepDimension> kDims = {
+      {"tp", "parallelism", "tp", {}},
+      {"pp", "parallelism", "pp", {}},
+      {"vp", "parallelism", "vp", {}},
+      {"cp", "parallelism", "cp", {}},
+      {"ep", "parallelism", "ep", {}},
+      {"etp", "parallelism", "etp", {}},
+      {"mbs", "training", "micro_batch_size", {}},
+      {"zero", "parallelism", "zero_stage", {"0", "1", "2", "3"}},
+      {"recompute", "training", "recompute", {"none", "selective", "full"}},
+  };
+  return kDims;
+}
+
+std::vector<SweepAxis> parse_space(const std::vector<std::string>& tokens) {
+  std::vector<SweepAxis> axes;
+  for (const auto& token : tokens) {
+    const auto eq = token.find('=');
+    if (eq == std::string::npos) {
+      throw std::invalid_argument("--space '" + token + "': expected NAME=V1,V2,...");
+    }
+    const std::string name = token.substr(0, eq);
+    const auto& dims = sweep_dimensions();
+    const auto dim = std::find_if(dims.begin(), dims.end(), [&](const auto& d) { return d.name == name; });
+    if (dim == dims.end()) {
+      std::string known;
+      for (const auto& d : dims) known += (known.empty() ? "" : ", ") + d.name;
+      throw std::invalid_argument("--space '" + token + "': unknown dimension '" + name +
+                                  "' (known: " + known + ")");
+    }
+    if (std::any_of(axes.begin(), axes.end(), [&](const auto& a) { return a.dim.name == name; })) {
+      throw std::invalid_argument("--space: dimension '" + name + "' given twice");
+    }
+    SweepAxis axis{*dim, split(token.substr(eq + 1), ',')};
+    std::set<std::string> seen;
+    for (const auto& v : axis.values) {
+      const bool ok = dim->allowed.empty()
+                          ? is_count(v) && std::stoll(v) >= 1
+                          : std::find(dim->allowed.begin(), dim->allowed.end(), v) != dim->allowed.end();
+      if (!ok) {
+        throw std::invalid_argument("--space '" + token + "': bad value '" + v + "' for " + name +
+                                    (dim->allowed.empty() ? " (expected integers >= 1)" : ""));
+      }
+      if (!seen.insert(v).second) throw std::invalid_argument("--space '" + token + "': '" + v + "' twice");
+    }
+    axes.push_back(std::move(axis));
+  }
+  return axes;
+}
+
+std::size_t space_size(const std::vector<SweepAxis>& axes) {
+  std::size_t n = 1;
+  for (const auto& a : axes) n *= a.values.size();
+  return n;
+}
+
+std::vector<std::string> config_values(const std::vector<SweepAxis>& axes, std::size_t id) {
+  std::vector<std::string> values(axes.size());
+  for (std::size_t i = axes.size(); i-- > 0;) {
+    values[i] = axes[i].values[id % axes[i].values.size()];
+    id /= axes[i].values.size();
+  }
+  return values;
+}
+
+Shard parse_shard(const std::string& text) {
+  const auto parts = split(text, '/');
+  if (parts.size() != 2) throw std::invalid_argument("--shard '" + text + "': expected K/N");
+  Shard s{parse_size(parts[0], "--shard"), parse_size(parts[1], "--shard")};
+  if (s.count < 1 || s.index < 1 || s.index > s.count) {
+    throw std::invalid_argument("--shard '" + text + "': need 1 <= K <= N");
+  }
+  return s;
+}
+
+std::vector<std::size_t> shard_ids(std::size_t size, const Shard& shard) {
+  std::vector<std::size_t> ids;
+  for (std::size_t id = shard.index - 1; id < size; id += shard.count) ids.push_back(id);
+  return ids;
+}
+
+std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
+                                      const std::vector<std::string>& values, std::int64_t gpus,
+                                      std::int64_t global_batch) {
+  std::vector<Override> o = {{"cluster.gpus", std::to_string(gpus)},
+                             {"parallelism.dp", ""},
+                             {"training.gradient_accumulation_steps", ""},
+                             {"training.global_batch_size", std::to_string(global_batch)}};
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const auto& d = axes[i].dim;
+    if (d.name == "vp") o.emplace_back("parallelism.schedule", "");
+    if (d.name == "zero") {
+      o.emplace_back("parallelism.fsdp", "");
+      o.emplace_back("parallelism.distributed_optimizer", "");
+    }
+    o.emplace_back(d.section + "." + d.key, values[i]);
+  }
+  return o;
+}
+
+std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes) {
+  std::vector<std::string> h = {"rank", "config"};
+  for (const auto& a : axes) h.push_back(a.dim.name);
+  for (const char* c : {"dp", "status", "tokens_per_s_per_gpu", "mfu", "step_time_s",
+                        "peak_memory_gib", "memory_headroom_gib", "replicas", "reason"}) {
+    h.emplace_back(c);
+  }
+  return h;
+}
+
+void rank_sweep_table(CsvTable& table) {
+  const std::size_t rank = table.column("rank");
+  const std::size_t config = table.column("config");
+  const std::size_t status = table.column("status");
+  const std::size_t tokens = table.column("tokens_per_s_per_gpu");
+  std::stable_sort(table.rows.begin(), table.rows.end(), [&](const auto& a, const auto& b) {
+    const int sa = status_order(a[status]);
+    const int sb = status_order(b[status]);
+    if (sa != sb) return sa < sb;
+    if (sa == 0) {
+      const double ta = number_or(a[tokens], 0.0);
+      const double tb = number_or(b[tokens], 0.0);
+      if (ta != tb) return ta > tb;
+    }
+    return number_or(a[config], 0.0) < number_or(b[config], 0.0);
+  });
+  std::size_t next = 1;
+  for (auto& row : table.rows) row[rank] = row[status] == kSweepOk ? std::to_string(next++) : "";
+}
+
+CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>& shards) {
+  if (shards.empty()) throw SpecError("", 0, "", "no shard outputs to merge");
+  CsvTable merged;
+  merged.header = shards.front().second.header;
+  std::set<std::string> seen;
+  for (const auto& [file, table] : shards) {
+    if (table.header != merged.header) {
+      throw SpecError(file, 1, "", "header differs from " + shards.front().first +
+                                       "'s: shards must come from the same sweep");
+    }
+    const std::size_t config = table.column("config");
+    for (const auto& row : table.rows) {
+      if (!seen.insert(row[config]).second) {
+        throw SpecError(file, 0, "config", "configuration " + row[config] +
+                                               " appears in more than one shard output");
+      }
+      merged.rows.push_back(row);
+    }
+  }
+  rank_sweep_table(merged);
+  return merged;
+}
+
+std::string top_table(const CsvTable& table, std::size_t n) {
+  const std::size_t first_axis = table.column("config") + 1;
+  const std::size_t dp = table.column("dp");
+  std::ostringstream out;
+  out << std::setw(5) << "rank";
+  for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(10) << table.header[c];
+  out << std::setw(14) << "tok/s/GPU" << std::setw(8) << "MFU" << std::setw(12) << "headroom"
+      << "\n";
+  const std::size_t tokens = table.column("tokens_per_s_per_gpu");
+  const std::size_t mfu = table.column("mfu");
+  const std::size_t head = table.column("memory_headroom_gib");
+  std::size_t shown = 0;
+  for (const auto& row : table.rows) {
+    if (shown == n || row[table.column("status")] != kSweepOk) break;
+    out << std::setw(5) << row[table.column("rank")];
+    for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(10) << row[c];
+    out << std::setw(14) << row[tokens] << std::setw(7) << std::fixed << std::setprecision(1)
+        << 100.0 * number_or(row[mfu], 0.0) << "%" << std::setw(12)
+        << (row[head].empty() ? "-" : row[head] + " GiB") << "\n";
+    ++shown;
+  }
+  if (shown == 0) out << "  (no configuration was simulated)\n";
+  return out.str();
+}
+
+}  // namespace clustersim::tools

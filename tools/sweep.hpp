@@ -1,0 +1,89 @@
+// Parallelism sweeps (`clustersim sweep`): the space of configurations given on the command
+// line (tp=1,2,4,8 pp=... mbs=... zero=... recompute=...), its enumeration in a fixed order,
+// sharding for job arrays, pruning, ranking and the CSV that `sweep merge` combines.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/csv.hpp"
+#include "tools/job_variants.hpp"
+
+namespace clustersim::tools {
+
+/// A dimension a sweep can vary: its command-line name and the job key it sets.
+struct SweepDimension {
+  std::string name;                  ///< "tp", "mbs", "recompute", ...
+  std::string section;               ///< job section: "parallelism" or "training"
+  std::string key;                   ///< job key, e.g. "micro_batch_size"
+  std::vector<std::string> allowed;  ///< allowed values for enumerations; empty: integers >= 0
+};
+
+/// The registry of sweepable dimensions: tp, pp, vp, cp, ep, etp, mbs, zero, recompute.
+const std::vector<SweepDimension>& sweep_dimensions();
+
+/// One dimension of a space with the values to try, in the order given.
+struct SweepAxis {
+  SweepDimension dim;
+  std::vector<std::string> values;
+};
+
+/// Parses `--space` tokens "name=v1,v2,..." (each dimension at most once).
+/// @throws std::invalid_argument naming the token and the reason.
+std::vector<SweepAxis> parse_space(const std::vector<std::string>& tokens);
+
+/// Number of configurations of the space (product of the value counts).
+std::size_t space_size(const std::vector<SweepAxis>& axes);
+
+/// The values of configuration `id` (0-based; the last axis varies fastest), one per axis.
+std::vector<std::string> config_values(const std::vector<SweepAxis>& axes, std::size_t id);
+
+/// Shard K of N (1-based K), for Slurm job arrays or GNU parallel.
+struct Shard {
+  std::size_t index = 1;
+  std::size_t count = 1;
+};
+
+/// Parses "K/N" with 1 <= K <= N. @throws std::invalid_argument.
+Shard parse_shard(const std::string& text);
+
+/// The configuration ids of a shard: those with id % N == K - 1 (round robin, so that
+/// neighbouring, similarly expensive configurations spread over shards). Shards of one space
+/// are disjoint and together cover it.
+std::vector<std::size_t> shard_ids(std::size_t size, const Shard& shard);
+
+/// The job keys configuration `values` replaces: the cluster's GPU count, each axis' key, the
+/// global batch of the base job (kept constant); dp is removed (derived), and so are keys the
+/// swept ones would contradict (schedule when vp is swept; fsdp and distributed_optimizer when
+/// zero is; gradient_accumulation_steps).
+std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
+                                      const std::vector<std::string>& values, std::int64_t gpus,
+                                      std::int64_t global_batch);
+
+/// The CSV header of a sweep over `axes`: rank, config, the axis names, dp, status,
+/// tokens_per_s_per_gpu, mfu, step_time_s, peak_memory_gib, memory_headroom_gib, replicas,
+/// reason.
+std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes);
+
+/// Statuses of sweep rows, in ranking order after the simulated ones.
+inline constexpr const char* kSweepOk = "ok";
+inline constexpr const char* kSweepOutOfMemory = "pruned_memory";
+inline constexpr const char* kSweepInvalid = "pruned_invalid";
+inline constexpr const char* kSweepFailed = "failed";
+
+/// Sorts rows: "ok" by tokens/s/GPU, highest first (ties by config id), then failed, memory-
+/// and validity-pruned rows by config id; rewrites the rank column (1.. for ok rows, empty
+/// otherwise). @throws std::invalid_argument when the table lacks a sweep column.
+void rank_sweep_table(CsvTable& table);
+
+/// Combines shard outputs: identical headers required, each config id at most once.
+/// @throws SpecError naming the file whose header differs or that repeats a config.
+CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>& shards);
+
+/// The first `n` ranked rows as a text table (rank, the axes, dp, tokens/s/GPU, MFU, memory
+/// headroom).
+std::string top_table(const CsvTable& table, std::size_t n);
+
+}  // namespace clustersim::tools

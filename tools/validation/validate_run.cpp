@@ -1,0 +1,291 @@
+#include "tools/validation/validate_run.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include "sim/spec_error.hpp"
+#include "tools/simulate.hpp"
+#include "tools/step_figures.hpp"
+#include "tools/validation/case_job.hpp"
+#include "tools/validation/recipe_families.hpp"
+
+namespace clustersim::tools::validation {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Defaults of one case, merged over its points: key -> values in order of appearance.
+struct CaseDefaults {
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::string>> values;
+  std::vector<std::string> cites;
+
+  void add(const JobField& f) {
+    const auto it = std::find(keys.begin(), keys.end(), f.key);
+    if (it == keys.end()) {
+      keys.push_back(f.key);
+      values.push_back({f.value});
+      cites.push_back(f.cite);
+      return;
+    }
+    auto& v = values[static_cast<std::size_t>(it - keys.begin())];
+    if (std::find(v.begin(), v.end(), f.value) == v.end()) v.push_back(f.value);
+  }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      std::string joined;
+      for (const auto& v : values[i]) joined += (joined.empty() ? "" : "/") + v;
+      out.push_back(keys[i] + "=" + joined + " [" + cites[i] + "]");
+    }
+    return out;
+  }
+};
+
+std::string field_value(const CaseJob& job, const std::string& section, const std::string& key) {
+  for (const auto& f : job.fields) {
+    if (f.section == section && f.key == key) return f.value;
+  }
+  return "";
+}
+
+double metric_of(const RunReport& r, Metric m) {
+  switch (m) {
+    case Metric::StepTime: return r.step.step_time_s;
+    case Metric::Mfu: return r.mfu;
+    case Metric::TflopsPerGpu: return r.tflops_per_gpu;
+  }
+  return 0.0;
+}
+
+bool selected(const ValidateOptions& options, const ReferenceCase& rc) {
+  return options.cases.empty() ||
+         std::find(options.cases.begin(), options.cases.end(), rc.id) != options.cases.end();
+}
+
+void check_case_filter(const ReferenceSet& set, const ValidateOptions& options) {
+  for (const auto& id : options.cases) {
+    const bool known = std::any_of(set.cases.begin(), set.cases.end(),
+                                   [&](const ReferenceCase& rc) { return rc.id == id; });
+    if (!known) throw SpecError(set.file, 0, "cases", "no case with id '" + id + "'");
+  }
+}
+
+// Prepares one point: its outcome skeleton and, when the job can be built, the task.
+std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCase& rc,
+                                     const MeasuredPoint& p, const ValidateOptions& options,
+                                     PointOutcome& o, CaseDefaults& defaults) {
+  o.id = rc.id;
+  o.gpus = point_gpus(rc, p);
+  o.metric = p.metric;
+  o.measured = p.value;
+  o.measured_peak_gib = p.peak_memory_gib;
+  if (options.max_gpus > 0 && o.gpus > options.max_gpus) {
+    o.reason = "skipped for time: " + std::to_string(o.gpus) + " GPUs > --max-gpus " +
+               std::to_string(options.max_gpus);
+    return {};
+  }
+  try {
+    const CaseJob cj = build_case_job(set, rc, p);
+    o.family = cj.family;
+    o.platform = field_value(cj, "cluster", "platform");
+    const std::string seq = field_value(cj, "training", "seq_length");
+    o.seq = seq.empty() ? 0 : std::stoll(seq);
+    for (const auto& f : cj.fields) {
+      if (!f.cite.empty()) defaults.add(f);
+    }
+    o.job_yaml = cj.yaml;
+    const Job job = load_case_job(set, rc, cj);
+    try {
+      if (const auto fit = memory_fit(job)) o.estimated_peak_gib = fit->peak_bytes / kGiB;
+    } catch (const std::invalid_argument&) {
+      // the memory model rejects the spec; the simulation will say why
+    }
+    const std::string replicas = options.replicas;
+    const Metric metric = p.metric;
+    return [job, replicas, metric] {
+      SimulateOptions so;
+      so.replicas = replicas;
+      const RunReport r = simulate_job(job, so);
+      nlohmann::json j = {{"value", metric_of(r, metric)},
+                          {"replicas", r.replicas},
+                          {"wall", r.step.sim_wall_s}};
+      return j.dump();
+    };
+  } catch (const SpecError& e) {
+    o.reason = e.what();
+  }
+  return {};
+}
+
+void summarize(ValidationSummary& s) {
+  double sum = 0.0;
+  for (const auto& o : s.points) {
+    if (!o.simulated) continue;
+    ++s.simulated;
+    const double a = std::fabs(o.rel_error);
+    sum += a;
+    if (a >= s.max_abs_error) {
+      s.max_abs_error = a;
+      s.max_point = o.id + " @ " + std::to_string(o.gpus) + " GPUs";
+    }
+  }
+  s.mean_abs_error = s.simulated > 0 ? sum / static_cast<double>(s.simulated) : 0.0;
+}
+
+std::string point_detail(const PointOutcome& o) {
+  std::ostringstream d;
+  if (o.seq > 0) d << "seq " << o.seq;
+  if (!o.platform.empty()) d << (o.seq > 0 ? ", " : "") << o.platform;
+  return d.str();
+}
+
+std::string fmt_metric(Metric m, double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(m == Metric::Mfu ? 3 : (m == Metric::StepTime ? 2 : 1))
+    << v;
+  return s.str();
+}
+
+}  // namespace
+
+std::size_t count_points(const ReferenceSet& set, const ValidateOptions& options) {
+  std::size_t n = 0;
+  for (const auto& rc : set.cases) {
+    if (!selected(options, rc)) continue;
+    for (const auto& p : rc.points) {
+      if (options.max_gpus == 0 || point_gpus(rc, p) <= options.max_gpus) ++n;
+    }
+  }
+  return n;
+}
+
+ValidationSummary run_validation(const ReferenceSet& set, const ValidateOptions& options) {
+  check_case_filter(set, options);
+  ValidationSummary s;
+  s.reference = set.file;
+  std::vector<std::function<std::string()>> tasks;
+  std::vector<std::size_t> task_point;
+  for (const auto& rc : set.cases) {
+    if (!selected(options, rc)) continue;
+    CaseDefaults defaults;
+    for (const auto& p : rc.points) {
+      PointOutcome o;
+      auto task = prepare(set, rc, p, options, o, defaults);
+      if (task) {
+        tasks.push_back(std::move(task));
+        task_point.push_back(s.points.size());
+      }
+      s.points.push_back(std::move(o));
+    }
+    s.defaults.emplace_back(rc.id, defaults.lines());
+  }
+  if (options.dry_run) {
+    for (const std::size_t i : task_point) s.points[i].reason = "dry run: the job is valid";
+    tasks.clear();
+  }
+  const auto results = run_in_workers(tasks, options.jobs, options.progress);
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    PointOutcome& o = s.points[task_point[t]];
+    o.cpu_s = results[t].cpu_s;
+    if (!results[t].ok) {
+      o.reason = "simulation failed: " + results[t].output;
+      continue;
+    }
+    const auto j = nlohmann::json::parse(results[t].output);
+    o.simulated = true;
+    o.simulated_value = j["value"].get<double>();
+    o.replicas = j["replicas"].get<std::string>();
+    o.sim_wall_s = j["wall"].get<double>();
+    o.rel_error = (o.simulated_value - o.measured) / o.measured;
+  }
+  summarize(s);
+  return s;
+}
+
+std::string validation_text(const ValidationSummary& s) {
+  std::ostringstream out;
+  out << "reference set: " << s.reference << "\n\n";
+  out << "Defaults for fields the sources leave unstated (recipe family of each case):\n";
+  for (const auto& [id, lines] : s.defaults) {
+    if (lines.empty()) continue;
+    out << "  " << id << ":";
+    for (const auto& l : lines) out << " " << l;
+    out << "\n";
+  }
+  out << "\n" << std::left << std::setw(30) << "case" << std::right << std::setw(6) << "gpus"
+      << "  " << std::left << std::setw(22) << "job" << std::setw(15) << "metric" << std::right
+      << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error"
+      << "\n";
+  for (const auto& o : s.points) {
+    if (!o.simulated) continue;
+    out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
+        << std::left << std::setw(22) << point_detail(o) << std::setw(15) << to_string(o.metric)
+        << std::right << std::setw(9) << fmt_metric(o.metric, o.measured) << std::setw(11)
+        << fmt_metric(o.metric, o.simulated_value) << std::setw(8) << std::showpos << std::fixed
+        << std::setprecision(1) << 100.0 * o.rel_error << std::noshowpos << "%\n";
+  }
+  out << std::fixed << std::setprecision(1) << "\nsimulated " << s.simulated << " of "
+      << s.points.size() << " points";
+  if (s.simulated > 0) {
+    out << ": mean |error| " << 100.0 * s.mean_abs_error << "%, max |error| "
+        << 100.0 * s.max_abs_error << "% (" << s.max_point << ")";
+  }
+  out << "\n";
+  if (s.simulated < s.points.size()) {
+    out << "\nNot simulated (" << s.points.size() - s.simulated << " points):\n";
+    for (const auto& o : s.points) {
+      if (o.simulated) continue;
+      const std::string detail = point_detail(o);
+      out << "  " << o.id << " @ " << o.gpus << " GPUs" << (detail.empty() ? "" : " (" + detail + ")")
+          << ": " << o.reason << "\n";
+    }
+  }
+  out << "\nSources of the defaults:\n";
+  for (const auto& c : citations()) out << "  [" << c.tag << "] " << c.text << "\n";
+  return out.str();
+}
+
+std::string validation_json(const ValidationSummary& s) {
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+  for (const auto& o : s.points) {
+    nlohmann::ordered_json j = {{"id", o.id}, {"gpus", o.gpus}, {"metric", to_string(o.metric)},
+                                {"measured", o.measured}};
+    if (o.simulated) {
+      j["simulated"] = o.simulated_value;
+      j["rel_error"] = o.rel_error;
+    }
+    j["seq"] = o.seq;
+    j["platform"] = o.platform;
+    j["family"] = o.family;
+    if (o.measured_peak_gib) j["measured_peak_gib"] = *o.measured_peak_gib;
+    if (o.estimated_peak_gib) j["estimated_peak_gib"] = *o.estimated_peak_gib;
+    if (o.simulated) {
+      j["replicas"] = o.replicas;
+      j["sim_wall_s"] = o.sim_wall_s;
+      j["cpu_s"] = o.cpu_s;
+      cases.push_back(j);
+    } else {
+      j["reason"] = o.reason;
+      skipped.push_back(j);
+    }
+  }
+  nlohmann::ordered_json defaults = nlohmann::ordered_json::object();
+  for (const auto& [id, lines] : s.defaults) defaults[id] = lines;
+  nlohmann::ordered_json doc = {{"reference", s.reference}, {"cases", cases}};
+  doc["mean_abs_error"] = s.simulated > 0 ? nlohmann::ordered_json(s.mean_abs_error) : nullptr;
+  doc["max_abs_error"] = s.simulated > 0 ? nlohmann::ordered_json(s.max_abs_error) : nullptr;
+  doc["simulated_points"] = s.simulated;
+  doc["not_simulated"] = skipped;
+  doc["defaults"] = defaults;
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace clustersim::tools::validation
