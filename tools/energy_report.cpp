@@ -115,7 +115,7 @@ energy::CostInputs resolve_cost_inputs(const Job& job, std::optional<energy::Pri
   return in;
 }
 
-std::optional<EnergyReport> evaluate_energy(const Job& job, const StepFigures& f,
+std::optional<EnergyReport> evaluate_energy(const Job& job, const EnergyStepInputs& f,
                                             std::optional<energy::Pricing> default_pricing,
                                             bool require_price) {
   const auto& plat = job.cluster.platform;

@@ -29,7 +29,7 @@ struct EnergyReport {
 };
 
 /// Inputs of evaluate_energy taken from a simulated step.
-struct StepFigures {
+struct EnergyStepInputs {
   sim::Breakdown breakdown;  ///< of the simulated step, s
   double tokens_per_s_per_gpu = 0.0;
   double memory_bound_share = 0.0;  ///< of compute-stream busy time
@@ -49,7 +49,7 @@ energy::CostInputs resolve_cost_inputs(const Job& job,
 /// Power, energy and (when a price is known) cost; nullopt when the platform has no `power:`.
 /// With `require_price`, a missing price is a SpecError instead of a cost_note.
 /// @throws SpecError for inconsistent economics, std::invalid_argument for impossible figures.
-std::optional<EnergyReport> evaluate_energy(const Job& job, const StepFigures& figures,
+std::optional<EnergyReport> evaluate_energy(const Job& job, const EnergyStepInputs& figures,
                                             std::optional<energy::Pricing> default_pricing,
                                             bool require_price);
 
