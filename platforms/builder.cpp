@@ -83,6 +83,9 @@ class FabricBuilder final : public sim::PlatformBuilder {
     owned->get_iface()->seal();
     out.gpus_per_node = topo_.spec().node.gpus_per_node;
     out.nvlink_domain_size = topo_.spec().node.nvlink_domain_size;
+    out.nvlink_bandwidth = topo_.spec().node.nvlink_bandwidth.value;
+    out.network_bandwidth = topo_.spec().node.nic_bandwidth.value *
+                            topo_.spec().node.nics_per_node / topo_.spec().node.gpus_per_node;
     module_logger("platforms")->info("built {}", describe());
     return out;
   }

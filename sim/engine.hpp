@@ -35,6 +35,10 @@ struct EngineOptions {
   /// the representative's compute. Exact when replicas interact only through DP collectives on
   /// streams of their own (checked; std::invalid_argument otherwise).
   bool identical_dp_replicas = false;
+  /// Collective algorithm for every collective ("ring", "tree", "hierarchical", "nvls",
+  /// "pairwise"), as NCCL_ALGO forces it; empty: chosen per call by NCCL's cost model
+  /// (docs/engine.md). A forced algorithm that cannot run a call falls back to ring/pairwise.
+  std::string nccl_algo;
 };
 
 /// Time accounting of a step, averaged over ranks. compute + exposed_comm + bubble equals the

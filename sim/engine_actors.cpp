@@ -13,7 +13,9 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
+#include "sim/detail/collectives.hpp"
 #include "sim/detail/engine_impl.hpp"
 
 namespace clustersim::sim::detail {
@@ -22,9 +24,14 @@ namespace {
 namespace sg4 = simgrid::s4u;
 
 constexpr int kGroupKinds = kGroupKindCount;
-constexpr int kSlotFromPrevStage = kGroupKinds * kStreamCount;
-constexpr int kSlotFromNextStage = kSlotFromPrevStage + 1;
-constexpr int kSlots = kSlotFromNextStage + 1;
+// Mailbox slots: pipeline transfers by direction, then collectives by (communicator, stream,
+// phase, lane), so that each mailbox sees its senders in program order.
+constexpr int kSlotFromPrevStage = 0;
+constexpr int kSlotFromNextStage = 1;
+int collective_slot(GroupKind group, Stream stream, int phase, int lane) {
+  return 2 + ((static_cast<int>(group) * kStreamCount + static_cast<int>(stream)) * kMaxPhases + phase) *
+                 kMaxLanes + lane;
+}
 
 int payload_token = 0;  // flows carry no data; mailboxes need a pointer
 
@@ -35,6 +42,7 @@ struct GroupInfo {
   int prev = -1;
   int domains = 1;  // distinct NVLink domains the group spans
   std::vector<int> members;
+  GroupShape shape;
 };
 
 struct RankState {
@@ -47,7 +55,8 @@ struct RankState {
   int source = 0;       // rank whose done flags satisfy this rank's cross-stream deps
   bool mirror = false;  // plays only its DP streams, mirroring `source` (identical replicas)
   bool record = false;  // keeps its timeline
-  std::array<sg4::Mailbox*, kSlots> mailboxes{};
+  std::unordered_map<int, sg4::Mailbox*> mailboxes;  // by slot, created on first use
+  std::unordered_map<int, double> route_latency;     // to a rank, from the platform, s
   std::array<std::unique_ptr<GroupInfo>, kGroupKinds> groups;
   std::vector<std::int64_t> current_op;  // per stream slot, -1 when finished
   double busy = 0, exposed = 0, bubble = 0, compute_end = 0, end = 0;
@@ -73,14 +82,27 @@ struct Shared {
   std::vector<TimelineEvent> timeline;
 
   sg4::Mailbox* mailbox(int rank, int slot) {
-    auto& m = ranks[static_cast<size_t>(rank)].mailboxes[static_cast<size_t>(slot)];
+    auto& m = ranks[static_cast<size_t>(rank)].mailboxes[slot];
     if (m == nullptr) m = sg4::Mailbox::by_name("r" + std::to_string(rank) + "." + std::to_string(slot));
     return m;
   }
   int domain(int rank) const { return rank / platform->nvlink_domain_size; }
+  double route_latency(int from, int to);
   const CommParams& params(int rank, const Op& op);
   const GroupInfo& group(int rank, GroupKind kind);
 };
+
+// Latency of the platform route between two ranks' GPUs (cached per pair).
+double Shared::route_latency(int from, int to) {
+  auto& cache = ranks[static_cast<size_t>(from)].route_latency;
+  auto it = cache.find(to);
+  if (it != cache.end()) return it->second;
+  std::vector<sg4::Link*> links;
+  double latency = 0.0;
+  platform->gpus[static_cast<size_t>(from)]->route_to(platform->gpus[static_cast<size_t>(to)], links, &latency);
+  cache.emplace(to, latency);
+  return latency;
+}
 
 const CommParams& Shared::params(int rank, const Op& op) {
   const RankState& r = ranks[static_cast<size_t>(rank)];
@@ -114,6 +136,7 @@ const GroupInfo& Shared::group(int rank, GroupKind kind) {
     std::set<int> doms;
     for (int m : g->members) doms.insert(domain(m));
     g->domains = static_cast<int>(doms.size());
+    g->shape = group_shape(g->members, g->index, platform->nvlink_domain_size);
     slot = std::move(g);
   }
   return *slot;
@@ -121,25 +144,6 @@ const GroupInfo& Shared::group(int rank, GroupKind kind) {
 
 std::uint64_t wire_size(double bytes) {
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
-}
-
-// Ring steps of a collective over p ranks in n NVLink domains (NCCL tuning.cc's counts).
-void collective_steps(CollectiveKind kind, int p, int n, int& steps, int& inter) {
-  switch (kind) {
-    case CollectiveKind::AllReduce:
-      steps = 2 * (p - 1);
-      inter = 2 * (n - 1);
-      return;
-    case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter:
-      steps = p - 1;
-      inter = n - 1;
-      return;
-    case CollectiveKind::AllToAll:  // all pairs exchange concurrently: one step
-      steps = 1;
-      inter = n > 1 ? 1 : 0;
-      return;
-  }
 }
 
 class StreamActor {
@@ -157,6 +161,7 @@ class StreamActor {
   Shared* sh_;
   int rank_;
   int slot_;
+  const char* last_algorithm_ = "ring";  // of the last collective, for the timeline
 };
 
 void StreamActor::operator()() {
@@ -228,37 +233,44 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const auto& spec = std::get<CollectiveSpec>(op.shape);
   const GroupInfo& g = sh_->group(rank_, spec.group);
   if (g.size <= 1) return;
-  const int p = g.size;
-  int steps = 0, inter = 0;
-  collective_steps(spec.kind, p, g.domains, steps, inter);
   const CommParams& prm = sh_->params(rank_, op);
-  const CollectiveParams& nvl = prm.nvl;
-  const CollectiveParams& net = prm.net;
-  const bool crosses = g.domains > 1;
-  const double eff = crosses ? net.bandwidth_efficiency : nvl.bandwidth_efficiency;
-  const double latency = (crosses ? net.base_latency_s : nvl.base_latency_s) +
-                         (steps - inter) * nvl.step_latency_s + inter * net.step_latency_s;
-  const int slot = static_cast<int>(spec.group) * kStreamCount + static_cast<int>(stream);
-  std::vector<sg4::CommPtr> comms;
-  std::vector<int*> sink(static_cast<size_t>(p), nullptr);
-  if (spec.kind == CollectiveKind::AllToAll) {
-    const std::uint64_t share = wire_size(op.bytes / p / eff);
-    for (int m : g.members) {
-      if (m != rank_) comms.push_back(sh_->mailbox(m, slot)->put_async(&payload_token, share));
+  CollectiveCall call;
+  call.kind = spec.kind;
+  call.bytes = op.bytes;
+  call.members = &g.members;
+  call.index = g.index;
+  call.domain_size = sh_->platform->nvlink_domain_size;
+  call.shape = &g.shape;
+  call.nvl = prm.nvl;
+  call.net = prm.net;
+  const CollectiveAlgorithm& algo =
+      choose_algorithm(call, sh_->options->nccl_algo, sh_->platform->nvlink_bandwidth,
+                       sh_->platform->network_bandwidth);
+  const CollectivePlan plan = algo.plan(call);
+  std::vector<int*> sink;
+  // NCCL's latency terms (measured or from its tuning model) include the wire latency, which
+  // the flows already carry through the platform's links: charge only the difference.
+  double wire = 0.0;
+  for (size_t ph = 0; ph < plan.phases.size(); ++ph) {
+    const FlowPhase& phase = plan.phases[ph];
+    std::vector<sg4::CommPtr> comms;
+    sink.assign(phase.receive_lanes.size(), nullptr);
+    double phase_wire = 0.0;
+    for (const Flow& f : phase.sends) phase_wire = std::max(phase_wire, sh_->route_latency(rank_, f.to));
+    wire += phase_wire;
+    for (const Flow& f : phase.sends) {
+      const int slot = collective_slot(spec.group, stream, static_cast<int>(ph), f.lane);
+      comms.push_back(sh_->mailbox(f.to, slot)->put_async(&payload_token, wire_size(f.bytes)));
     }
-    for (int i = 0; i + 1 < p; ++i) {
-      comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[static_cast<size_t>(i)]));
+    for (size_t i = 0; i < phase.receive_lanes.size(); ++i) {
+      const int slot = collective_slot(spec.group, stream, static_cast<int>(ph), phase.receive_lanes[i]);
+      comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[i]));
     }
-  } else {
-    const double factor = spec.kind == CollectiveKind::AllReduce ? 2.0 * (p - 1) / p
-                                                                 : static_cast<double>(p - 1) / p;
-    const std::uint64_t size = wire_size(op.bytes * factor / eff);
-    comms.push_back(sh_->mailbox(g.next, slot)->put_async(&payload_token, size));
-    comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[0]));
+    sg4::Comm::wait_all(comms);
+    sh_->events += comms.size();
   }
-  sg4::Comm::wait_all(comms);
-  sh_->events += comms.size();
-  sg4::this_actor::sleep_for(latency);
+  sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
+  last_algorithm_ = plan.algorithm;
 }
 
 void StreamActor::run_p2p(const Op& op) {
@@ -277,14 +289,14 @@ void StreamActor::run_p2p(const Op& op) {
     const CollectiveParams prm = params_to(peer);
     const int slot = spec.send_to == Peer::NextStage ? kSlotFromPrevStage : kSlotFromNextStage;
     comms.push_back(sh_->mailbox(peer, slot)->put_async(&payload_token, wire_size(op.bytes / prm.bandwidth_efficiency)));
-    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s);
+    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s - sh_->route_latency(rank_, peer));
   }
   if (spec.recv_from != Peer::None) {
     const int peer = layout.pp_peer(rank_, spec.recv_from);
     const CollectiveParams prm = params_to(peer);
     const int slot = spec.recv_from == Peer::PrevStage ? kSlotFromPrevStage : kSlotFromNextStage;
     comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink));
-    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s);
+    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s - sh_->route_latency(peer, rank_));
   }
   if (comms.empty()) return;
   sg4::Comm::wait_all(comms);
@@ -297,8 +309,8 @@ void StreamActor::record(Stream stream, const Op& op, double start, double end) 
   std::string name = r.program->labels.at(op.label);
   char detail[96];
   if (const auto* c = std::get_if<CollectiveSpec>(&op.shape)) {
-    std::snprintf(detail, sizeof detail, " %s %s ring %.3gMB", to_string(c->kind),
-                  to_string(c->group), op.bytes / 1e6);
+    std::snprintf(detail, sizeof detail, " %s %s %s %.3gMB", to_string(c->kind),
+                  to_string(c->group), last_algorithm_, op.bytes / 1e6);
     name += detail;
   } else if (op.is_p2p()) {
     std::snprintf(detail, sizeof detail, " p2p %.3gMB", op.bytes / 1e6);

@@ -20,6 +20,8 @@ struct BuiltPlatform {
   std::vector<simgrid::s4u::Host*> gpus;  ///< GPU i (rank i runs on it)
   int gpus_per_node = 8;
   int nvlink_domain_size = 8;             ///< GPUs sharing one NVLink/NVSwitch domain
+  double nvlink_bandwidth = 0.0;          ///< per GPU per direction, bytes/s (algorithm choice)
+  double network_bandwidth = 0.0;         ///< scale-out NIC per GPU per direction, bytes/s
 };
 
 /// Builds a platform into an engine. Implementations must be usable from a forked child

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -62,6 +63,7 @@ std::string read_all(int fd) {
 }  // namespace
 
 std::string run_in_subprocess(const std::function<std::string()>& fn) {
+  std::fflush(nullptr);  // else buffered output would be written by both processes
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
   const pid_t pid = ::fork();

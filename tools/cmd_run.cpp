@@ -17,8 +17,9 @@ struct RunArgs {
   std::string json;
   std::string trace;
   bool show_default = false;
-  std::string replicas = "auto";
-  std::string cost = "measured";
+  std::string replicas;
+  std::string cost;
+  std::string nccl_algo;
   std::string trace_ranks;
 };
 
@@ -55,13 +56,14 @@ int run_command(const RunArgs& args) {
     return 0;
   }
   const Job job = args.job.empty() ? load_default_job() : load_job(args.job);
-  SimulateOptions options;
+  SimulateOptions options = options_from_job(job);
   options.timeline = !args.trace.empty();
   if (!args.trace_ranks.empty()) {
     options.timeline_ranks = parse_rank_list(args.trace_ranks, job.workload.gpus());
   }
-  options.replicas = args.replicas;
-  options.cost = args.cost;
+  if (!args.replicas.empty()) options.replicas = args.replicas;
+  if (!args.cost.empty()) options.cost = args.cost;
+  if (!args.nccl_algo.empty()) options.nccl_algo = args.nccl_algo;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -98,13 +100,17 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--replicas", args->replicas,
                   "full: simulate every rank; identical: simulate one data-parallel replica in "
                   "full and only the data-parallel collectives of the others (docs/engine.md); "
-                  "auto (default): identical above 1,024 GPUs")
+                  "auto (default): identical above 256 GPUs. Overrides the job's simulation.replicas")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_option("--cost", args->cost,
                   "Cost model: measured (default; kernel and NCCL tables measured on H200 in "
                   "calib/data, derived for other GPUs, docs/calibration.md) or roofline (datasheet "
                   "peaks x cited efficiencies, docs/cost-model.md)")
       ->check(CLI::IsMember({"measured", "roofline"}));
+  cmd->add_option("--nccl-algo", args->nccl_algo,
+                  "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
+                  "tree, hierarchical, nvls); default: chosen per call by NCCL's cost model")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     try {

@@ -25,7 +25,7 @@ struct ScaleArgs {
   std::string svg = "scale.svg";
   std::string title;
   int jobs = 0;
-  std::string replicas = "auto";
+  std::string replicas;
   std::string reference = CLUSTERSIM_REFERENCE_FILE;
   std::vector<std::string> measured_cases;
 };
@@ -60,7 +60,11 @@ std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args,
     } else {
       try {
         const Job job = tmpl.derive(scale_overrides(row.point));
-        row.memory = memory_fit(job);
+        try {
+          row.memory = memory_fit(job);
+        } catch (const std::invalid_argument&) {
+          // the memory model rejects the spec; the simulation reports why
+        }
         const std::string replicas = args.replicas;
         tasks.push_back([job, replicas] { return simulate_figures(job, replicas); });
         task_row.push_back(rows.size());
@@ -117,7 +121,6 @@ int scale_command(const ScaleArgs& args) {
   std::cout << "job: " << args.job << " (" << to_string(mode) << " scaling: tp, cp, pp kept, "
             << (mode == ScaleMode::Weak ? "batch per data-parallel replica kept" : "global batch kept")
             << ")\n" << table(rows);
-  if (!memory_model_available()) std::cout << "peak memory: no memory model in this build\n";
   write_text_file(args.csv, to_csv(scale_csv(rows)));
   std::cout << "wrote " << args.csv << "\n";
   const bool any = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
@@ -151,7 +154,8 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--title", args->title, "Plot title");
   cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--replicas", args->replicas, "auto (default), full or identical")
+  cmd->add_option("--replicas", args->replicas,
+                  "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_option("--measured-case", args->measured_cases,
                   "Draw the measured MFU of this reference case beside the curve (repeatable)");

@@ -12,6 +12,8 @@ void register_run_command(CLI::App& app, int& exit_code);
 void register_platform_command(CLI::App& app, int& exit_code);
 /// `clustersim trace JOB.yaml --rank R --out FILE`
 void register_trace_command(CLI::App& app, int& exit_code);
+/// `clustersim memory JOB.yaml [--json FILE]`
+void register_memory_command(CLI::App& app, int& exit_code);
 /// `clustersim validate [FILE] [--json FILE] [-j N]`: measured vs simulated (docs/validation.md)
 void register_validate_command(CLI::App& app, int& exit_code);
 /// `clustersim scale JOB.yaml --gpus 64,128,... --mode weak|strong`: CSV and SVG of a scaling study

@@ -10,6 +10,13 @@ Job parse_job(YamlMap root) {
   YamlMap cluster = root.get_map("cluster");
   job.cluster = platforms::parse_cluster_section(cluster);
   job.workload = workloads::parse_workload_spec(root, job.cluster.gpus);
+  if (auto sim = root.get_map_opt("simulation")) {
+    job.simulation.replicas = sim->get_enum_or("replicas", "auto", {"auto", "full", "identical"});
+    job.simulation.cost = sim->get_enum_or("cost_model", "measured", {"measured", "roofline"});
+    job.simulation.nccl_algo =
+        sim->get_enum_or("nccl_algo", "", {"", "ring", "tree", "hierarchical", "nvls"});
+    sim->finish();
+  }
   root.finish();
   return job;
 }

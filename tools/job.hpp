@@ -10,10 +10,18 @@
 
 namespace clustersim::tools {
 
+/// How to simulate (the job's optional `simulation:` section; command-line flags override).
+struct SimulationSpec {
+  std::string replicas = "auto";  ///< auto | full | identical (docs/engine.md)
+  std::string cost = "measured";  ///< measured | roofline (docs/cost-model.md)
+  std::string nccl_algo;          ///< "" (NCCL-style choice) | ring | tree | hierarchical | nvls
+};
+
 /// A validated job.
 struct Job {
   platforms::ClusterSpec cluster;
   workloads::WorkloadSpec workload;
+  SimulationSpec simulation;
   std::string origin;  ///< file path, or "<built-in default>"
 };
 

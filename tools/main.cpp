@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   clustersim::tools::register_run_command(app, exit_code);
   clustersim::tools::register_platform_command(app, exit_code);
   clustersim::tools::register_trace_command(app, exit_code);
+  clustersim::tools::register_memory_command(app, exit_code);
   clustersim::tools::register_validate_command(app, exit_code);
   clustersim::tools::register_scale_command(app, exit_code);
   clustersim::tools::register_sweep_command(app, exit_code);

@@ -44,7 +44,7 @@ std::vector<Override> scale_overrides(const ScalePoint& point);
 struct ScaleRow {
   ScalePoint point;
   std::optional<StepFigures> figures;  ///< empty when not simulated
-  std::optional<MemoryFit> memory;
+  std::optional<MemoryFit> memory;     ///< empty when the memory model rejects the spec
   double efficiency = 0.0;             ///< tokens/s/GPU relative to the first simulated row
   std::string status = "ok";           ///< ok | invalid | failed
   std::string reason;

@@ -25,6 +25,14 @@ std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const s
   throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
 }
 
+SimulateOptions options_from_job(const Job& job) {
+  SimulateOptions o;
+  o.replicas = job.simulation.replicas;
+  o.cost = job.simulation.cost;
+  o.nccl_algo = job.simulation.nccl_algo;
+  return o;
+}
+
 RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
   sim::Workload workload = workloads::generate_workload(job.workload);
@@ -37,6 +45,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   sim::EngineOptions engine_options;
   engine_options.record_timeline = options.timeline;
   engine_options.timeline_ranks = options.timeline_ranks;
+  engine_options.nccl_algo = options.nccl_algo;
   if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +
                                 options.replicas + "'");

@@ -40,10 +40,15 @@ struct SimulateOptions {
   /// Cost model: "measured" (calib/data tables, derived for non-H200 GPUs by the rules of
   /// docs/calibration.md) or "roofline" (datasheet peaks x cited efficiencies).
   std::string cost = "measured";
+  /// Force one collective algorithm (ring, tree, hierarchical, nvls); empty: NCCL-style choice.
+  std::string nccl_algo;
 };
 
+/// Options as the job's `simulation:` section sets them.
+SimulateOptions options_from_job(const Job& job);
+
 /// Above this many GPUs, replicas "auto" uses the identical-replica reduction.
-inline constexpr int kAutoReplicaThreshold = 1024;
+inline constexpr int kAutoReplicaThreshold = 256;
 
 /// The cost model named `name` ("measured" or "roofline") for `gpu`.
 /// @throws std::invalid_argument for another name or a GPU the model cannot cost.

@@ -19,9 +19,13 @@ double router_weights(const ModelSpec& m, std::int64_t layer) {
   return m.is_moe_layer(layer) ? d(m.hidden) * d(m.experts) : 0.0;
 }
 
-// Causal flash-attention FLOPs of one layer for one sequence, forward only.
+// Causal flash-attention FLOPs of one layer for one sequence: forward 2 s^2 a (d + dv) / 2,
+// backward 2 s^2 a (3d + 2dv) / 2 (attention_flops).
 double causal_attention_forward(const ModelSpec& m, double s) {
-  return s * s * attention_width2(m);  // 2 * s^2 * width2 / 2
+  return s * s * attention_width2(m);
+}
+double causal_attention_backward(const ModelSpec& m, double s) {
+  return s * s * d(m.heads) * d(3 * m.head_dim + 2 * m.value_head_dim());
 }
 
 }  // namespace
@@ -111,7 +115,7 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   }
   const double head = d(m.hidden) * d(padded_vocab(m.vocab, spec.parallel.tp));
   const double attention_fwd = d(m.layers) * causal_attention_forward(m, s);
-  double flops = 6.0 * (layer_gemm + head) * s + 3.5 * attention_fwd;
+  double flops = 6.0 * (layer_gemm + head) * s + attention_fwd + d(m.layers) * causal_attention_backward(m, s);
   if (t.recompute == Recompute::Full) flops += 2.0 * layer_gemm * s + attention_fwd;
   if (t.recompute == Recompute::Selective) flops += attention_fwd;
   return flops;

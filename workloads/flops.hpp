@@ -53,7 +53,8 @@ double model_flops_per_sample(const ModelSpec& model, std::int64_t seq, MfuConve
 
 /// FLOPs the GPUs execute for one sequence with tensor parallel size `tp`, no recompute: the
 /// GEMMs (6 * tokens * weights, MoE routers included, output head over the padded vocabulary)
-/// plus causal flash attention (forward 2*s^2*heads*(d_qk + d_v)/2 per layer, backward 2.5x).
+/// plus causal flash attention (forward 2*s^2*heads*(d_qk + d_v)/2 per layer, backward
+/// 2*s^2*heads*(3*d_qk + 2*d_v)/2: 2.5x the forward when d_qk == d_v).
 double hardware_flops_per_sample(const ModelSpec& model, std::int64_t seq, int tp);
 
 /// Same for a whole spec, recompute included (HFU): full recompute adds one more forward of

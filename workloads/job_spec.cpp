@@ -169,7 +169,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
                           "gradient_accumulation_steps", "precision", "fp8_attention", "recompute",
                           "cross_entropy", "mfu_convention", "moe_imbalance",
-                          "moe_capacity_factor"});
+                          "moe_capacity_factor", "expandable_segments"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
   s.micro_batch_size = t.get_int("micro_batch_size", 1, kMaxBatch);
@@ -190,6 +190,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   s.mfu_convention = t.get_enum_or("mfu_convention", "megatron", {"megatron", "causal"});
   s.moe_imbalance = t.get_double_or("moe_imbalance", 1.0, 1.0, 1e6);
   s.moe_capacity_factor = t.get_double_or("moe_capacity_factor", 0.0, 0.0, 1e6);
+  s.expandable_segments = t.get_bool_or("expandable_segments", false);
   if (t.has("moe_capacity_factor") && s.moe_capacity_factor <= 0.0) {
     throw t.error("moe_capacity_factor", "must be > 0 (omit it for dropless routing)");
   }

@@ -128,6 +128,8 @@ struct TrainingSpec {
   std::string mfu_convention = "megatron";  ///< "megatron" or "causal" (workloads/flops.hpp)
   double moe_imbalance = 1.0;           ///< tokens the busiest EP rank receives / the average
   double moe_capacity_factor = 0.0;     ///< expert capacity / average load; 0: dropless
+  bool expandable_segments = false;     ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+                                        ///< (memory model: less fragmentation)
 };
 
 /// A validated workload: model, parallel layout and training settings.

@@ -398,6 +398,48 @@ RankTrace read_rank_trace(std::istream& in, const std::string& origin) {
   return trace;
 }
 
+sim::Workload assemble_workload(const std::vector<RankTrace>& traces) {
+  if (traces.empty()) throw SpecError("<traces>", 0, "", "no trace given");
+  sim::Workload w;
+  w.layout = traces.front().layout;
+  const int pp = w.layout.size(sim::GroupKind::PP);
+  std::vector<int> trace_of_stage(static_cast<std::size_t>(pp), -1);
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    const RankTrace& t = traces[i];
+    const auto& a = t.layout;
+    const auto& b = w.layout;
+    bool same = a.full_order() == b.full_order();
+    for (sim::GroupKind k : kLayoutSizes) same = same && a.size(k) == b.size(k);
+    if (!same) {
+      throw SpecError(t.description, 1, "layout", "differs from the first trace's layout");
+    }
+    trace_of_stage[static_cast<std::size_t>(w.layout.coord(t.rank, sim::GroupKind::PP))] =
+        static_cast<int>(i);
+  }
+  for (int s = 0; s < pp; ++s) {
+    const int i = trace_of_stage[static_cast<std::size_t>(s)];
+    if (i < 0) {
+      throw SpecError("<traces>", 0, "rank", "no trace for pipeline stage " + std::to_string(s));
+    }
+    w.programs.push_back(traces[static_cast<std::size_t>(i)].program);
+  }
+  w.program_of_rank.resize(static_cast<std::size_t>(w.layout.world()));
+  double flops = 0.0, recomputed = 0.0;
+  for (int r = 0; r < w.layout.world(); ++r) {
+    const auto stage = static_cast<std::uint32_t>(w.layout.coord(r, sim::GroupKind::PP));
+    w.program_of_rank[static_cast<std::size_t>(r)] = stage;
+    for (const sim::Op& op : w.programs[stage].ops) {
+      flops += op.flops;
+      recomputed += op.recompute ? op.flops : 0.0;
+    }
+  }
+  w.accounting.hardware_flops = flops;
+  w.accounting.model_flops = flops - recomputed;
+  w.accounting.mfu_convention = "trace";
+  w.description = traces.front().description + " (from traces)";
+  return w;
+}
+
 RankTrace read_rank_trace_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw SpecError(path, 0, "", "cannot open file");

@@ -6,6 +6,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "sim/rank_layout.hpp"
 #include "sim/trace.hpp"
@@ -40,5 +41,13 @@ RankTrace read_rank_trace(std::istream& in, const std::string& origin);
 
 /// Same, from a file. @throws SpecError, also when the file cannot be opened.
 RankTrace read_rank_trace_file(const std::string& path);
+
+/// Assembles a playable workload from traces read back (generated here or brought from
+/// elsewhere): the layout of the first trace, one program per pipeline stage taken from the
+/// trace of any rank of that stage (ranks of a stage run the same program, as generated
+/// workloads do), accounting from the ops (hardware FLOPs = sum over all ranks, model FLOPs
+/// = hardware FLOPs minus recomputed ops, convention "trace"). Ops keep their duration_s.
+/// @throws SpecError (origin of the offending trace) when layouts differ or a stage has no trace.
+sim::Workload assemble_workload(const std::vector<RankTrace>& traces);
 
 }  // namespace clustersim::workloads

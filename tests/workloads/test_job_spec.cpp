@@ -202,9 +202,12 @@ TEST(JobSpec, CatalogModelWithOverrides) {
   expect_error(with_line(1, "model: {catalog: nope}"), 128, 1, "model.catalog", "unknown model");
 }
 
-TEST(ModelCatalog, ListsAndLoadsTheFourModels) {
+TEST(ModelCatalog, ListsAndLoadsTheCatalog) {
   const auto names = catalog_model_names();
-  ASSERT_EQ(names, (std::vector<std::string>{"gpt3_175b", "llama3_405b", "llama3_70b", "llama3_8b"}));
+  ASSERT_EQ(names, (std::vector<std::string>{"deepseek_v3", "gpt3_175b", "gpt4_class_moe",
+                                             "llama2_70b", "llama3_405b", "llama3_70b", "llama3_8b",
+                                             "llama4_maverick", "mixtral_8x22b", "mixtral_8x7b",
+                                             "nemotron4_15b", "nemotron4_340b"}));
   const ModelSpec m = load_catalog_model("llama3_405b");
   EXPECT_EQ(m.layers, 126);
   EXPECT_EQ(m.hidden, 16384);

@@ -116,36 +116,41 @@ TEST(OneFOneB, SendsAndReceivesOfNeighboursMatchInOrder) {
   }
 }
 
-// Plays the generated programs' batched P2P ops (compute ignored): an op is posted when the
-// previous one of its stage completed, and completes once every transfer's partner op (the
-// k-th send on a link and direction matches the k-th receive) is posted. Returns true when
-// every stage reaches its end, false on a deadlock or an unmatched transfer.
+// Plays the generated programs' batched P2P ops (compute ignored): a batch is posted when the
+// previous one of its stage completed, and completes once every transfer's partner batch (the
+// k-th send on a link and direction matches the k-th receive) is posted. A P2P op on the
+// pp_comm stream forms one batch with the P2P op that follows it (the generator splits a call
+// that sends both ways). Links wrap around the ring (the last stage's next is stage 0). Returns
+// true when every stage reaches its end, false on a deadlock or an unmatched transfer.
 bool exchanges_complete(const sim::Workload& w) {
   struct Xfer {
-    int channel;  // 2*link for activations (stage link -> link+1), 2*link+1 for gradients
+    int channel;  // 2*sender for activations, 2*sender+1 for gradients
     int index;
     bool send;
   };
   const int pp = w.layout.size(sim::GroupKind::PP);
+  auto next = [pp](int s) { return (s + 1) % pp; };
+  auto prev = [pp](int s) { return (s + pp - 1) % pp; };
   std::vector<std::vector<std::vector<Xfer>>> ops(static_cast<std::size_t>(pp));
   std::map<std::tuple<int, int, bool>, std::pair<int, std::size_t>> where;
   for (int s = 0; s < pp; ++s) {
     auto& list = ops[static_cast<std::size_t>(s)];
     std::map<int, int> count;
+    bool open_batch = false;
     for (const auto& op : w.programs[static_cast<std::size_t>(s)].ops) {
       const auto* x = std::get_if<sim::P2PSpec>(&op.shape);
       if (x == nullptr) continue;
-      std::vector<Xfer> xfers;
+      if (!open_batch) list.emplace_back();
       auto add = [&](int channel, bool send) {
         const Xfer xfer{channel, count[channel]++, send};
-        where[{xfer.channel, xfer.index, send}] = {s, list.size()};
-        xfers.push_back(xfer);
+        where[{xfer.channel, xfer.index, send}] = {s, list.size() - 1};
+        list.back().push_back(xfer);
       };
       if (x->send_to == sim::Peer::NextStage) add(2 * s, true);
-      if (x->send_to == sim::Peer::PrevStage) add(2 * (s - 1) + 1, true);
-      if (x->recv_from == sim::Peer::PrevStage) add(2 * (s - 1), false);
-      if (x->recv_from == sim::Peer::NextStage) add(2 * s + 1, false);
-      list.push_back(xfers);
+      if (x->send_to == sim::Peer::PrevStage) add(2 * s + 1, true);
+      if (x->recv_from == sim::Peer::PrevStage) add(2 * prev(s), false);
+      if (x->recv_from == sim::Peer::NextStage) add(2 * next(s) + 1, false);
+      open_batch = op.stream == sim::Stream::PpComm;
     }
   }
   std::vector<std::size_t> pos(static_cast<std::size_t>(pp), 0);
@@ -202,6 +207,88 @@ TEST(OneFOneB, ASwappedExchangeIsCaughtAsADeadlock) {
   std::vector<std::size_t> p2p;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (std::holds_alternative<sim::P2PSpec>(ops[i].shape)) p2p.push_back(i);
+  }
+  ASSERT_GE(p2p.size(), 2u);
+  std::swap(ops[p2p.front()].shape, ops[p2p.back()].shape);
+  EXPECT_FALSE(exchanges_complete(w));
+}
+
+// ----- Megatron's interleaved schedule (vp model chunks per stage) -----
+
+std::vector<ScheduleStep> interleaved_steps(int pp, int stage, int m, int vp) {
+  return (*find_pipeline_schedule("interleaved"))(pp, stage, m, vp);
+}
+
+const std::vector<std::tuple<int, int, int>> kInterleavedShapes = {
+    {2, 2, 2}, {2, 2, 6}, {4, 2, 4}, {4, 2, 8}, {4, 3, 8}, {3, 2, 9}, {8, 4, 16}};
+
+TEST(Interleaved, EveryStageRunsEachMicrobatchOfEachChunkOnceForwardThenBackward) {
+  for (auto [pp, vp, m] : kInterleavedShapes) {
+    for (int stage = 0; stage < pp; ++stage) {
+      std::map<std::pair<int, int>, int> state;  // (chunk, microbatch) -> 1 after fwd, 2 after bwd
+      int forwards_before_backward = 0;
+      bool backward_seen = false;
+      for (const auto& s : interleaved_steps(pp, stage, m, vp)) {
+        if (s.kind == StepKind::Forward) {
+          EXPECT_EQ((state[std::make_pair(s.chunk, s.microbatch)]++), 0);
+          if (!backward_seen) ++forwards_before_backward;
+        } else if (s.kind == StepKind::Backward) {
+          EXPECT_EQ((state[std::make_pair(s.chunk, s.microbatch)]++), 1) << pp << vp << m << stage;
+          backward_seen = true;
+        }
+      }
+      EXPECT_EQ(state.size(), static_cast<std::size_t>(m * vp));
+      for (const auto& [key, v] : state) EXPECT_EQ(v, 2);
+      // Megatron's warmup: (pp - stage - 1) * 2 + (vp - 1) * pp forwards (all of them when
+      // m == pp), plus the first steady-state forward.
+      const int warmup = m == pp ? m * vp : std::min((pp - stage - 1) * 2 + (vp - 1) * pp, m * vp);
+      EXPECT_EQ(forwards_before_backward, std::min(warmup + 1, m * vp)) << pp << vp << m << stage;
+    }
+  }
+}
+
+TEST(Interleaved, ChunkOrderFollowsMegatronsMicrobatchGroups) {
+  // pp 2, vp 2, m 4, stage 0: forwards run chunk 0 on microbatches 0, 1, chunk 1 on 0, 1,
+  // then chunk 0 on 2, 3, ...
+  std::vector<std::pair<int, int>> fwd;
+  for (const auto& s : interleaved_steps(2, 0, 4, 2)) {
+    if (s.kind == StepKind::Forward) fwd.emplace_back(s.chunk, s.microbatch);
+  }
+  EXPECT_EQ(fwd, (std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {0, 2}, {0, 3},
+                                                   {1, 2}, {1, 3}}));
+}
+
+TEST(Interleaved, GeneratedExchangesPairUpAcrossTheRingWrapAndNeverDeadlock) {
+  for (auto [pp, vp, m] : kInterleavedShapes) {
+    if (pp > 4) continue;
+    std::string yaml = testing::small_llama_job(1, pp, 1, false, m, 1);
+    yaml.replace(yaml.find("layers: 4"), 9, "layers: " + std::to_string(pp * vp));
+    yaml.insert(yaml.find("  dp: 1"), "  vp: " + std::to_string(vp) + "\n");
+    const auto spec = testing::parse_job(yaml, pp);
+    ASSERT_EQ(spec.parallel.schedule, "interleaved");
+    const sim::Workload w = generate_workload(spec);
+    EXPECT_TRUE(exchanges_complete(w)) << pp << "/" << vp << "/" << m;
+    // The last stage hands its activations to stage 0 for the next chunk: (vp - 1) * m times.
+    int wraps = 0;
+    for (const auto& op : w.programs[static_cast<std::size_t>(pp - 1)].ops) {
+      const auto* x = std::get_if<sim::P2PSpec>(&op.shape);
+      wraps += x != nullptr && x->send_to == sim::Peer::NextStage;
+    }
+    EXPECT_EQ(wraps, (vp - 1) * m) << pp << "/" << vp << "/" << m;
+  }
+}
+
+TEST(Interleaved, ASwappedExchangeIsCaughtAsADeadlock) {
+  auto spec = testing::parse_job(testing::small_llama_job(1, 2, 1, false, 4, 1), 2);
+  spec.parallel.vp = 2;
+  spec.parallel.schedule = "interleaved";
+  sim::Workload w = generate_workload(spec);
+  auto& ops = w.programs[1].ops;
+  std::vector<std::size_t> p2p;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (std::holds_alternative<sim::P2PSpec>(ops[i].shape) && ops[i].stream == sim::Stream::Compute) {
+      p2p.push_back(i);
+    }
   }
   ASSERT_GE(p2p.size(), 2u);
   std::swap(ops[p2p.front()].shape, ops[p2p.back()].shape);

@@ -120,5 +120,22 @@ TEST(TraceIo, OpCountMustMatchTheHeader) {
   EXPECT_THROW(read_rank_trace_file("/nonexistent/trace.jsonl"), SpecError);
 }
 
+TEST(TraceIo, TracesOfOneRankPerStageAssembleTheWorkloadAgain) {
+  const sim::Workload w = small_workload();  // tp 2, dp 2, pp 2
+  std::vector<RankTrace> traces;
+  for (int rank : {6, 1}) {  // a rank of stage 1, then one of stage 0
+    std::stringstream text;
+    write_rank_trace(text, w, rank);
+    traces.push_back(read_rank_trace(text, "r" + std::to_string(rank)));
+  }
+  const sim::Workload back = assemble_workload(traces);
+  ASSERT_EQ(back.programs.size(), 2u);
+  EXPECT_EQ(back.program_of_rank, w.program_of_rank);
+  for (std::size_t p = 0; p < 2; ++p) EXPECT_EQ(back.programs[p].ops.size(), w.programs[p].ops.size());
+  EXPECT_NEAR(back.accounting.hardware_flops / w.accounting.hardware_flops, 1.0, 1e-12);
+  traces.pop_back();  // stage 0 missing
+  EXPECT_THROW(assemble_workload(traces), SpecError);
+}
+
 }  // namespace
 }  // namespace clustersim::workloads

@@ -1,0 +1,275 @@
+// Collective algorithms as flow plans (see sim/detail/collectives.hpp and docs/engine.md).
+// Traffic volumes follow the algorithms' textbook analyses (Thakur et al., "Optimization of
+// collective communication operations in MPICH", IJHPCA 2005; NCCL's ring and double-binary-tree
+// descriptions); step counts and latencies follow NCCL's tuning model (src/graph/tuning.cc).
+#include "sim/detail/collectives.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace clustersim::sim::detail {
+
+GroupShape group_shape(const std::vector<int>& members, int index, int domain_size) {
+  GroupShape s;
+  s.p = static_cast<int>(members.size());
+  std::unordered_map<int, int> slot_of_domain;  // domain -> position in by_domain
+  std::vector<std::vector<int>> by_domain;
+  for (int r : members) {
+    auto [it, fresh] = slot_of_domain.emplace(r / domain_size, static_cast<int>(by_domain.size()));
+    if (fresh) by_domain.emplace_back();
+    by_domain[static_cast<size_t>(it->second)].push_back(r);
+  }
+  s.domains = static_cast<int>(by_domain.size());
+  s.local = static_cast<int>(by_domain[0].size());
+  for (const auto& g : by_domain) s.regular = s.regular && static_cast<int>(g.size()) == s.local;
+  const int me = members[static_cast<size_t>(index)];
+  const int my_dom = slot_of_domain.at(me / domain_size);
+  const auto& mine = by_domain[static_cast<size_t>(my_dom)];
+  const int li = static_cast<int>(std::find(mine.begin(), mine.end(), me) - mine.begin());
+  s.local_next = mine[static_cast<size_t>((li + 1) % static_cast<int>(mine.size()))];
+  if (s.regular) {
+    for (const auto& g : by_domain) s.rail.push_back(g[static_cast<size_t>(li)]);
+    s.rail_index = my_dom;
+    s.rail_next = s.rail[static_cast<size_t>((my_dom + 1) % s.domains)];
+  }
+  return s;
+}
+
+namespace {
+
+using Shape = GroupShape;
+
+double ring_factor(CollectiveKind k, int p) {
+  return k == CollectiveKind::AllReduce ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
+}
+int ring_steps(CollectiveKind k, int p) { return k == CollectiveKind::AllReduce ? 2 * (p - 1) : p - 1; }
+
+double base_latency(const CollectiveCall& c, const Shape& s) {
+  return s.domains > 1 ? c.net.base_latency_s : c.nvl.base_latency_s;
+}
+
+// --- ring: NCCL's rings, one per channel, cross domains at different GPUs, so the inter-domain
+// hops of all channels together spread over every member's NIC: each rank sends (L-1)/L of its
+// ring share to its domain neighbour over NVLink and 1/L to the same-rail member of the next
+// domain (PXN/rail-aligned rings). ---
+bool ring_applicable(const CollectiveCall& c) { return c.kind != CollectiveKind::AllToAll; }
+
+CollectivePlan ring_plan(const CollectiveCall& c) {
+  const Shape& s = *c.shape;
+  const double share = ring_factor(c.kind, s.p) * c.bytes;
+  CollectivePlan plan;
+  plan.algorithm = "ring";
+  FlowPhase ph;
+  const int next = (*c.members)[static_cast<size_t>((c.index + 1) % s.p)];
+  if (s.domains == 1) {
+    ph.sends.push_back({next, share / c.nvl.bandwidth_efficiency, 0});
+    ph.receive_lanes = {0};
+  } else if (!s.regular || s.local == 1) {
+    ph.sends.push_back({next, share / c.net.bandwidth_efficiency, 0});
+    ph.receive_lanes = {0};
+  } else {
+    const double l = s.local;
+    ph.sends.push_back({s.local_next, share * (l - 1) / l / c.nvl.bandwidth_efficiency, 0});
+    ph.sends.push_back({s.rail_next, share / l / c.net.bandwidth_efficiency, 1});
+    ph.receive_lanes = {0, 1};
+  }
+  plan.phases.push_back(std::move(ph));
+  const int steps = ring_steps(c.kind, s.p);
+  const int inter = s.domains > 1 ? ring_steps(c.kind, s.domains) : 0;
+  plan.latency_s = base_latency(c, s) + (steps - inter) * c.nvl.step_latency_s + inter * c.net.step_latency_s;
+  return plan;
+}
+
+double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
+  const Shape& s = *c.shape;
+  const double share = ring_factor(c.kind, s.p) * c.bytes;
+  const double t = s.domains == 1 ? share / (c.nvl.bandwidth_efficiency * nvlink_bw)
+                                  : share / (s.regular ? s.local : 1) / (c.net.bandwidth_efficiency * net_bw);
+  return ring_plan(c).latency_s + t;
+}
+
+// --- pairwise all-to-all: every member sends bytes/p to every other member at once; each GPU's
+// traffic leaves through its own NIC (a NIC cannot aggregate for other GPUs). ---
+bool pairwise_applicable(const CollectiveCall& c) { return c.kind == CollectiveKind::AllToAll; }
+
+CollectivePlan pairwise_plan(const CollectiveCall& c) {
+  const Shape& s = *c.shape;
+  CollectivePlan plan;
+  plan.algorithm = "pairwise";
+  FlowPhase ph;
+  const int me = (*c.members)[static_cast<size_t>(c.index)];
+  for (int r : *c.members) {
+    if (r == me) continue;
+    const bool same = r / c.domain_size == me / c.domain_size;
+    ph.sends.push_back({r, c.bytes / s.p / (same ? c.nvl : c.net).bandwidth_efficiency, 0});
+  }
+  ph.receive_lanes.assign(static_cast<size_t>(s.p - 1), 0);
+  plan.phases.push_back(std::move(ph));
+  plan.latency_s = base_latency(c, s) + (s.domains > 1 ? c.net.step_latency_s : c.nvl.step_latency_s);
+  return plan;
+}
+
+double pairwise_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
+  const Shape& s = *c.shape;
+  const double bw = s.domains > 1 ? c.net.bandwidth_efficiency * net_bw : c.nvl.bandwidth_efficiency * nvlink_bw;
+  return pairwise_plan(c).latency_s + c.bytes * (s.p - 1) / s.p / bw;
+}
+
+// --- hierarchical all-reduce / all-gather / reduce-scatter: intra-domain reduce-scatter, then
+// the collective per rail across domains on 1/L of the data, then intra-domain all-gather. ---
+bool hierarchical_applicable(const CollectiveCall& c) {
+  if (c.kind == CollectiveKind::AllToAll) return false;
+  const Shape& s = *c.shape;
+  return s.domains > 1 && s.regular && s.local > 1;
+}
+
+CollectivePlan hierarchical_plan(const CollectiveCall& c) {
+  const Shape& s = *c.shape;
+  const double l = s.local, r = s.domains, b = c.bytes;
+  const double intra = (l - 1) / l * b / c.nvl.bandwidth_efficiency;
+  const double inter = ring_factor(c.kind, s.domains) * (b / l) / c.net.bandwidth_efficiency;
+  auto phase = [](int to, double bytes) { return FlowPhase{{{to, bytes, 0}}, {0}}; };
+  CollectivePlan plan;
+  plan.algorithm = "hierarchical";
+  if (c.kind != CollectiveKind::AllGather) plan.phases.push_back(phase(s.local_next, intra));
+  plan.phases.push_back(phase(s.rail_next, inter));
+  if (c.kind != CollectiveKind::ReduceScatter) plan.phases.push_back(phase(s.local_next, intra));
+  const int intra_phases = c.kind == CollectiveKind::AllReduce ? 2 : 1;
+  plan.latency_s = c.net.base_latency_s + intra_phases * (l - 1) * c.nvl.step_latency_s +
+                   ring_steps(c.kind, static_cast<int>(r)) * c.net.step_latency_s;
+  return plan;
+}
+
+double hierarchical_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
+  const CollectivePlan plan = hierarchical_plan(c);
+  double t = plan.latency_s;
+  for (const FlowPhase& ph : plan.phases) {
+    const int to = ph.sends[0].to;
+    const int me = (*c.members)[static_cast<size_t>(c.index)];
+    const bool nvlink = to / c.domain_size == me / c.domain_size;
+    t += ph.sends[0].bytes / (nvlink ? nvlink_bw : net_bw);
+  }
+  return t;
+}
+
+// --- double binary tree all-reduce across domains (NCCL 2.4+): per rail, two binary trees over
+// the domains, each carrying half the rail's 1/L of the data, reduce up and broadcast down,
+// pipelined (all flows at once); inside a domain a ring exchange of the full buffer. ---
+bool tree_applicable(const CollectiveCall& c) {
+  if (c.kind != CollectiveKind::AllReduce) return false;
+  const Shape& s = *c.shape;
+  return s.domains > 2 && s.regular;
+}
+
+// Flows of one heap-ordered binary tree over the rail (positions 0..R-1; the mirrored tree maps
+// position q to rail member R-1-q). Lanes: first_lane for reduce (up), first_lane+1 for
+// broadcast (down).
+void add_tree_flows(FlowPhase& ph, const Shape& s, bool mirrored, double bytes, int first_lane) {
+  const int n = static_cast<int>(s.rail.size());
+  auto member = [&](int q) { return s.rail[static_cast<size_t>(mirrored ? n - 1 - q : q)]; };
+  const int pos = mirrored ? n - 1 - s.rail_index : s.rail_index;
+  if (pos > 0) {
+    ph.sends.push_back({member((pos - 1) / 2), bytes, first_lane});  // reduce up
+    ph.receive_lanes.push_back(first_lane + 1);                      // broadcast down
+  }
+  for (int child = 2 * pos + 1; child <= 2 * pos + 2 && child < n; ++child) {
+    ph.sends.push_back({member(child), bytes, first_lane + 1});  // broadcast down
+    ph.receive_lanes.push_back(first_lane);                     // reduce up
+  }
+}
+
+CollectivePlan tree_plan(const CollectiveCall& c) {
+  const Shape& s = *c.shape;
+  const double l = s.local;
+  const int n = s.domains;
+  CollectivePlan plan;
+  plan.algorithm = "tree";
+  FlowPhase ph;
+  const double half = c.bytes / l / 2.0 / c.net.bandwidth_efficiency;
+  add_tree_flows(ph, s, false, half, 0);
+  add_tree_flows(ph, s, true, half, 2);
+  if (s.local > 1) {  // the intra-domain exchange on a lane of its own (lane 4)
+    ph.sends.push_back({s.local_next, 2.0 * (l - 1) / l * c.bytes / c.nvl.bandwidth_efficiency, 4});
+    ph.receive_lanes.push_back(4);
+  }
+  plan.phases.push_back(std::move(ph));
+  const double depth = std::ceil(std::log2(static_cast<double>(n)));
+  plan.latency_s = c.net.base_latency_s + 2.0 * ((l - 1) * c.nvl.step_latency_s + depth * c.net.step_latency_s);
+  return plan;
+}
+
+double tree_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
+  const Shape& s = *c.shape;
+  const double l = s.local;
+  // An interior node of one tree sends up once and down twice, a leaf of the other up once:
+  // 4 halves of B/L per NIC and direction in total.
+  const double inter = 2.0 * c.bytes / l / (c.net.bandwidth_efficiency * net_bw);
+  const double intra = s.local > 1 ? 2.0 * (l - 1) / l * c.bytes / (c.nvl.bandwidth_efficiency * nvlink_bw) : 0.0;
+  return tree_plan(c).latency_s + std::max(inter, intra);
+}
+
+// --- NVLS (NVLink SHARP): the NVSwitch reduces and multicasts, so each GPU sends and receives
+// the buffer once instead of 2(p-1)/p times. Only inside one NVLink domain, and only when asked
+// for (`nccl_algo: nvls`): whether a cluster enables it is a deployment choice
+// (NCCL_NVLS_ENABLE); our H200 calibration ran with it off. ---
+bool nvls_applicable(const CollectiveCall& c) {
+  return c.kind == CollectiveKind::AllReduce && c.shape->domains == 1 && c.members->size() > 2;
+}
+
+CollectivePlan nvls_plan(const CollectiveCall& c) {
+  CollectivePlan plan;
+  plan.algorithm = "nvls";
+  const auto& m = *c.members;
+  plan.phases.push_back(FlowPhase{
+      {{m[static_cast<size_t>((c.index + 1) % static_cast<int>(m.size()))], c.bytes / c.nvl.bandwidth_efficiency, 0}},
+      {0}});
+  plan.latency_s = c.nvl.base_latency_s + 2.0 * c.nvl.step_latency_s;
+  return plan;
+}
+
+double nvls_estimate(const CollectiveCall&, double, double) {
+  return std::numeric_limits<double>::infinity();  // never chosen automatically
+}
+
+}  // namespace
+
+const std::vector<CollectiveAlgorithm>& collective_algorithms() {
+  static const std::vector<CollectiveAlgorithm> kAlgorithms = {
+      {"ring", ring_applicable, ring_plan, ring_estimate},
+      {"tree", tree_applicable, tree_plan, tree_estimate},
+      {"hierarchical", hierarchical_applicable, hierarchical_plan, hierarchical_estimate},
+      {"nvls", nvls_applicable, nvls_plan, nvls_estimate},
+      {"pairwise", pairwise_applicable, pairwise_plan, pairwise_estimate},
+  };
+  return kAlgorithms;
+}
+
+const CollectiveAlgorithm& choose_algorithm(const CollectiveCall& call, std::string_view forced,
+                                            double nvlink_bw, double net_bw) {
+  const auto& all = collective_algorithms();
+  const CollectiveAlgorithm* fallback = call.kind == CollectiveKind::AllToAll ? &all.back() : &all.front();
+  if (!forced.empty()) {
+    for (const auto& a : all) {
+      if (a.name == forced) return a.applicable(call) ? a : *fallback;
+    }
+    throw std::invalid_argument("unknown collective algorithm '" + std::string(forced) + "'");
+  }
+  // NCCL's tuner picks the algorithm with the lowest modelled time; "hierarchical" is not an
+  // NCCL algorithm (it is what CollNet-less multi-level schemes do), so only forced.
+  const CollectiveAlgorithm* best = fallback;
+  double best_t = std::numeric_limits<double>::infinity();
+  for (const auto& a : all) {
+    if (std::string_view(a.name) == "hierarchical" || !a.applicable(call)) continue;
+    const double t = a.estimate(call, nvlink_bw, net_bw);
+    if (t < best_t) {
+      best_t = t;
+      best = &a;
+    }
+  }
+  return *best;
+}
+
+}  // namespace clustersim::sim::detail

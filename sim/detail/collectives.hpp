@@ -1,0 +1,92 @@
+// Collective algorithms as flow plans, in a registry keyed by name (docs/engine.md). A plan is
+// a list of phases; in each phase a rank sends some bytes to some peers and receives from a
+// number of peers, all concurrently (a pipelined NCCL algorithm keeps every link of its pattern
+// busy at once, so its steady state is these flows sharing the links), and phases run one
+// after another. NCCL's latency terms are added analytically.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim/cost_model.hpp"
+#include "sim/trace.hpp"
+
+namespace clustersim::sim::detail {
+
+/// How a group sits on NVLink domains, seen from one member (computed once per rank and
+/// communicator by group_shape()).
+struct GroupShape {
+  int p = 1;            ///< group size
+  int domains = 1;      ///< distinct NVLink domains
+  int local = 1;        ///< members per domain (when regular)
+  bool regular = true;  ///< every domain holds the same number of members
+  int local_next = -1;  ///< next member in my domain (ring order inside the domain)
+  int rail_next = -1;   ///< member of the next domain with my local index (regular only)
+  std::vector<int> rail;  ///< members with my local index, one per domain, in domain order
+  int rail_index = 0;   ///< my position in rail
+};
+
+/// The shape of `members` (ring order) seen from members[index]; O(p).
+GroupShape group_shape(const std::vector<int>& members, int index, int domain_size);
+
+/// One collective call as one rank sees it.
+struct CollectiveCall {
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  double bytes = 0.0;                  ///< NCCL buffer size per rank (Op::bytes)
+  const std::vector<int>* members = nullptr;  ///< group ranks in ring order
+  int index = 0;                       ///< this rank's position in members
+  int domain_size = 8;                 ///< GPUs per NVLink domain (rank / domain_size = domain)
+  const GroupShape* shape = nullptr;   ///< group_shape(*members, index, domain_size)
+  CollectiveParams nvl;                ///< cost parameters over NVLink
+  CollectiveParams net;                ///< cost parameters across domains
+};
+
+/// One flow: to a rank, bytes on the wire, on a lane (flows of different lanes never match
+/// each other, so that receives pair with the right senders in program order).
+struct Flow {
+  int to = 0;
+  double bytes = 0.0;
+  int lane = 0;
+};
+
+/// Flows of one phase for one rank: what it sends, and how many flows it receives per lane.
+struct FlowPhase {
+  std::vector<Flow> sends;
+  std::vector<int> receive_lanes;  ///< one entry per incoming flow
+};
+
+/// Lanes per phase and phases per plan at most (mailbox addressing).
+inline constexpr int kMaxLanes = 5;
+inline constexpr int kMaxPhases = 3;
+
+/// What one rank does for one call.
+struct CollectivePlan {
+  std::vector<FlowPhase> phases;
+  double latency_s = 0.0;  ///< added after the flows
+  const char* algorithm = "ring";
+};
+
+/// A registered algorithm.
+struct CollectiveAlgorithm {
+  const char* name;
+  /// Whether it can run this call (kind and group layout).
+  bool (*applicable)(const CollectiveCall&);
+  /// This rank's plan.
+  CollectivePlan (*plan)(const CollectiveCall&);
+  /// NCCL-tuner-style time estimate (latency + bytes / algorithm bandwidth), seconds, for
+  /// automatic selection; `link_bw` is the per-GPU bandwidth of NVLink and of the network.
+  double (*estimate)(const CollectiveCall&, double nvlink_bw, double net_bw);
+};
+
+/// All algorithms: ring, tree, nvls, hierarchical, pairwise.
+const std::vector<CollectiveAlgorithm>& collective_algorithms();
+
+/// The algorithm to use: `forced` if not empty ("ring", "tree", ...; falls back to ring when
+/// the forced one does not apply to this call), else the applicable one with the lowest
+/// estimate. @throws std::invalid_argument for an unknown forced name.
+const CollectiveAlgorithm& choose_algorithm(const CollectiveCall& call, std::string_view forced,
+                                            double nvlink_bw, double net_bw);
+
+}  // namespace clustersim::sim::detail

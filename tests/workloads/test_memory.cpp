@@ -1,0 +1,152 @@
+// The memory model: Korthikanti et al.'s per-layer activation formulas at the paper's model
+// configurations, activations in flight under 1F1B and the interleaved schedule, the ZeRO and
+// offload accounting, the S3 peak-memory measurements of ../shared/reference/measured.yaml and
+// the OOM verdict.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "workload_test_util.hpp"
+#include "workloads/memory.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// A GPT layer as Korthikanti et al. model it (MHA, GeLU with 4h, LayerNorm).
+WorkloadSpec gpt(std::int64_t h, std::int64_t heads, std::int64_t layers, int tp, bool sp,
+                 std::int64_t seq, std::int64_t b) {
+  WorkloadSpec w;
+  w.model = {"gpt", layers, h, 4 * h, heads, heads, h / heads, 51200, Activation::Gelu,
+             NormKind::LayerNorm, PositionKind::Rope, 0, false, true};
+  w.parallel.tp = tp;
+  w.parallel.etp = tp;
+  w.parallel.sequence_parallel = sp;
+  w.training.seq_length = seq;
+  w.training.micro_batch_size = b;
+  w.training.global_batch_size = b;
+  return w;
+}
+
+struct PaperModel {
+  std::int64_t h, a, layers, b;
+};
+// Korthikanti et al. 2022, Table 3: 22B, 175B (GPT-3), 530B, 1T; s = 2048, t = 8.
+const PaperModel kPaperModels[] = {{6144, 64, 48, 4}, {12288, 96, 96, 1}, {20480, 128, 105, 1},
+                                   {25600, 160, 128, 1}};
+
+TEST(ActivationMemory, ReproducesKorthikantiEquationsAtThePapersConfigurations) {
+  const ActivationOptions paper{false, true};  // attention scores kept, dropout
+  const double s = 2048, t = 8;
+  for (const auto& m : kPaperModels) {
+    const double sbh = s * static_cast<double>(m.b) * static_cast<double>(m.h);
+    const double as_h = static_cast<double>(m.a) * s / static_cast<double>(m.h);
+    const WorkloadSpec tp_only = gpt(m.h, m.a, m.layers, 8, false, 2048, m.b);
+    const WorkloadSpec tp_sp = gpt(m.h, m.a, m.layers, 8, true, 2048, m.b);
+    // Eq. (2): tensor parallel, sbh (10 + 24/t + 5as/(ht)).
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(tp_only, 0, Recompute::None, paper),
+                     sbh * (10 + 24 / t + 5 * as_h / t));
+    // Eq. (4): tensor + sequence parallel, sbh (34/t + 5as/(ht)).
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(tp_sp, 0, Recompute::None, paper),
+                     sbh * (34 / t + 5 * as_h / t));
+    // Eq. (5): with selective recompute, sbh 34/t.
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(tp_sp, 0, Recompute::Selective, paper), sbh * 34 / t);
+    // Full recompute keeps the layer input: 2sbh/t with sequence parallelism.
+    EXPECT_DOUBLE_EQ(layer_activation_bytes(tp_sp, 0, Recompute::Full, paper), 2 * sbh / t);
+  }
+  // With flash attention and no dropout the scores and masks disappear: GPT-3 175B layer
+  // keeps 2+2+6+2 (attention) + 2 (norm) + 2+8+8 (MLP) + 2 = 32 sbh/t plus the FP32 log-sum-exp.
+  const WorkloadSpec g = gpt(12288, 96, 96, 8, true, 2048, 1);
+  const double sbh = 2048.0 * 12288.0;
+  EXPECT_NEAR(layer_activation_bytes(g, 0, Recompute::None), sbh * 32 / 8 + 4.0 * 2048 * 12, 1.0);
+}
+
+TEST(ActivationMemory, InFlightMicrobatchesFollowTheSchedule) {
+  // 1F1B: stage s holds min(pp - s, m) microbatches; interleaved: the first stage holds
+  // L (1 + (p-1)/(p v)) layers' worth (Korthikanti et al. Sec. 4.2.3).
+  const int pp = 4;
+  auto spec = testing::parse_job(testing::small_llama_job(1, pp, 1, false, 16, 1), pp);
+  spec.model.layers = 16;
+  const double layer = layer_activation_bytes(spec, 0, Recompute::None);
+  const auto one_f_one_b = estimate_memory(spec, 80.0 * kGiB);
+  for (int s = 0; s < pp; ++s) {
+    EXPECT_EQ(one_f_one_b.stages[static_cast<std::size_t>(s)].microbatches_in_flight, pp - s);
+    EXPECT_DOUBLE_EQ(one_f_one_b.stages[static_cast<std::size_t>(s)].bytes("activations"),
+                     (pp - s) * 4 * layer);
+  }
+  spec.parallel.vp = 2;
+  spec.parallel.schedule = "interleaved";
+  const auto inter = estimate_memory(spec, 80.0 * kGiB);
+  EXPECT_EQ(inter.stages[0].microbatches_in_flight, pp * 2 + pp - 1);
+  EXPECT_DOUBLE_EQ(inter.stages[0].bytes("activations"), 16 * layer * (1.0 + (pp - 1.0) / (pp * 2)));
+}
+
+TEST(MemoryModel, StatesByZeroStageAndOffload) {
+  auto spec = testing::parse_job(testing::small_llama_job(1, 1, 8, false, 8, 1), 8);
+  const auto n = [&](const char* name, int zero, bool offload) {
+    spec.parallel.zero_stage = zero;
+    spec.parallel.distributed_optimizer = zero >= 1;
+    spec.parallel.overlap_param_gather = false;
+    spec.parallel.optimizer_offload = offload ? OptimizerOffload::Cpu : OptimizerOffload::None;
+    return estimate_memory(spec, 80.0 * kGiB).stages[0].bytes(name);
+  };
+  const double params = n("weights", 0, false) / 2.0;
+  EXPECT_DOUBLE_EQ(n("gradients", 0, false), 4.0 * params);           // FP32 main grads
+  EXPECT_DOUBLE_EQ(n("optimizer_states", 0, false), 12.0 * params);   // DDP: whole Adam state
+  EXPECT_DOUBLE_EQ(n("optimizer_states", 1, false), 12.0 * params / 8);  // ZeRO-1
+  EXPECT_DOUBLE_EQ(n("gradients", 1, false), 4.0 * params);
+  EXPECT_DOUBLE_EQ(n("gradients", 2, false), 4.0 * params / 8);          // ZeRO-2
+  EXPECT_DOUBLE_EQ(n("weights", 3, false), 2.0 * params / 8);            // ZeRO-3
+  EXPECT_GT(n("weight_gather_buffers", 3, false), 0.0);
+  EXPECT_DOUBLE_EQ(n("optimizer_states", 3, true), 0.0);                 // offloaded
+}
+
+// S3 of ../shared/reference/measured.yaml: Llama-3.1-8B on 8 H200, DeepSpeed ZeRO-3, full
+// activation checkpointing, CPU optimizer offload, mbs 1, one sequence per GPU. The sweep reaches
+// 256k tokens on one GPU, which only fits with a chunked loss, so the job says so. Nothing in the
+// model is fitted to these numbers. Stated tolerance: 15% at every length (the model's error is
+// -15% at 8k, where DeepSpeed's fixed buffers not modelled dominate, and +0..+11% from 32k on).
+TEST(MemoryModel, MatchesTheS3PeakMemorySweepWithinTheStatedTolerance) {
+  const std::pair<int, double> measured[] = {{8192, 16.3},   {32768, 25.8},  {65536, 37.5},
+                                             {131072, 66.5}, {196608, 95.7}, {262144, 124.5}};
+  double previous = 0.0;
+  std::vector<double> predicted;
+  for (const auto& [seq, gib] : measured) {
+    const std::string yaml =
+        "model: llama3_8b\nparallelism:\n  zero_stage: 3\n  optimizer_offload: cpu\n"
+        "  grad_reduce_in_fp32: false\ntraining:\n  seq_length: " + std::to_string(seq) +
+        "\n  micro_batch_size: 1\n  precision: bf16\n  recompute: full\n  cross_entropy: chunked\n";
+    const auto report = estimate_memory(testing::parse_job(yaml, 8), 141.0 * kGiB);
+    const double got = report.peak_bytes() / kGiB;
+    predicted.push_back(got);
+    EXPECT_NEAR(got, gib, 0.15 * gib) << "seq " << seq;
+    EXPECT_GT(got, previous);
+    previous = got;
+    EXPECT_TRUE(report.fits());
+  }
+  // The growth per token from 128k to 256k (activations only) within 10% of the measured one.
+  const double measured_slope = (124.5 - 66.5) / 131072.0;
+  const double model_slope = (predicted[5] - predicted[3]) / 131072.0;
+  EXPECT_NEAR(model_slope, measured_slope, 0.10 * measured_slope);
+}
+
+TEST(MemoryModel, OutOfMemoryNamesRankExcessAndDominantComponent) {
+  auto spec = testing::parse_job(testing::small_llama_job(2, 2, 2, true, 8, 1), 8);
+  const auto fits = estimate_memory(spec, 80.0 * kGiB);
+  EXPECT_TRUE(fits.fits());
+  EXPECT_EQ(fits.oom_message(), "");
+  const auto oom = estimate_memory(spec, 0.5 * kGiB);
+  EXPECT_FALSE(oom.fits());
+  const std::string msg = oom.oom_message();
+  EXPECT_NE(msg.find("rank " + std::to_string(oom.worst_rank) + " (pipeline stage " +
+                     std::to_string(oom.worst_stage) + ")"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("over by"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(oom.worst().dominant().name), std::string::npos) << msg;
+  // Rank of the worst stage: tp 2, dp 2 in front of pp, so stage s starts at rank 4 s.
+  EXPECT_EQ(oom.worst_rank, 4 * oom.worst_stage);
+}
+
+}  // namespace
+}  // namespace clustersim::workloads

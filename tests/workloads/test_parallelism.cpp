@@ -1,0 +1,231 @@
+// Generated programs for the parallelisms of issue 4: context parallelism (ring attention),
+// MoE with expert parallelism, MLA, recompute, ZeRO-2/3, CPU offload, TP communication overlap,
+// tied embeddings across stages and the uneven/embedding-aware pipeline split. Each test checks
+// what a wrong generator would break: op counts per layer and microbatch, groups and streams,
+// and the FLOP invariant (ops of all ranks == global batch x hardware FLOPs per sample).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "workload_test_util.hpp"
+#include "workloads/flops.hpp"
+#include "workloads/generator.hpp"
+#include "workloads/stage_layout.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+// A small Llama-style model, optionally MoE or MLA, with extra parallelism/training lines.
+std::string job(const std::string& parallel, const std::string& training,
+                const std::string& model_extra = "") {
+  return "model:\n  layers: 4\n  hidden: 256\n  ffn: 512\n  heads: 8\n  kv_heads: 4\n  vocab: 1000\n"
+         "  activation: swiglu\n  norm: rmsnorm\n  position: rope\n  tied_embeddings: false\n"
+         "  bias: false\n" + model_extra + "parallelism:\n" + parallel +
+         "training:\n  seq_length: 256\n  micro_batch_size: 1\n  precision: bf16\n" + training;
+}
+const std::string kMoe = "  experts: 8\n  top_k: 2\n  expert_ffn: 128\n  shared_expert_ffn: 128\n"
+                         "  first_dense_layers: 1\n";
+const std::string kMla = "  attention: mla\n  head_dim: 48\n  v_head_dim: 32\n  q_lora_rank: 64\n"
+                         "  kv_lora_rank: 32\n  rope_head_dim: 16\n";
+
+struct Counts {
+  int ops = 0;
+  double flops = 0.0;
+};
+Counts count(const sim::Program& p, const std::string& label, sim::Stream stream = sim::Stream::Compute) {
+  Counts c;
+  for (const auto& op : p.ops) {
+    if (p.labels[op.label] == label && op.stream == stream) {
+      ++c.ops;
+      c.flops += op.flops;
+    }
+  }
+  return c;
+}
+
+double total_flops(const sim::Workload& w) {
+  double sum = 0.0;
+  for (int r = 0; r < w.layout.world(); ++r) {
+    for (const auto& op : w.program(r).ops) sum += op.flops;
+  }
+  return sum;
+}
+
+void expect_flop_invariant(const WorkloadSpec& spec) {
+  const sim::Workload w = generate_workload(spec);
+  EXPECT_NEAR(total_flops(w) / w.accounting.hardware_flops, 1.0, 1e-9) << w.description;
+  EXPECT_DOUBLE_EQ(w.accounting.hardware_flops,
+                   static_cast<double>(spec.training.global_batch_size) * hardware_flops_per_sample(spec));
+}
+
+TEST(ContextParallel, RingExchangesKvBlocksOverlappedWithAttentionSteps) {
+  const auto spec = testing::parse_job(job("  tp: 2\n  cp: 4\n  sequence_parallel: true\n",
+                                           "  global_batch_size: 4\n"), 16);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  ASSERT_EQ(spec.num_microbatches(), 2);  // dp 2
+  // Per layer and microbatch: cp-1 transfers forward, cp backward, on the cp_comm stream.
+  EXPECT_EQ(count(p, "cp_kv", sim::Stream::CpComm).ops, 3 * 4 * 2);
+  EXPECT_EQ(count(p, "cp_kv_dkv", sim::Stream::CpComm).ops, 3 * 4 * 2);
+  EXPECT_EQ(count(p, "cp_dkv", sim::Stream::CpComm).ops, 4 * 2);
+  EXPECT_EQ(count(p, "attn").ops, 4 * 4 * 2);  // cp steps
+  // Every op of the ring is a CP collective; each rank holds seq/cp tokens.
+  for (const auto& op : p.ops) {
+    if (op.stream == sim::Stream::CpComm) {
+      EXPECT_EQ(std::get<sim::CollectiveSpec>(op.shape).group, sim::GroupKind::CP);
+    }
+    if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
+      EXPECT_EQ(a->seq_q, 64);
+    }
+  }
+  // Load balance: each rank does 1/cp of the causal attention: 4 layers x 2 microbatches x
+  // 2 (d + dv) x 4 heads x (256^2 / 2) / 4 pairs.
+  EXPECT_DOUBLE_EQ(count(p, "attn").flops, 4 * 2 * 2.0 * 64 * 4 * (256.0 * 256 / 2) / 4);
+  expect_flop_invariant(spec);
+  // Gradients and the distributed optimizer span dp x cp.
+  for (const auto& op : p.ops) {
+    if (p.labels[op.label] == "dp_rs") {
+      EXPECT_EQ(std::get<sim::CollectiveSpec>(op.shape).group, sim::GroupKind::DPCP);
+    }
+  }
+}
+
+TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {
+  const auto spec = testing::parse_job(
+      job("  tp: 2\n  ep: 4\n  etp: 1\n  sequence_parallel: true\n", "  global_batch_size: 8\n", kMoe), 8);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  // 3 MoE layers x (dispatch + combine) forward and backward, 2 microbatches (dp 4).
+  const int mbs = static_cast<int>(spec.num_microbatches());
+  ASSERT_EQ(mbs, 2);
+  EXPECT_EQ(count(p, "ep_dispatch_a2a").ops + count(p, "ep_combine_a2a").ops, 3 * 2 * mbs);
+  for (const auto& op : p.ops) {
+    const auto* c = std::get_if<sim::CollectiveSpec>(&op.shape);
+    if (c != nullptr && c->kind == sim::CollectiveKind::AllToAll) {
+      EXPECT_EQ(c->group, sim::GroupKind::EP);
+    }
+    const auto* g = std::get_if<sim::GemmShape>(&op.shape);
+    // Expert GEMM rows: the rank's 128 sequence-parallel tokens x top_k (etp 1).
+    if (g != nullptr && p.labels[op.label] == "expert_fc1") {
+      EXPECT_EQ(g->m, 128 * 2);
+    }
+  }
+  EXPECT_EQ(w.layout.size(sim::GroupKind::EP), 4);
+  expect_flop_invariant(spec);
+  // An imbalance of 1.5 makes the busiest rank's expert GEMMs 1.5x longer.
+  auto skewed = spec;
+  skewed.training.moe_imbalance = 1.5;
+  const sim::Program q = generate_workload(skewed).programs[0];
+  EXPECT_DOUBLE_EQ(count(q, "expert_fc1").flops, 1.5 * count(p, "expert_fc1").flops);
+}
+
+TEST(ExpertParallel, ExpertTensorParallelGathersOverEtpAndMlaKeepsTheInvariant) {
+  std::string yaml = job("  tp: 2\n  ep: 2\n  etp: 2\n  sequence_parallel: true\n",
+                         "  global_batch_size: 4\n", kMoe + kMla);
+  yaml.replace(yaml.find("kv_heads: 4"), 11, "kv_heads: 8");  // MLA expands K/V per head
+  const auto spec = testing::parse_job(yaml, 8);
+  const sim::Workload w = generate_workload(spec);
+  EXPECT_GT(count(w.programs[0], "ep_dispatch_etp_ag").ops, 0);
+  EXPECT_GT(count(w.programs[0], "q_down").ops, 0);
+  expect_flop_invariant(spec);
+}
+
+TEST(Recompute, FullRecomputeReplaysTheLayerForwardAndCountsInHfuOnly) {
+  auto base = testing::parse_job(job("  tp: 2\n  sequence_parallel: true\n", "  global_batch_size: 2\n"), 4);
+  auto full = base;
+  full.training.recompute = Recompute::Full;
+  auto selective = base;
+  selective.training.recompute = Recompute::Selective;
+  const auto wb = generate_workload(base), wf = generate_workload(full), ws = generate_workload(selective);
+  int recomputed = 0;
+  for (const auto& op : wf.programs[0].ops) recomputed += op.recompute;
+  EXPECT_GT(recomputed, 0);
+  EXPECT_EQ(count(wf.programs[0], "qkv").ops, 2 * count(wb.programs[0], "qkv").ops);
+  EXPECT_EQ(count(ws.programs[0], "attn").ops, 2 * count(wb.programs[0], "attn").ops);
+  EXPECT_DOUBLE_EQ(wf.accounting.model_flops, wb.accounting.model_flops);
+  EXPECT_GT(wf.accounting.hardware_flops, wb.accounting.hardware_flops);
+  expect_flop_invariant(full);
+  expect_flop_invariant(selective);
+}
+
+TEST(Zero, Zero3GathersEveryLayerTwicePerMicrobatchAndReduceScattersOnce) {
+  const auto spec = testing::parse_job(job("  zero_stage: 3\n", "  global_batch_size: 8\n"), 4);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  const int m = static_cast<int>(spec.num_microbatches());  // 2
+  // Units: embedding, 4 layers, head; forward and backward each.
+  EXPECT_EQ(count(p, "fsdp_ag", sim::Stream::DpComm).ops, 2 * 6 * m);
+  EXPECT_EQ(count(p, "fsdp_rs", sim::Stream::DpComm).ops, 6 * m);
+  EXPECT_EQ(count(p, "dp_rs", sim::Stream::DpComm).ops, 0);
+  // ZeRO-2 reduce-scatters its buckets in every microbatch's backward.
+  const auto z2 = testing::parse_job(job("  zero_stage: 2\n", "  global_batch_size: 8\n"), 4);
+  const sim::Workload wq = generate_workload(z2);
+  const sim::Program& q = wq.programs[0];
+  const auto z1 = testing::parse_job(job("  zero_stage: 1\n", "  global_batch_size: 8\n"), 4);
+  EXPECT_EQ(count(q, "dp_rs", sim::Stream::DpComm).ops,
+            m * count(generate_workload(z1).programs[0], "dp_rs", sim::Stream::DpComm).ops);
+}
+
+TEST(Zero, CpuOffloadMovesTheOptimizerToTheHost) {
+  const auto spec = testing::parse_job(job("  zero_stage: 3\n  optimizer_offload: cpu\n",
+                                           "  global_batch_size: 4\n"), 4);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  EXPECT_EQ(count(p, "optimizer").ops, 0);
+  EXPECT_EQ(count(p, "grad_d2h").ops + count(p, "param_h2d").ops, 2);
+  EXPECT_EQ(count(p, "host_adam").ops, 1);
+}
+
+TEST(TensorParallel, CommOverlapMovesLayerCollectivesOffTheComputeStream) {
+  const auto on = testing::parse_job(
+      job("  tp: 4\n  sequence_parallel: true\n  tp_comm_overlap: true\n", "  global_batch_size: 1\n"), 4);
+  const sim::Workload w = generate_workload(on);
+  const sim::Program& p = w.programs[0];
+  for (const auto& op : p.ops) {
+    const auto* c = std::get_if<sim::CollectiveSpec>(&op.shape);
+    // Inside layers no TP collective blocks the compute stream any more.
+    if (c != nullptr && op.layer >= 0) {
+      EXPECT_NE(op.stream, sim::Stream::Compute) << p.labels[op.label];
+    }
+  }
+}
+
+TEST(Pipeline, TiedEmbeddingGradientIsAllReducedBetweenFirstAndLastStage) {
+  const auto spec = testing::parse_job(testing::small_gpt_job(1, 4, 1, false, 4, 1), 4);
+  const sim::Workload w = generate_workload(spec);
+  EXPECT_EQ(count(w.programs[0], "emb_ar").ops, 1);
+  EXPECT_EQ(count(w.programs[3], "emb_ar").ops, 1);
+  EXPECT_EQ(count(w.programs[1], "emb_ar").ops, 0);
+  EXPECT_EQ(w.layout.group(0, sim::GroupKind::EMB), (std::vector<int>{0, 3}));
+}
+
+TEST(Pipeline, EmbeddingAndLossCountAsLayersLikeLlama405bOnPp8Vp8) {
+  ModelSpec m;
+  m.layers = 126;
+  ParallelSpec p;
+  p.pp = 8;
+  p.vp = 8;
+  std::string error;
+  EXPECT_TRUE(virtual_stage_layers(m, p, &error).empty());  // 126 is not divisible by 64
+  p.account_for_embedding = p.account_for_loss = true;
+  const auto v = virtual_stage_layers(m, p, &error);
+  ASSERT_EQ(v.size(), 64u) << error;
+  EXPECT_EQ(v.front().size(), 1);
+  EXPECT_EQ(v.back().size(), 1);
+  EXPECT_EQ(v[1].size(), 2);
+  int first = 0;
+  for (const auto& c : stage_chunks(m, p, 0)) first += c.size();
+  EXPECT_EQ(first, 15);
+  // Explicit uneven first/last stages.
+  ParallelSpec u;
+  u.pp = 4;
+  u.first_stage_layers = 30;
+  u.last_stage_layers = 30;
+  const auto w = virtual_stage_layers(m, u, &error);
+  ASSERT_EQ(w.size(), 4u) << error;
+  EXPECT_EQ(w[1].size(), 33);
+  EXPECT_EQ(w[3].begin, 96);
+}
+
+}  // namespace
+}  // namespace clustersim::workloads

@@ -1,0 +1,83 @@
+// Invalid parallelism combinations are errors that say why, located at the key to change
+// (the list docs/job-spec.md gives).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "workload_test_util.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+// Parses `model: NAME` with the given parallelism and training lines on `gpus` GPUs and expects
+// a SpecError at `field` whose reason contains `reason`.
+void expect_rejected(const std::string& model, const std::string& parallel, const std::string& training,
+                     int gpus, const std::string& field, const std::string& reason, int seq = 4096) {
+  const std::string yaml = "model: " + model + "\nparallelism:\n" + parallel +
+                           "training:\n  seq_length: " + std::to_string(seq) +
+                           "\n  micro_batch_size: 1\n  precision: bf16\n" + training;
+  try {
+    testing::parse_job(yaml, gpus);
+    ADD_FAILURE() << "accepted: " << parallel << training;
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_NE(e.reason().find(reason), std::string::npos) << e.what();
+    EXPECT_GT(e.line(), 0) << e.what();
+  }
+}
+
+TEST(Rejections, ExpertParallelism) {
+  expect_rejected("mixtral_8x7b", "  ep: 3\n", "", 3, "parallelism.ep",
+                  "model.experts (8) is not divisible by ep (3)");
+  expect_rejected("llama3_8b", "  ep: 2\n", "", 2, "parallelism.ep", "needs a MoE model");
+  expect_rejected("mixtral_8x7b", "  tp: 2\n", "", 2, "parallelism.sequence_parallel",
+                  "needs sequence_parallel");
+  expect_rejected("mixtral_8x7b", "  ep: 4\n  etp: 2\n", "", 4, "parallelism.ep",
+                  "does not divide the tp*cp*dp = 4 ranks");
+  expect_rejected("mixtral_8x7b", "  ep: 2\n", "  moe_imbalance: 3\n", 2, "training.moe_imbalance",
+                  "cannot exceed ep");
+}
+
+TEST(Rejections, ContextAndSequenceParallelism) {
+  // Load-balanced causal chunks: seq must split into 2*cp chunks.
+  expect_rejected("llama3_8b", "  cp: 4\n", "", 4, "training.seq_length", "not divisible by 2*cp = 8",
+                  4100);
+  // With sequence parallelism each CP rank's share must split over tp.
+  expect_rejected("llama3_8b", "  tp: 8\n  cp: 2\n  sequence_parallel: true\n", "", 16,
+                  "training.seq_length", "is not divisible by tp (8)", 4104);
+}
+
+TEST(Rejections, PipelineSplitsAndSchedules) {
+  // GPT-3's 96 layers on pp 8 x vp 5 = 40 virtual stages.
+  expect_rejected("gpt3_175b", "  tp: 4\n  pp: 8\n  vp: 5\n", "", 32, "parallelism.pp",
+                  "not divisible by pp*vp = 40", 2048);
+  expect_rejected("gpt3_175b", "  pp: 8\n  vp: 2\n  schedule: 1f1b\n", "", 8, "parallelism.vp",
+                  "interleaved schedule", 2048);
+  expect_rejected("gpt3_175b", "  pp: 8\n  schedule: interleaved\n", "", 8, "parallelism.schedule",
+                  "needs vp >= 2", 2048);
+  expect_rejected("gpt3_175b", "  pp: 8\n  vp: 2\n", "  global_batch_size: 4\n", 8,
+                  "training.global_batch_size", "divisible by pp (8)", 2048);
+  expect_rejected("llama3_405b", "  pp: 4\n  num_layers_in_first_pipeline_stage: 31\n", "", 4,
+                  "parallelism.num_layers_in_first_pipeline_stage", "95 layers left");
+  expect_rejected("llama3_405b",
+                  "  pp: 2\n  num_layers_in_first_pipeline_stage: 62\n"
+                  "  account_for_loss_in_pipeline_split: true\n", "", 2,
+                  "parallelism.num_layers_in_first_pipeline_stage", "cannot be combined");
+}
+
+TEST(Rejections, DataParallelAndOverlapOptions) {
+  expect_rejected("llama3_8b", "  pp: 2\n  zero_stage: 3\n", "", 4, "parallelism.zero_stage",
+                  "pipeline parallelism");
+  expect_rejected("llama3_8b", "  zero_stage: 2\n  fsdp: true\n", "", 2, "parallelism.fsdp", "stage 3");
+  expect_rejected("llama3_8b", "  zero_stage: 0\n  optimizer_offload: cpu\n", "", 2,
+                  "parallelism.optimizer_offload", "zero_stage >= 1");
+  expect_rejected("llama3_8b", "  tp: 2\n  tp_comm_overlap: true\n", "", 2, "parallelism.tp_comm_overlap",
+                  "sequence_parallel");
+  expect_rejected("llama3_8b", "  rank_order: tp-dp-pp\n", "", 2, "parallelism.rank_order",
+                  "must name");
+  expect_rejected("llama3_8b", "  tp: 1\n", "  fp8_attention: true\n", 2, "training.fp8_attention",
+                  "precision: fp8");
+}
+
+}  // namespace
+}  // namespace clustersim::workloads

@@ -1,0 +1,119 @@
+// `clustersim memory JOB.yaml [--json FILE]`: the per-GPU memory estimate of a job by component
+// for the worst pipeline stage (and a one-line total for every stage), against the HBM capacity
+// of the job's platform (docs/memory-model.md). Exit code 0 whether or not it fits; the verdict
+// is printed (and in the JSON).
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "platforms/builder.hpp"
+#include "sim/spec_error.hpp"
+#include "tools/commands.hpp"
+#include "tools/job.hpp"
+#include "workloads/memory.hpp"
+
+namespace clustersim::tools {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct MemoryArgs {
+  std::string job;
+  std::string json;
+};
+
+std::string gib(double bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << bytes / kGiB;
+  return out.str();
+}
+
+std::string report_text(const workloads::MemoryReport& r, const std::string& job) {
+  std::ostringstream out;
+  const auto& w = r.worst();
+  out << "job:       " << job << "\n";
+  out << "worst:     pipeline stage " << w.stage << " (rank " << r.worst_rank << "), "
+      << w.microbatches_in_flight << " microbatch-chunks of activations in flight\n\n";
+  out << std::left << std::setw(24) << "component" << std::right << std::setw(10) << "GiB"
+      << "  basis\n";
+  for (const auto& c : w.components) {
+    out << std::left << std::setw(24) << c.name << std::right << std::setw(10) << gib(c.bytes)
+        << "  " << c.basis << "\n";
+  }
+  out << std::left << std::setw(24) << "total" << std::right << std::setw(10) << gib(w.total())
+      << "  of " << gib(r.capacity_bytes) << " GiB HBM\n\n";
+  if (r.stages.size() > 1) {
+    out << "per stage:";
+    for (const auto& s : r.stages) out << " " << s.stage << ":" << gib(s.total());
+    out << " GiB\n";
+  }
+  out << (r.fits() ? "fits" : "OUT OF MEMORY: " + r.oom_message()) << "\n";
+  return out.str();
+}
+
+std::string report_json(const workloads::MemoryReport& r) {
+  nlohmann::ordered_json j;
+  j["capacity_bytes"] = r.capacity_bytes;
+  j["fits"] = r.fits();
+  j["worst_stage"] = r.worst_stage;
+  j["worst_rank"] = r.worst_rank;
+  j["peak_bytes"] = r.peak_bytes();
+  if (!r.fits()) j["oom"] = r.oom_message();
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (const auto& s : r.stages) {
+    nlohmann::ordered_json st;
+    st["stage"] = s.stage;
+    st["total_bytes"] = s.total();
+    st["microbatches_in_flight"] = s.microbatches_in_flight;
+    for (const auto& c : s.components) st["components"][c.name] = c.bytes;
+    stages.push_back(st);
+  }
+  j["stages"] = stages;
+  return j.dump(2) + "\n";
+}
+
+int memory_command(const MemoryArgs& args) {
+  const Job job = load_job(args.job);
+  const auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
+  const auto report =
+      workloads::estimate_memory(job.workload, platform->gpu().hbm_capacity.value);
+  std::cout << report_text(report, job.origin);
+  if (!args.json.empty()) {
+    std::ofstream out(args.json);
+    out << report_json(report);
+    if (!out) {
+      std::cerr << "error: cannot write '" << args.json << "'\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_memory_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<MemoryArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "memory", "Estimate per-GPU peak memory of a job by component (weights, gradients, "
+                "optimizer states, activations, buffers, overheads) and whether it fits");
+  cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--json", args->json, "Also write the estimate as JSON to FILE");
+  cmd->callback([args, &exit_code] {
+    try {
+      exit_code = memory_command(*args);
+    } catch (const SpecError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace clustersim::tools

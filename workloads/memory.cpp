@@ -1,0 +1,389 @@
+#include "workloads/memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include "workloads/dp_buckets.hpp"
+#include "workloads/dp_sync.hpp"
+#include "workloads/flops.hpp"
+#include "workloads/job_checks.hpp"
+#include "workloads/schedule.hpp"
+#include "workloads/stage_layout.hpp"
+#include "workloads/transformer_ops.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
+constexpr double kBf16 = 2.0;
+// Adam with BF16 parameters: FP32 master weight, first and second moment (Megatron-LM
+// docs/source/api-guide/dist_optimizer.md: 12 bytes per parameter, sharded over DP with the
+// distributed optimizer).
+constexpr double kOptimizerBytes = 12.0;
+// Measured on an H200 (CUDA 13.0, PyTorch 2.11, NCCL 2.28.9, NVLS off) with
+// workloads/probes/memory_overheads.py; device memory outside PyTorch's allocator:
+//  - CUDA context with PyTorch loaded: 523 MiB; cuBLAS workspace and kernels: 66 MiB;
+//  - NCCL: 446 MiB once per process, 486 MiB per communicator running collectives, and 384 MiB
+//    more per communicator that runs point-to-point or all-to-all (its P2P connections).
+constexpr double kCudaContextBytes = 523.0 * kMiB;
+constexpr double kCublasBytes = 66.0 * kMiB;
+constexpr double kNcclProcessBytes = 446.0 * kMiB;
+constexpr double kNcclCommunicatorBytes = 486.0 * kMiB;
+constexpr double kNcclP2pBytes = 384.0 * kMiB;
+// PyTorch caching allocator: reserved / allocated peak over a Llama-shaped training loop (4
+// layers of h 4096, seq 8192, AdamW), measured with the same probe from the second step on:
+// 1.108 with the default allocator, 1.024 with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+// Applied to all tensor memory as an explicit factor.
+constexpr double kFragmentation = 1.108;
+constexpr double kFragmentationExpandable = 1.024;
+
+double d(std::int64_t v) { return static_cast<double>(v); }
+
+struct Shape {
+  RankShapes s;
+  double t = 0, tsp = 0, h = 0;
+};
+
+// Attention-block activations kept for the backward (bytes per microbatch on one rank).
+double attention_bytes(const WorkloadSpec& spec, const Shape& x, Recompute recompute,
+                       const ActivationOptions& opt) {
+  const RankShapes& s = x.s;
+  const double a = d(s.heads);
+  double bytes = 0.0;
+  if (spec.model.attention == AttentionKind::Mla) {
+    // Input of the down projections, the latents (norm inputs and up-projection inputs, kept
+    // as sequence shards), then q, k, v expanded per head.
+    bytes += kBf16 * x.tsp * (x.h + 2.0 * d(s.q_lora) + 2.0 * d(s.kv_lora));
+    bytes += kBf16 * x.t * a * d(2 * s.head_dim + s.v_head_dim);
+  } else {
+    bytes += kBf16 * x.tsp * x.h;  // QKV GEMM input (the norm output)
+    bytes += kBf16 * x.t * d((s.heads + 2 * s.kv_heads) * s.head_dim);  // q, k, v
+  }
+  const double out = kBf16 * x.t * a * d(s.v_head_dim);  // attention output = projection input
+  if (opt.flash_attention) {
+    // Flash attention keeps its output and the FP32 log-sum-exp per head and token; selective
+    // recompute of the core attention drops the latter.
+    bytes += out + (recompute == Recompute::Selective ? 0.0 : 4.0 * x.t * a);
+  } else {
+    // Korthikanti et al.: softmax output (2 bytes), its dropout mask (1) and dropout output (2)
+    // per score, a * s^2 * b scores; selective recompute drops them.
+    const double scores = a * d(s.seq) * x.t;
+    if (recompute != Recompute::Selective) bytes += (opt.dropout ? 5.0 : 2.0) * scores;
+    bytes += out;
+  }
+  if (opt.dropout) bytes += x.tsp * x.h;  // projection dropout mask
+  return bytes;
+}
+
+// MLP or MoE-block activations.
+double mlp_bytes(const WorkloadSpec& spec, const Shape& x, int layer, const ActivationOptions& opt) {
+  const RankShapes& s = x.s;
+  double bytes = kBf16 * x.tsp * x.h;  // FC1 / router input (the norm output)
+  if (spec.model.is_moe_layer(layer)) {
+    const double rows = d(s.expert_rows);
+    const double copies = d(s.moe_tokens * spec.model.top_k) * s.expert_load;
+    bytes += 4.0 * d(s.moe_tokens) * d(s.experts);            // FP32 routing probabilities
+    bytes += kBf16 * rows * (x.h + d(s.expert_fc1_out + s.expert_ffn));  // expert GEMM inputs
+    bytes += kBf16 * copies * x.h;                            // expert outputs for the weighting
+    bytes += kBf16 * x.t * d(s.shared_fc1_out + s.shared_ffn);  // shared experts
+  } else {
+    bytes += kBf16 * x.t * d(s.fc1_out + s.ffn);  // activation input and FC2 input
+  }
+  if (opt.dropout) bytes += x.tsp * x.h;  // MLP dropout mask
+  return bytes;
+}
+
+// Gradient tensors alive at the peak of a layer's backward (the MLP activation backward): the
+// residual-stream gradient, the gradients of the activation input and output, and with
+// sequence parallelism the re-gathered input for the weight gradient.
+double backward_transients(const WorkloadSpec& spec, const Shape& x, int layer) {
+  const RankShapes& s = x.s;
+  double bytes = kBf16 * x.tsp * x.h;
+  if (spec.model.is_moe_layer(layer)) {
+    bytes += kBf16 * d(s.expert_rows) * d(s.expert_fc1_out + s.expert_ffn + s.hidden);
+  } else {
+    bytes += kBf16 * x.t * d(s.fc1_out + s.ffn);
+    if (s.sequence_parallel) bytes += kBf16 * x.t * x.h;
+  }
+  return bytes;
+}
+
+// FC2 input (or the expert FC2 input): freed by the FC2 weight gradient before the peak.
+double freed_before_peak(const WorkloadSpec& spec, const Shape& x, int layer) {
+  const RankShapes& s = x.s;
+  return spec.model.is_moe_layer(layer) ? kBf16 * d(s.expert_rows) * d(s.expert_ffn)
+                                        : kBf16 * x.t * d(s.ffn);
+}
+
+Shape shape_of(const WorkloadSpec& spec) {
+  Shape x;
+  x.s = RankShapes::of(spec);
+  x.t = d(x.s.tokens);
+  x.tsp = d(x.s.sp_tokens);
+  x.h = d(x.s.hidden);
+  return x;
+}
+
+// Logits of the last stage per microbatch: kept and transient bytes per logit by loss.
+double logit_bytes_per_element(CrossEntropy ce) {
+  switch (ce) {
+    // Megatron vocab-parallel cross entropy: BF16 logits cast to FP32, the FP32 softmax kept
+    // for the backward: 2 + 4.
+    case CrossEntropy::Unfused: return 6.0;
+    // Fused: the BF16 logits are kept and overwritten with their gradient.
+    case CrossEntropy::Fused: return 2.0;
+    // Chunked (fused linear + cross entropy): one chunk at a time, negligible.
+    case CrossEntropy::Chunked: return 0.0;
+  }
+  return 0.0;
+}
+
+// Peak of the activations held over the schedule: per step, the sum over model chunks of
+// (microbatches whose forward is done and backward is not) x (bytes per microbatch).
+struct InFlight {
+  double bytes = 0.0;
+  int count = 0;           // microbatch-chunks held at that peak
+  int last_chunk_max = 0;  // peak count of the stage's last chunk
+};
+
+InFlight in_flight(const WorkloadSpec& spec, int stage, const std::vector<double>& per_chunk) {
+  const ParallelSpec& p = spec.parallel;
+  const auto steps = (*find_pipeline_schedule(p.schedule))(p.pp, stage,
+                                                           static_cast<int>(spec.num_microbatches()), p.vp);
+  std::vector<int> held(per_chunk.size(), 0);
+  InFlight peak;
+  for (const auto& step : steps) {
+    const auto c = static_cast<std::size_t>(step.chunk);
+    if (step.kind == StepKind::Forward) {
+      ++held[c];
+      double bytes = 0.0;
+      int count = 0;
+      for (std::size_t i = 0; i < held.size(); ++i) {
+        bytes += held[i] * per_chunk[i];
+        count += held[i];
+      }
+      if (bytes >= peak.bytes) {
+        peak.bytes = bytes;
+        peak.count = count;
+      }
+      peak.last_chunk_max = std::max(peak.last_chunk_max, held.back());
+    } else if (step.kind == StepKind::Backward) {
+      --held[c];
+    }
+  }
+  return peak;
+}
+
+// NCCL communicators a rank of `stage` uses, and their memory.
+double nccl_bytes(const WorkloadSpec& spec, int stage) {
+  const ParallelSpec& p = spec.parallel;
+  const bool moe = spec.model.experts > 0;
+  int collective = 0, p2p = 0;
+  collective += p.tp > 1;
+  collective += spec.dp_cp() > 1;
+  p2p += p.cp > 1;    // ring attention exchanges K/V point to point
+  p2p += p.pp > 1;
+  if (moe) {
+    collective += p.ep > 1;
+    p2p += p.ep > 1;  // all-to-all connections
+    collective += p.etp > 1;
+    collective += spec.edp() > 1 && spec.edp() != spec.dp_cp();
+  }
+  collective += spec.model.tied_embeddings && p.pp > 1 && (stage == 0 || stage == p.pp - 1);
+  if (collective + p2p == 0) return 0.0;
+  // A point-to-point group is a communicator of its own.
+  return kNcclProcessBytes + kNcclCommunicatorBytes * (collective + p2p) + kNcclP2pBytes * p2p;
+}
+
+// Weights, gradients and optimizer states of the stage's parameters on one rank.
+void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out) {
+  const ParallelSpec& p = spec.parallel;
+  const auto params = stage_parameters(spec, stage);
+  const StageParamCount n = count_params(params);
+  const double all = n.dense + n.expert;
+  const double shard = n.dense / spec.dp_cp() + n.expert / spec.edp();
+  const double grad = p.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  // Largest ZeRO-3 unit (layer, embedding or head) on the stage.
+  std::map<int, double> units;
+  for (const auto& prm : params) {
+    const bool embedding = prm.group == ParamGroup::WordEmbedding || prm.group == ParamGroup::PositionEmbedding;
+    units[prm.layer >= 0 ? prm.layer : (embedding ? kEmbeddingUnit : kHeadUnit)] += d(prm.numel);
+  }
+  double largest = 0.0;
+  for (const auto& [id, numel] : units) largest = std::max(largest, numel);
+  if (p.zero_stage == 3) {
+    out.push_back({"weights", kBf16 * shard, "BF16 parameter shard: 2 B x params / (dp*cp) (experts / edp)"});
+    out.push_back({"weight_gather_buffers", 2.0 * kBf16 * largest,
+                   "ZeRO-3: two units gathered (the one in use and the prefetched one)"});
+  } else {
+    out.push_back({"weights", kBf16 * all, "BF16 parameters: 2 B x params on this rank"});
+  }
+  if (p.zero_stage <= 1) {
+    out.push_back({"gradients", grad * all, "gradient buffer (FP32 with grad_reduce_in_fp32) for all params"});
+  } else {
+    out.push_back({"gradients", grad * shard, "gradient shard: params / (dp*cp) (experts / edp)"});
+    const double bucket = p.zero_stage == 2
+                              ? std::min(all, static_cast<double>(default_bucket_size(p.dp)))
+                              : largest;
+    out.push_back({"gradient_buffers", 2.0 * grad * bucket,
+                   p.zero_stage == 2 ? "ZeRO-2: two gradient buckets being filled and reduce-scattered"
+                                     : "ZeRO-3: full gradients of two units before reduce-scatter"});
+  }
+  const bool offload = p.optimizer_offload == OptimizerOffload::Cpu;
+  const double opt_params = p.zero_stage == 0 ? all : shard;
+  out.push_back({"optimizer_states", offload ? 0.0 : kOptimizerBytes * opt_params,
+                 offload ? "offloaded to host memory"
+                         : "Adam: FP32 master + 2 moments = 12 B x params (sharded with ZeRO >= 1)"});
+}
+
+// Activations in flight, the working set of the layer in backward, logits and buffers.
+void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out,
+                     int& in_flight_count) {
+  const ParallelSpec& p = spec.parallel;
+  const Recompute recompute = spec.training.recompute;
+  const Shape x = shape_of(spec);
+  const auto chunks = stage_chunks(spec.model, p, stage);
+  std::vector<double> per_chunk;
+  double working = 0.0;
+  for (const auto& chunk : chunks) {
+    double bytes = 0.0;
+    for (int l = chunk.begin; l < chunk.end; ++l) {
+      bytes += layer_activation_bytes(spec, l, recompute);
+      double ws = backward_transients(spec, x, l);
+      if (recompute == Recompute::Full) {
+        ws += layer_activation_bytes(spec, l, Recompute::None) - freed_before_peak(spec, x, l);
+      }
+      working = std::max(working, ws);
+    }
+    per_chunk.push_back(bytes);
+  }
+  const InFlight flight = in_flight(spec, stage, per_chunk);
+  in_flight_count = flight.count;
+  out.push_back({"activations", flight.bytes,
+                 "per-layer activations (Korthikanti et al.) x microbatch-chunks in flight"});
+  out.push_back({"activation_working_set", working,
+                 recompute == Recompute::Full
+                     ? "recomputed layer + gradient tensors at the peak of its backward"
+                     : "gradient tensors at the peak of a layer's backward"});
+  if (stage == p.pp - 1) {
+    const double logits = x.t * d(x.s.vocab);
+    out.push_back({"logits", logits * logit_bytes_per_element(spec.training.cross_entropy) *
+                                 std::max(1, flight.last_chunk_max),
+                   std::string("output logits, cross entropy ") + to_string(spec.training.cross_entropy)});
+  }
+  double buffers = 0.0;
+  if (p.cp > 1) {
+    // Ring attention: the K/V block being received next to the one in use.
+    const std::int64_t kv = x.s.q_up_out > 0 ? x.s.heads : x.s.kv_heads;
+    buffers += 2.0 * kBf16 * x.t * d(kv * (x.s.head_dim + x.s.v_head_dim));
+  }
+  if (spec.model.experts > 0 && p.ep > 1) {
+    // All-to-all send and receive buffers of the routed token copies.
+    buffers += 2.0 * kBf16 * d(x.s.moe_tokens * spec.model.top_k) * x.s.expert_load * x.h;
+  }
+  out.push_back({"comm_buffers", buffers, "ring-attention K/V receive buffers, MoE all-to-all buffers"});
+}
+
+}  // namespace
+
+double StageMemory::total() const {
+  double sum = 0.0;
+  for (const auto& c : components) sum += c.bytes;
+  return sum;
+}
+
+const MemoryComponent& StageMemory::dominant() const {
+  return *std::max_element(components.begin(), components.end(),
+                           [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+}
+
+double StageMemory::bytes(const std::string& name) const {
+  for (const auto& c : components) {
+    if (c.name == name) return c.bytes;
+  }
+  return 0.0;
+}
+
+std::string MemoryReport::oom_message() const {
+  if (fits()) return {};
+  const StageMemory& w = worst();
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "rank %d (pipeline stage %d) needs %.1f GiB but the GPU has %.1f GiB: over by %.1f "
+                "GiB; the largest component is %s (%.1f GiB)",
+                worst_rank, w.stage, w.total() / kGiB, capacity_bytes / kGiB,
+                (w.total() - capacity_bytes) / kGiB, w.dominant().name.c_str(),
+                w.dominant().bytes / kGiB);
+  return text;
+}
+
+double layer_activation_bytes(const WorkloadSpec& spec, int layer, Recompute recompute,
+                              const ActivationOptions& options) {
+  const Shape x = shape_of(spec);
+  // Full recompute keeps only the layer input (BF16; the sequence shard with SP).
+  if (recompute == Recompute::Full) return kBf16 * x.tsp * x.h;
+  const double norms = 2.0 * kBf16 * x.tsp * x.h;  // inputs of the two norms
+  return norms + attention_bytes(spec, x, recompute, options) + mlp_bytes(spec, x, layer, options);
+}
+
+MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes) {
+  if (const auto v = find_violation(spec)) {
+    throw std::invalid_argument("invalid workload spec: " + v->section + "." + v->key + ": " + v->reason);
+  }
+  MemoryReport report;
+  report.capacity_bytes = hbm_capacity_bytes;
+  const sim::RankLayout layout = rank_layout(spec);
+  for (int stage = 0; stage < spec.parallel.pp; ++stage) {
+    StageMemory m;
+    m.stage = stage;
+    add_states(spec, stage, m.components);
+    add_activations(spec, stage, m.components, m.microbatches_in_flight);
+    const double tensors = m.total();
+    const bool expandable = spec.training.expandable_segments;
+    m.components.push_back({"fragmentation",
+                            tensors * ((expandable ? kFragmentationExpandable : kFragmentation) - 1.0),
+                            expandable ? "expandable segments: reserved/allocated 1.024, measured"
+                                       : "caching allocator: reserved/allocated 1.108, measured"});
+    m.components.push_back({"cuda_context", kCudaContextBytes + kCublasBytes,
+                            "CUDA context 523 MiB + cuBLAS 66 MiB, measured"});
+    m.components.push_back({"nccl", nccl_bytes(spec, stage),
+                            "446 MiB + 486 MiB per communicator (+384 MiB with P2P), measured"});
+    report.stages.push_back(std::move(m));
+  }
+  for (std::size_t s = 0; s < report.stages.size(); ++s) {
+    if (report.stages[s].total() > report.worst().total()) report.worst_stage = static_cast<int>(s);
+  }
+  for (int rank = 0; rank < layout.world(); ++rank) {
+    if (layout.coord(rank, sim::GroupKind::PP) == report.worst_stage) {
+      report.worst_rank = rank;
+      break;
+    }
+  }
+  return report;
+}
+
+ParameterCount count_parameters(const ModelSpec& m) {
+  ParameterCount c;
+  const double norm = d(m.hidden) * (m.norm == NormKind::LayerNorm ? 2.0 : 1.0);
+  double embedding = d(m.vocab) * d(m.hidden) * (m.tied_embeddings ? 1.0 : 2.0);
+  if (m.position == PositionKind::Learned) embedding += d(m.max_position_embeddings) * d(m.hidden);
+  c.total = c.active = embedding + norm;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const double common = attention_linear_weights(m) + 2.0 * norm;
+    if (m.is_moe_layer(l)) {
+      const double router = d(m.hidden) * d(m.experts);
+      const double shared = mlp_weights(m, m.shared_expert_ffn);
+      c.total += common + router + shared + d(m.experts) * mlp_weights(m, m.expert_ffn);
+      c.active += common + router + shared + d(m.top_k) * mlp_weights(m, m.expert_ffn);
+    } else {
+      c.total += common + mlp_weights(m, m.ffn);
+      c.active += common + mlp_weights(m, m.ffn);
+    }
+  }
+  return c;
+}
+
+}  // namespace clustersim::workloads
