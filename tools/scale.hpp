@@ -59,6 +59,10 @@ void compute_efficiency(std::vector<ScaleRow>& rows);
 /// peak_memory_gib, replicas, status, reason.
 CsvTable scale_csv(const std::vector<ScaleRow>& rows);
 
+/// The rows of a CSV written by scale_csv (for re-plotting without simulating again).
+/// @throws SpecError(origin, ...) when a column is missing or a number is malformed.
+std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::string& origin);
+
 /// A measured MFU point to draw beside the simulated curve.
 struct MeasuredMfu {
   std::int64_t gpus = 0;

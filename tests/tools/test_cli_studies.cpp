@@ -93,7 +93,7 @@ TEST(ValidateCli, DryRunListsEveryPointOfTheShippedSetWithoutSimulating) {
 
 TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
   const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 16,32,18 --mode weak -j 2 --csv " +
-                         tmp("w.csv") + " --svg " + tmp("w.svg"));
+                         tmp("w.csv") + " --svg " + tmp("w.svg") + " --title T");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto t = read_csv(tmp("w.csv"));
   ASSERT_EQ(t.rows.size(), 3u);
@@ -107,6 +107,10 @@ TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
   const std::string svg = slurp(tmp("w.svg"));
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("weak scaling efficiency"), std::string::npos);
+  // Re-plotting the CSV gives the same chart without simulating.
+  const auto replot = run_cli("scale plot " + tmp("w.csv") + " --svg " + tmp("w2.svg") + " --title T");
+  ASSERT_EQ(replot.exit_code, 0) << replot.output;
+  EXPECT_EQ(slurp(tmp("w2.svg")), svg);
 }
 
 TEST(ScaleCli, StrongScalingKeepsTheGlobalBatch) {
