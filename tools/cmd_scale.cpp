@@ -1,5 +1,6 @@
 // `clustersim scale JOB.yaml --gpus 64,128,... --mode weak|strong [--csv F] [--svg F] [-j N]`
 #include <algorithm>
+#include <fstream>
 #include <functional>
 #include <iomanip>
 #include <iostream>
@@ -25,7 +26,7 @@ struct ScaleArgs {
   std::string svg = "scale.svg";
   std::string title;
   int jobs = 0;
-  std::string replicas = "auto";
+  std::string replicas;
   std::string reference = CLUSTERSIM_REFERENCE_FILE;
   std::vector<std::string> measured_cases;
 };
@@ -60,7 +61,11 @@ std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args,
     } else {
       try {
         const Job job = tmpl.derive(scale_overrides(row.point));
-        row.memory = memory_fit(job);
+        try {
+          row.memory = memory_fit(job);
+        } catch (const std::invalid_argument&) {
+          // the memory model rejects the spec; the simulation reports why
+        }
         const std::string replicas = args.replicas;
         tasks.push_back([job, replicas] { return simulate_figures(job, replicas); });
         task_row.push_back(rows.size());
@@ -79,6 +84,7 @@ std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args,
     ScaleRow& row = rows[task_row[t]];
     if (results[t].ok) {
       row.figures = parse_figures(results[t].output);
+      if (row.memory && !row.memory->fits) row.reason = "memory model: " + row.memory->message;
     } else {
       row.status = "failed";
       row.reason = results[t].output;
@@ -109,7 +115,59 @@ std::string table(const std::vector<ScaleRow>& rows) {
   return out.str();
 }
 
+int guarded(const std::function<int()>& fn) {
+  try {
+    return fn();
+  } catch (const SpecError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+struct PlotArgs {
+  std::string csv;
+  std::string svg = "scale.svg";
+  std::string mode = "weak";
+  std::string title = "scaling study";
+  std::string reference = CLUSTERSIM_REFERENCE_FILE;
+  std::vector<std::string> measured_cases;
+};
+
+int plot_command(const PlotArgs& args) {
+  std::ifstream in(args.csv);
+  if (!in) throw SpecError(args.csv, 0, "", "cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto rows = scale_rows_from_csv(parse_csv(text.str(), args.csv), args.csv);
+  ScaleArgs measured;
+  measured.reference = args.reference;
+  measured.measured_cases = args.measured_cases;
+  write_text_file(args.svg, render_svg(scale_plot(rows, parse_scale_mode(args.mode), args.title,
+                                                  measured_points(measured), "measured MFU")));
+  std::cout << "wrote " << args.svg << "\n";
+  return 0;
+}
+
+void register_plot(CLI::App* scale, int& exit_code) {
+  auto args = std::make_shared<PlotArgs>();
+  CLI::App* plot = scale->add_subcommand("plot", "Draw the SVG of a scale CSV again, without simulating");
+  plot->add_option("csv", args->csv, "CSV written by clustersim scale")->required()->check(CLI::ExistingFile);
+  plot->add_option("--svg", args->svg, "SVG output (default scale.svg)");
+  plot->add_option("--mode", args->mode, "weak or strong (legend)")->check(CLI::IsMember({"weak", "strong"}));
+  plot->add_option("--title", args->title, "Plot title");
+  plot->add_option("--measured-case", args->measured_cases, "Measured MFU of this reference case (repeatable)");
+  plot->add_option("--reference", args->reference, "Reference file for --measured-case")->check(CLI::ExistingFile);
+  plot->callback([args, &exit_code] { exit_code = guarded([&] { return plot_command(*args); }); });
+}
+
 int scale_command(const ScaleArgs& args) {
+  if (args.job.empty() || args.gpus.empty()) throw std::invalid_argument("scale needs JOB.yaml and --gpus");
   const ScaleMode mode = parse_scale_mode(args.mode);
   const JobTemplate tmpl = JobTemplate::load(args.job);
   const auto measured = measured_points(args);
@@ -117,7 +175,6 @@ int scale_command(const ScaleArgs& args) {
   std::cout << "job: " << args.job << " (" << to_string(mode) << " scaling: tp, cp, pp kept, "
             << (mode == ScaleMode::Weak ? "batch per data-parallel replica kept" : "global batch kept")
             << ")\n" << table(rows);
-  if (!memory_model_available()) std::cout << "peak memory: no memory model in this build\n";
   write_text_file(args.csv, to_csv(scale_csv(rows)));
   std::cout << "wrote " << args.csv << "\n";
   const bool any = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
@@ -140,8 +197,8 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "scale", "Simulate a job at several GPU counts (tp, cp, pp kept, dp grows): CSV of step "
                "time, MFU, tokens/s/GPU, breakdown, peak memory, and an SVG plot");
-  cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256")->required()->delimiter(',');
+  cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->check(CLI::ExistingFile);
+  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256")->delimiter(',');
   cmd->add_option("--mode", args->mode,
                   "weak: keep the batch per data-parallel replica (global batch grows with dp); "
                   "strong: keep the global batch")
@@ -151,23 +208,18 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--title", args->title, "Plot title");
   cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--replicas", args->replicas, "auto (default), full or identical")
+  cmd->add_option("--replicas", args->replicas,
+                  "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_option("--measured-case", args->measured_cases,
                   "Draw the measured MFU of this reference case beside the curve (repeatable)");
   cmd->add_option("--reference", args->reference,
                   "Reference file for --measured-case (default tests/validation/measured.yaml)")
       ->check(CLI::ExistingFile);
-  cmd->callback([args, &exit_code] {
-    try {
-      exit_code = scale_command(*args);
-    } catch (const SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 1;
-    }
+  register_plot(cmd, exit_code);
+  cmd->callback([cmd, args, &exit_code] {
+    if (cmd->got_subcommand("plot")) return;
+    exit_code = guarded([&] { return scale_command(*args); });
   });
 }
 

@@ -25,7 +25,7 @@ struct SweepArgs {
   std::string csv = "sweep.csv";
   std::string shard = "1/1";
   int jobs = 0;
-  std::string replicas = "auto";
+  std::string replicas;
   std::size_t top = 10;
 };
 
@@ -41,10 +41,9 @@ void set(CsvTable& t, std::vector<std::string>& row, const std::string& col, con
   row[t.column(col)] = v;
 }
 
-void set_memory(CsvTable& t, std::vector<std::string>& row, const std::optional<MemoryFit>& m) {
-  if (!m) return;
-  set(t, row, "peak_memory_gib", csv_number(m->peak_bytes / kGiB, 2));
-  set(t, row, "memory_headroom_gib", csv_number((m->capacity_bytes - m->peak_bytes) / kGiB, 2));
+void set_memory(CsvTable& t, std::vector<std::string>& row, const MemoryFit& m) {
+  set(t, row, "peak_memory_gib", csv_number(m.peak_bytes / kGiB, 2));
+  set(t, row, "memory_headroom_gib", csv_number((m.capacity_bytes - m.peak_bytes) / kGiB, 2));
 }
 
 // Builds every configuration's row; returns the simulation tasks and the rows they fill.
@@ -62,11 +61,11 @@ std::vector<std::function<std::string()>> prepare(const SweepArgs& args,
     try {
       const Job job = tmpl.derive(sweep_overrides(axes, values, args.gpus, gbs));
       set(table, row, "dp", std::to_string(job.workload.parallel.dp));
-      const auto memory = memory_fit(job);
+      const MemoryFit memory = memory_fit(job);
       set_memory(table, row, memory);
-      if (memory && !memory->fits) {
+      if (!memory.fits) {
         set(table, row, "status", kSweepOutOfMemory);
-        set(table, row, "reason", memory->message);
+        set(table, row, "reason", memory.message);
       } else {
         const std::string replicas = args.replicas;
         tasks.push_back([job, replicas] { return simulate_figures(job, replicas); });
@@ -96,9 +95,8 @@ void report_pruning(const CsvTable& table, std::size_t space, const SweepArgs& a
             << table.rows.size() << "; simulated " << count[kSweepOk] + count[kSweepFailed]
             << " (" << count[kSweepFailed] << " failed); pruned " << count[kSweepInvalid]
             << " invalid, " << count[kSweepOutOfMemory] << " over memory\n";
-  std::cout << (memory_model_available()
-                    ? "memory pruning: workloads memory model (per-GPU peak vs HBM)\n"
-                    : "memory pruning: off (no memory model in this build); pruned on validity only\n");
+  std::cout << "memory pruning: workloads memory model (per-GPU peak of the worst pipeline "
+               "stage vs HBM, docs/memory-model.md)\n";
   if (!reasons.empty()) std::cout << "why configurations were pruned or failed (count):\n";
   for (const auto& [reason, n] : reasons) std::cout << "  " << n << "x " << reason << "\n";
 }
@@ -199,7 +197,8 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
                   "combine outputs with 'sweep merge'");
   cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--replicas", args->replicas, "auto (default), full or identical")
+  cmd->add_option("--replicas", args->replicas,
+                  "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)");
   register_merge(cmd, exit_code);

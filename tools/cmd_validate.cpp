@@ -18,7 +18,7 @@ struct ValidateArgs {
   std::string file = CLUSTERSIM_REFERENCE_FILE;
   std::string json;
   int jobs = 0;
-  std::string replicas = "auto";
+  std::string replicas;
   std::int64_t max_gpus = 0;
   std::vector<std::string> cases;
   bool dry_run = false;
@@ -92,8 +92,8 @@ void register_validate_command(CLI::App& app, int& exit_code) {
                   "Worker processes simulating in parallel (default: the number of CPUs)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--replicas", args->replicas,
-                  "Replica reduction for every point: auto (identical above 1,024 GPUs), full, "
-                  "identical (docs/outputs.md)")
+                  "Replica reduction for every point: auto (default; the rule of clustersim run), "
+                  "full, identical (docs/engine.md)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_option("--max-gpus", args->max_gpus,
                   "Skip points above this many GPUs (reported as skipped for time)")

@@ -19,6 +19,61 @@ std::string quote(const std::string& field) {
   return out + "\"";
 }
 
+// One CSV record and the line it starts on.
+struct Record {
+  std::vector<std::string> fields;
+  int line = 0;
+};
+
+// Splits RFC 4180 text into records (quoted fields may hold commas, quotes and newlines).
+std::vector<Record> tokenize(const std::string& text, const std::string& origin) {
+  std::vector<Record> records;
+  Record current{{}, 1};
+  std::string field;
+  bool quoted = false;
+  bool any = false;
+  int line = 1;
+  auto end_record = [&] {
+    if (any || !field.empty()) {
+      current.fields.push_back(field);
+      records.push_back(current);
+    }
+    current = Record{{}, line};
+    field.clear();
+    any = false;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        line += c == '\n' ? 1 : 0;
+        field += c;
+      }
+    } else if (c == '"' || c == ',') {
+      if (c == ',') {
+        current.fields.push_back(field);
+        field.clear();
+      }
+      quoted = c == '"';
+      any = true;
+    } else if (c == '\n') {
+      ++line;
+      end_record();
+    } else if (c != '\r') {
+      field += c;
+      any = true;
+    }
+  }
+  if (quoted) throw SpecError(origin, current.line, "", "unterminated quoted field");
+  end_record();
+  return records;
+}
+
 }  // namespace
 
 std::size_t CsvTable::column(const std::string& name) const {
@@ -40,66 +95,17 @@ std::string to_csv(const CsvTable& table) {
 }
 
 CsvTable parse_csv(const std::string& text, const std::string& origin) {
-  std::vector<std::vector<std::string>> records;
-  std::vector<int> record_lines;
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false;
-  bool any = false;
-  int line = 1;
-  int record_line = 1;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        if (c == '\n') ++line;
-        field += c;
-      }
-      continue;
-    }
-    if (c == '"') {
-      quoted = true;
-      any = true;
-    } else if (c == ',') {
-      fields.push_back(field);
-      field.clear();
-      any = true;
-    } else if (c == '\n') {
-      if (any || !field.empty()) {
-        fields.push_back(field);
-        records.push_back(fields);
-        record_lines.push_back(record_line);
-      }
-      fields.clear();
-      field.clear();
-      any = false;
-      record_line = ++line;
-    } else if (c != '\r') {
-      field += c;
-      any = true;
-    }
-  }
-  if (quoted) throw SpecError(origin, record_line, "", "unterminated quoted field");
-  if (any || !field.empty()) {
-    fields.push_back(field);
-    records.push_back(fields);
-    record_lines.push_back(record_line);
-  }
+  const std::vector<Record> records = tokenize(text, origin);
   if (records.empty()) throw SpecError(origin, 0, "", "empty CSV file (no header)");
   CsvTable table;
-  table.header = records.front();
+  table.header = records.front().fields;
   for (std::size_t r = 1; r < records.size(); ++r) {
-    if (records[r].size() != table.header.size()) {
-      throw SpecError(origin, record_lines[r], "",
-                      "row has " + std::to_string(records[r].size()) + " fields, the header " +
-                          std::to_string(table.header.size()));
+    if (records[r].fields.size() != table.header.size()) {
+      throw SpecError(origin, records[r].line,  "",
+                      "row has " + std::to_string(records[r].fields.size()) +
+                          " fields, the header " + std::to_string(table.header.size()));
     }
-    table.rows.push_back(records[r]);
+    table.rows.push_back(records[r].fields);
   }
   return table;
 }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "sim/spec_error.hpp"
+
 namespace clustersim::tools {
 
 ScaleMode parse_scale_mode(const std::string& text) {
@@ -82,6 +84,34 @@ CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
     t.rows.push_back(std::move(row));
   }
   return t;
+}
+
+std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::string& origin) {
+  std::vector<ScaleRow> rows;
+  try {
+    const auto col = [&](const char* name) { return table.column(name); };
+    for (const auto& r : table.rows) {
+      ScaleRow row;
+      row.point = ScalePoint{std::stoll(r[col("gpus")]), std::stoll(r[col("dp")]),
+                             std::stoll(r[col("global_batch_size")]), ""};
+      row.status = r[col("status")];
+      row.reason = r[col("reason")];
+      if (row.status == "ok") {
+        StepFigures f;
+        f.step_time_s = std::stod(r[col("step_time_s")]);
+        f.mfu = std::stod(r[col("mfu")]);
+        f.tflops_per_gpu = std::stod(r[col("tflops_per_gpu")]);
+        f.tokens_per_s_per_gpu = std::stod(r[col("tokens_per_s_per_gpu")]);
+        f.replicas = r[col("replicas")];
+        row.figures = f;
+      }
+      rows.push_back(std::move(row));
+    }
+  } catch (const std::exception& e) {
+    throw SpecError(origin, 0, "", std::string("not a scale CSV: ") + e.what());
+  }
+  compute_efficiency(rows);
+  return rows;
 }
 
 PlotSpec scale_plot(const std::vector<ScaleRow>& rows, ScaleMode mode, const std::string& title,

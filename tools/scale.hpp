@@ -44,7 +44,7 @@ std::vector<Override> scale_overrides(const ScalePoint& point);
 struct ScaleRow {
   ScalePoint point;
   std::optional<StepFigures> figures;  ///< empty when not simulated
-  std::optional<MemoryFit> memory;
+  std::optional<MemoryFit> memory;     ///< empty when the memory model rejects the spec
   double efficiency = 0.0;             ///< tokens/s/GPU relative to the first simulated row
   std::string status = "ok";           ///< ok | invalid | failed
   std::string reason;
@@ -58,6 +58,10 @@ void compute_efficiency(std::vector<ScaleRow>& rows);
 /// tokens_per_s_per_gpu, scaling_efficiency, compute_s, exposed_comm_s, bubble_s,
 /// peak_memory_gib, replicas, status, reason.
 CsvTable scale_csv(const std::vector<ScaleRow>& rows);
+
+/// The rows of a CSV written by scale_csv (for re-plotting without simulating again).
+/// @throws SpecError(origin, ...) when a column is missing or a number is malformed.
+std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::string& origin);
 
 /// A measured MFU point to draw beside the simulated curve.
 struct MeasuredMfu {

@@ -6,19 +6,13 @@
 
 #include "tools/simulate.hpp"
 
-// The memory model arrives with workloads/memory.hpp; until then memory_fit has no answer.
-#if __has_include("workloads/memory.hpp")
 #include "workloads/memory.hpp"
-#define CLUSTERSIM_HAS_MEMORY_MODEL 1
-#else
-#define CLUSTERSIM_HAS_MEMORY_MODEL 0
-#endif
 
 namespace clustersim::tools {
 
 std::string simulate_figures(const Job& job, const std::string& replicas) {
-  SimulateOptions options;
-  options.replicas = replicas;
+  SimulateOptions options = options_from_job(job);
+  if (!replicas.empty()) options.replicas = replicas;
   const RunReport r = simulate_job(job, options);
   const auto& b = r.step.breakdown;
   const nlohmann::json j = {{"step_time_s", r.step.step_time_s},
@@ -50,16 +44,10 @@ StepFigures parse_figures(const std::string& text) {
   }
 }
 
-bool memory_model_available() { return CLUSTERSIM_HAS_MEMORY_MODEL != 0; }
-
-std::optional<MemoryFit> memory_fit([[maybe_unused]] const Job& job) {
-#if CLUSTERSIM_HAS_MEMORY_MODEL
+MemoryFit memory_fit(const Job& job) {
   const double capacity = job.cluster.platform.gpu.hbm_capacity.value;
   const workloads::MemoryReport report = workloads::estimate_memory(job.workload, capacity);
   return MemoryFit{report.peak_bytes(), capacity, report.fits(), report.oom_message()};
-#else
-  return std::nullopt;
-#endif
 }
 
 }  // namespace clustersim::tools

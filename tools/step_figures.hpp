@@ -2,7 +2,6 @@
 // worker process back to the parent (JSON text), plus the memory estimate of a job.
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include "tools/job.hpp"
@@ -21,7 +20,8 @@ struct StepFigures {
   std::string replicas;               ///< reduction used: "full" or "identical"
 };
 
-/// Simulates `job` (simulate_job; call it in a worker process) and encodes the figures.
+/// Simulates `job` (simulate_job; call it in a worker process) with the options of its
+/// `simulation:` section, `replicas` overriding its reduction unless empty; encodes the figures.
 /// @throws what simulate_job throws.
 std::string simulate_figures(const Job& job, const std::string& replicas);
 
@@ -36,12 +36,8 @@ struct MemoryFit {
   std::string message;          ///< why it does not fit (empty when it fits)
 };
 
-/// Estimates the job's per-GPU peak memory against its GPU's HBM (deterministic, no
-/// simulation); nullopt when this build has no memory model (workloads/memory.hpp).
-/// @throws std::invalid_argument for a spec the memory model rejects.
-std::optional<MemoryFit> memory_fit(const Job& job);
-
-/// True if this build has the memory model, i.e. memory_fit answers.
-bool memory_model_available();
+/// Estimates the job's per-GPU peak memory against its GPU's HBM with the workloads memory
+/// model (deterministic, no simulation). @throws std::invalid_argument for a spec it rejects.
+MemoryFit memory_fit(const Job& job);
 
 }  // namespace clustersim::tools

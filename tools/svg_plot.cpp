@@ -11,10 +11,10 @@
 namespace clustersim::tools {
 namespace {
 
-constexpr double kWidth = 760.0;
+constexpr double kWidth = 820.0;
 constexpr double kHeight = 440.0;
 constexpr double kLeft = 70.0;
-constexpr double kRight = 220.0;  // room for the legend
+constexpr double kRight = 260.0;  // room for the legend
 constexpr double kTop = 40.0;
 constexpr double kBottom = 55.0;
 
@@ -53,6 +53,7 @@ double nice_step(double span, int target) {
 struct Frame {
   double x_lo, x_hi, y_lo, y_hi;
   bool log2_x;
+  double y_step = 1.0;  // grid step of the y axis
   double px(double x) const {
     const double v = log2_x ? std::log2(x) : x;
     const double span = x_hi > x_lo ? x_hi - x_lo : 1.0;
@@ -80,7 +81,7 @@ Frame make_frame(const PlotSpec& spec) {
     }
   }
   if (!std::isfinite(xmin)) throw std::invalid_argument("plot has no points");
-  Frame f{xmin, xmax, spec.y_min, spec.y_max, spec.log2_x};
+  Frame f{xmin, xmax, spec.y_min, spec.y_max, spec.log2_x, 1.0};
   if (spec.log2_x) {
     f.x_lo = std::floor(xmin);
     f.x_hi = std::max(std::ceil(xmax), f.x_lo + 1.0);
@@ -90,9 +91,11 @@ Frame make_frame(const PlotSpec& spec) {
   if (spec.y_max <= spec.y_min) {
     const double lo = std::min(0.0, ymin);
     const double hi = ymax > lo ? ymax : lo + 1.0;
-    const double step = nice_step(hi - lo, 5);
-    f.y_lo = std::floor(lo / step) * step;
-    f.y_hi = std::ceil(hi * 1.05 / step) * step;
+    f.y_step = nice_step(hi - lo, 5);
+    f.y_lo = std::floor(lo / f.y_step) * f.y_step;
+    f.y_hi = std::ceil(hi * 1.05 / f.y_step) * f.y_step;
+  } else {
+    f.y_step = nice_step(spec.y_max - spec.y_min, 5);
   }
   return f;
 }
@@ -108,7 +111,7 @@ void draw_axes(const PlotSpec& spec, const Frame& f, std::ostringstream& out) {
   const double x1 = kWidth - kRight;
   const double y0 = kHeight - kBottom;
   const double y1 = kTop;
-  const double ystep = nice_step(f.y_hi - f.y_lo, 5);
+  const double ystep = f.y_step;
   for (double y = f.y_lo; y <= f.y_hi + 1e-9 * ystep; y += ystep) {
     const double p = f.py(y);
     out << "<line x1=\"" << num(x0) << "\" y1=\"" << num(p) << "\" x2=\"" << num(x1) << "\" y2=\""
@@ -174,7 +177,7 @@ void draw_series(const PlotSpec& spec, const Frame& f, std::ostringstream& out) 
           << "\" y2=\"" << num(legend_y) << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/>\n";
     }
     if (s.markers) draw_marker(s, lx + 11, legend_y, out);
-    out << "<text x=\"" << num(lx + 30) << "\" y=\"" << num(legend_y + 4) << "\" font-size=\"12\">"
+    out << "<text x=\"" << num(lx + 30) << "\" y=\"" << num(legend_y + 4) << "\" font-size=\"11\">"
         << escape(s.name) << "</text>\n";
     legend_y += 20;
   }

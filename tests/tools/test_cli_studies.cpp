@@ -93,7 +93,7 @@ TEST(ValidateCli, DryRunListsEveryPointOfTheShippedSetWithoutSimulating) {
 
 TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
   const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 16,32,18 --mode weak -j 2 --csv " +
-                         tmp("w.csv") + " --svg " + tmp("w.svg"));
+                         tmp("w.csv") + " --svg " + tmp("w.svg") + " --title T");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto t = read_csv(tmp("w.csv"));
   ASSERT_EQ(t.rows.size(), 3u);
@@ -107,6 +107,18 @@ TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
   const std::string svg = slurp(tmp("w.svg"));
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("weak scaling efficiency"), std::string::npos);
+  // Re-plotting the CSV gives the same chart without simulating (up to the CSV's rounding).
+  const auto replot = run_cli("scale plot " + tmp("w.csv") + " --svg " + tmp("w2.svg") + " --title T");
+  ASSERT_EQ(replot.exit_code, 0) << replot.output;
+  const std::string svg2 = slurp(tmp("w2.svg"));
+  auto count = [](const std::string& s, const std::string& what) {
+    std::size_t n = 0;
+    for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(svg2, "<circle"), count(svg, "<circle"));
+  EXPECT_EQ(count(svg2, "<polyline"), 2u);
+  EXPECT_EQ(svg2.substr(0, 600), svg.substr(0, 600)) << "same frame, axes and title";
 }
 
 TEST(ScaleCli, StrongScalingKeepsTheGlobalBatch) {

@@ -152,6 +152,8 @@ TEST(BatchExpression, EvaluatesExactlyOrSaysWhy) {
   EXPECT_FALSE(eval_batch_expression("gpus+2", 64, &why));
   EXPECT_FALSE(eval_batch_expression("2*", 64, &why));
   EXPECT_FALSE(eval_batch_expression("", 64, &why));
+  EXPECT_FALSE(eval_batch_expression("gpus*gpus*gpus*gpus*gpus*gpus", 1 << 20, &why));
+  EXPECT_NE(why.find("too large"), std::string::npos) << why;
 }
 
 std::string field(const CaseJob& job, const std::string& key) {

@@ -6,6 +6,7 @@
 
 #include "sim/spec_error.hpp"
 #include "tools/scale.hpp"
+#include "tools/validation/case_plots.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -158,3 +159,46 @@ TEST(ScalePlot, RefusesAnEmptyStudy) {
 
 }  // namespace
 }  // namespace clustersim::tools
+
+namespace clustersim::tools::validation {
+namespace {
+
+PointOutcome outcome(std::int64_t seq, const std::string& platform, double measured, double sim,
+                     double mem) {
+  PointOutcome o;
+  o.id = "s3";
+  o.gpus = 8;
+  o.seq = seq;
+  o.platform = platform;
+  o.metric = Metric::TflopsPerGpu;
+  o.measured = measured;
+  o.simulated = sim > 0;
+  o.simulated_value = sim;
+  o.measured_peak_gib = mem;
+  o.estimated_peak_gib = mem * 1.1;
+  return o;
+}
+
+TEST(CasePlots, SequenceSweepOnTwoPlatformsGivesMetricRatioAndMemoryCharts) {
+  ValidationSummary s;
+  s.points = {outcome(8192, "hgx_h200", 141, 150, 16.3), outcome(8192, "hgx_b200", 167, 200, 16.3),
+              outcome(32768, "hgx_h200", 324, 300, 25.8), outcome(32768, "hgx_b200", 524, 0, 25.9)};
+  const auto plots = case_plots(s, "s3");
+  ASSERT_EQ(plots.size(), 3u);
+  EXPECT_EQ(plots[0].first, "");
+  EXPECT_EQ(plots[0].second.x_label, "sequence length (tokens)");
+  EXPECT_EQ(plots[1].first, "_ratio");
+  // Measured ratio at both lengths; simulated only where both platforms were simulated.
+  const auto& ratio = plots[1].second.series;
+  ASSERT_EQ(ratio.size(), 2u);
+  ASSERT_EQ(ratio[0].points.size(), 1u);
+  EXPECT_DOUBLE_EQ(ratio[0].points[0].second, 200.0 / 150.0);
+  ASSERT_EQ(ratio[1].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(ratio[1].points[1].second, 524.0 / 324.0);
+  EXPECT_EQ(plots[2].first, "_memory");
+  for (const auto& [suffix, spec] : plots) EXPECT_NO_THROW(render_svg(spec)) << suffix;
+  EXPECT_TRUE(case_plots(s, "other").empty());
+}
+
+}  // namespace
+}  // namespace clustersim::tools::validation

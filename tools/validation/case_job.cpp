@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <numeric>
 #include <sstream>
 #include <stdexcept>
@@ -263,7 +264,9 @@ std::optional<std::int64_t> eval_batch_expression(const std::string& text, std::
       return fail("unexpected '" + std::string(1, c) + "'");
     }
     if (value <= 0) return fail("operands must be positive");
-    (op == '*' ? num : den) *= value;
+    std::int64_t& target = op == '*' ? num : den;
+    if (target > std::numeric_limits<std::int64_t>::max() / value) return fail("too large");
+    target *= value;
     const std::int64_t g = std::gcd(num, den);
     num /= g;
     den /= g;

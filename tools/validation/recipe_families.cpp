@@ -121,6 +121,8 @@ void apply_deepspeed_zero(const FamilyInput& in, DraftJob& j) {
   j.fill("parallelism", "tp", "1", "DS-ZERO", line);
   j.fill("parallelism", "pp", "1", "DS-ZERO", line);
   j.fill("training", "mfu_convention", "causal", "S3-CONV", line);
+  j.fill("parallelism", "grad_reduce_in_fp32", "false", "DS-BF16", line);
+  j.fill("training", "cross_entropy", "chunked", "S3-CE", line);
   if (batch_stated(in.rc)) return;
   const std::int64_t mbs = j.get_int("training", "micro_batch_size", 0);
   const std::int64_t mp = model_parallel(j);
@@ -159,7 +161,8 @@ const std::vector<RecipeFamily>& recipe_families() {
        {"L3"},
        apply_llama3_paper},
       {"deepspeed_zero",
-       "DeepSpeed ZeRO on one node: pure data parallelism, gradient accumulation 1, causal MFU",
+       "DeepSpeed ZeRO on one node: pure data parallelism, gradient accumulation 1, BF16 "
+       "gradient reduction, chunked loss, causal MFU",
        {"S3"},
        apply_deepspeed_zero},
       {"none", "no defaults: the case states every field the job needs", {}, apply_none},
@@ -227,6 +230,12 @@ const std::vector<Citation>& citations() {
                   "only, each GPU runs whole layers (tp = pp = 1)"},
       {"DS-GA", "DeepSpeed configuration docs: gradient_accumulation_steps defaults to 1, so "
                 "global batch = micro batch x GPUs"},
+      {"DS-BF16", "DeepSpeed runtime/config.py: communication_data_type defaults to None, i.e. "
+                  "the training dtype, so BF16 runs reduce gradients in BF16 (as "
+                  "docs/memory-model.md's S3 job)"},
+      {"S3-CE", "docs/memory-model.md, S3 check: a 256k-token sequence cannot fit with an "
+                "unfused FP32 loss (188 GiB of logits), so the source computes the loss in "
+                "chunks (training.cross_entropy: chunked)"},
       {"S3-CONV", "measured.yaml, case s3_llama31_8b_seq_sweep: model FLOPs count causal "
                   "attention (6*s^2*d*L), recompute excluded"},
   };

@@ -103,15 +103,15 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
     o.job_yaml = cj.yaml;
     const Job job = load_case_job(set, rc, cj);
     try {
-      if (const auto fit = memory_fit(job)) o.estimated_peak_gib = fit->peak_bytes / kGiB;
+      o.estimated_peak_gib = memory_fit(job).peak_bytes / kGiB;
     } catch (const std::invalid_argument&) {
       // the memory model rejects the spec; the simulation will say why
     }
     const std::string replicas = options.replicas;
     const Metric metric = p.metric;
     return [job, replicas, metric] {
-      SimulateOptions so;
-      so.replicas = replicas;
+      SimulateOptions so = options_from_job(job);
+      if (!replicas.empty()) so.replicas = replicas;
       const RunReport r = simulate_job(job, so);
       nlohmann::json j = {{"value", metric_of(r, metric)},
                           {"replicas", r.replicas},

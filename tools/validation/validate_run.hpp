@@ -50,7 +50,7 @@ struct ValidationSummary {
 /// Options of a validation run.
 struct ValidateOptions {
   int jobs = 1;                        ///< worker processes
-  std::string replicas = "auto";       ///< SimulateOptions::replicas for every point
+  std::string replicas;                ///< reduction for every point; empty: auto
   std::int64_t max_gpus = 0;           ///< skip points above this many GPUs (0: no limit)
   std::vector<std::string> cases;      ///< only these case ids (empty: all)
   bool dry_run = false;                ///< build and check every job, simulate nothing
