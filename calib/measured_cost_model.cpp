@@ -44,8 +44,6 @@ const std::map<sim::MemKernel, std::vector<std::string>>& kernel_tables() {
       {sim::MemKernel::CrossEntropy, {"cross_entropy"}},
       {sim::MemKernel::Optimizer, {"adamw"}},
       {sim::MemKernel::Copy, {"copy"}},
-      {sim::MemKernel::HostCopy, {}},       // PCIe: not measured, the roofline's figure
-      {sim::MemKernel::HostOptimizer, {}},  // host CPU: not measured, the roofline's figure
   };
   return kMap;
 }
@@ -190,6 +188,11 @@ double MeasuredCostModel::kernel_time(const std::string& key, double bytes) cons
 double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes) const {
   if (bytes < 0.0) throw std::invalid_argument("memory-bound op with negative bytes");
   if (bytes == 0.0) return 0.0;
+  const HostOffloadTable& host = tables_->host_offload();
+  if (kernel == sim::MemKernel::HostCopy) return host_copy_seconds(gpu_, bytes, host.link_efficiency);
+  if (kernel == sim::MemKernel::HostOptimizer) {
+    return host_optimizer_seconds(gpu_, bytes, adam_rate(host, gpu_.host_cores_per_gpu));
+  }
   const auto it = kernel_tables().find(kernel);
   if (it == kernel_tables().end() || it->second.empty()) {
     note_out_of_grid(std::string("memory-bound ") + sim::to_string(kernel) +
@@ -293,6 +296,14 @@ std::vector<OutOfGridOp> MeasuredCostModel::out_of_grid() const {
   return out;
 }
 
+namespace {
+std::string fmt_cores(double cores) {
+  std::ostringstream s;
+  s << cores;
+  return s.str();
+}
+}  // namespace
+
 std::vector<std::string> MeasuredCostModel::table_sources() const {
   const std::string how = rule_.measured ? "measured" : "derived from H200 (" + rule_.basis + ")";
   const std::string dir = tables_->dir();
@@ -307,6 +318,10 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
           "3.4 us per step (NCCL 2.28 tuning table); measured on H200",
       "point-to-point over NVLink: " + dir + "/nccl_default.csv (send); measured on H200",
+      "optimizer offload: " + dir + "/host_offload.csv (host link at the measured pinned-copy "
+          "efficiency; host AdamW at the measured rate for " + fmt_cores(gpu_.host_cores_per_gpu) +
+          " threads, " + tables_->host_offload().cpu + ", capped at the GPU's share of the host "
+          "DRAM peak); CPU of the measuring host, not the platform's",
       "collectives and p2p over the network: roofline figures (" + roofline_.describe() + ")",
   };
 }

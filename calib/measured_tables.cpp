@@ -144,6 +144,7 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
     }
   }
   t->interference_ = load_interference(dir + "/interference.csv");
+  t->host_offload_ = load_host_offload(dir + "/host_offload.csv");
   t->nccl_ranks_ = read_nccl_ranks(dir + "/nccl_default.csv");
   const std::string choice_file = dir + "/nccl_default_algo_choice.csv";
   const auto choices = load_nccl_choices(choice_file, t->nccl_ranks_);

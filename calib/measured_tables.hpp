@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "calib/host_costs.hpp"
 #include "calib/log_grid.hpp"
 #include "calib/tables.hpp"
 
@@ -18,7 +19,7 @@ namespace clustersim::calib {
 class MeasuredTables {
  public:
   /// Loads the tables of `dir` (gemm_bf16.csv, gemm_fp8.csv, attention.csv, membound.csv,
-  /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv).
+  /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv, host_offload.csv).
   /// @throws SpecError naming file, line and column for a missing or malformed table.
   static std::shared_ptr<const MeasuredTables> load(const std::string& dir);
 
@@ -31,6 +32,8 @@ class MeasuredTables {
   const std::vector<MeasuredSeries>& catalog() const { return catalog_; }
   /// Measured compute/communication interference.
   const std::vector<InterferencePoint>& interference() const { return interference_; }
+  /// Host-offload figures (host_offload.csv): PCIe copies and host AdamW.
+  const HostOffloadTable& host_offload() const { return host_offload_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
   int nccl_ranks() const { return nccl_ranks_; }
   const std::string& dir() const { return dir_; }
@@ -42,6 +45,7 @@ class MeasuredTables {
   std::map<std::string, LogGrid> grids_;
   std::vector<MeasuredSeries> catalog_;
   std::vector<InterferencePoint> interference_;
+  HostOffloadTable host_offload_;
   int nccl_ranks_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "calib/roofline_cost_model.hpp"
 
+#include "calib/host_costs.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -105,7 +107,15 @@ double RooflineCostModel::compute_time(const sim::Op& op) const {
   if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
     return attention_time(*a, op.flops);
   }
-  if (std::holds_alternative<sim::MemBoundShape>(op.shape)) return memory_time(op.bytes);
+  if (const auto* mb = std::get_if<sim::MemBoundShape>(&op.shape)) {
+    // Optimizer offload: the host link at its measured efficiency, and the host AdamW step at
+    // the GPU's share of the host DRAM peak (calib/host_costs.hpp).
+    if (mb->kernel == sim::MemKernel::HostCopy) return host_copy_seconds(gpu_, op.bytes, kHostLinkEfficiency);
+    if (mb->kernel == sim::MemKernel::HostOptimizer) {
+      return host_optimizer_seconds(gpu_, op.bytes, gpu_.host_memory_bandwidth_per_gpu.value);
+    }
+    return memory_time(op.bytes);
+  }
   throw std::invalid_argument("compute_time called on a communication op");
 }
 

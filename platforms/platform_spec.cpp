@@ -91,6 +91,8 @@ const std::vector<Field>& fields() {
       {"nic_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_bandwidth = m.get_bandwidth(k); }},
       {"nic_latency", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_latency = m.get_duration(k); }},
       {"host_link_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_link_bandwidth = m.get_bandwidth(k); }},
+      {"host_cpu_cores", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_cpu_cores = read_count(m, k); }},
+      {"host_memory_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_memory_bandwidth = m.get_bandwidth(k); }},
       {"kind", S::Fabric, read_kind},
       {"domains_per_su", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.domains_per_su = read_count(m, k); }},
       {"tiers", S::Fabric, read_tiers},
@@ -154,8 +156,9 @@ void validate(const PlatformSpec& s, const YamlMap& at, bool sections) {
     fail_in("gpu", "hbm_capacity, hbm_bandwidth and tdp must be positive");
   const auto& n = s.node;
   auto fail = [&](const std::string& reason) { fail_in("node", reason); };
-  if (n.nvlink_bandwidth.value <= 0 || n.nic_bandwidth.value <= 0 || n.host_link_bandwidth.value <= 0)
-    fail("bandwidths (nvlink_bandwidth, nic_bandwidth, host_link_bandwidth) must be positive");
+  if (n.nvlink_bandwidth.value <= 0 || n.nic_bandwidth.value <= 0 || n.host_link_bandwidth.value <= 0 ||
+      n.host_memory_bandwidth.value <= 0)
+    fail("bandwidths (nvlink_bandwidth, nic_bandwidth, host_link_bandwidth, host_memory_bandwidth) must be positive");
   if (n.nvlink_domain_size % n.gpus_per_node != 0)
     fail("nvlink_domain_size (" + std::to_string(n.nvlink_domain_size) +
          ") must be a multiple of gpus_per_node (" + std::to_string(n.gpus_per_node) + ")");
@@ -179,6 +182,14 @@ void validate(const PlatformSpec& s, const YamlMap& at, bool sections) {
   if (f.oversubscription.leaf > down || f.oversubscription.spine > down)
     fail_fabric("oversubscription must not exceed switch_radix/2 (" + std::to_string(down) +
          "): a switch's uplinks must carry at least one NIC's bandwidth");
+}
+
+// The cost models see a GPU's share of its host (optimizer offload): copied from the node.
+void share_host(PlatformSpec& s) {
+  const double gpus = s.node.gpus_per_node;
+  s.gpu.host_link_bandwidth = s.node.host_link_bandwidth;
+  s.gpu.host_cores_per_gpu = s.node.host_cpu_cores / gpus;
+  s.gpu.host_memory_bandwidth_per_gpu = BytesPerSecond{s.node.host_memory_bandwidth.value / gpus};
 }
 
 }  // namespace
@@ -207,6 +218,7 @@ PlatformSpec load_platform_file(const std::string& path) {
   root.finish();
   validate(spec, root, true);
   validate_power(spec, root, true);
+  share_host(spec);
   return spec;
 }
 
@@ -254,6 +266,7 @@ void apply_overrides(PlatformSpec& spec, YamlMap& overrides) {
   overrides.finish();
   validate(spec, overrides, false);
   validate_power(spec, overrides, false);
+  share_host(spec);
 }
 
 }  // namespace clustersim::platforms

@@ -29,6 +29,8 @@ struct NodeSpec {
   BytesPerSecond nic_bandwidth;        ///< per NIC per direction, bytes/s
   Seconds nic_latency;                 ///< one NIC traversal (send or receive side), s
   BytesPerSecond host_link_bandwidth;  ///< GPU <-> CPU link per GPU per direction, bytes/s
+  int host_cpu_cores = 0;              ///< physical CPU cores of the node's host (all sockets)
+  BytesPerSecond host_memory_bandwidth;  ///< host DRAM peak of the node (all sockets), bytes/s
 };
 
 /// Oversubscription (downlink : uplink capacity) of a switch tier; 1 = non-blocking.

@@ -20,6 +20,10 @@ struct GpuSpec {
   Bytes hbm_capacity;
   BytesPerSecond hbm_bandwidth;
   Watts tdp;
+  /// Host side of the GPU (from the platform's node section), for optimizer offload:
+  BytesPerSecond host_link_bandwidth;  ///< GPU <-> host link per direction (PCIe, NVLink-C2C)
+  double host_cores_per_gpu = 0.0;     ///< host CPU cores per GPU (node cores / GPUs per node)
+  BytesPerSecond host_memory_bandwidth_per_gpu;  ///< host DRAM peak per GPU (node peak / GPUs)
 
   /// Dense peak for a dtype. FP32 maps to peak_fp32.
   double peak(DType dtype) const;

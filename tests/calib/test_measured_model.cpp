@@ -24,6 +24,11 @@ sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
   g.hbm_capacity = {141e9};
   g.hbm_bandwidth = {hbm_tbps * 1e12};
   g.tdp = {700.0};
+  // DGX H100/H200 host (platforms/catalog/hgx_h200.yaml): PCIe Gen5 x16, 112 cores and
+  // 614.4 GB/s DRAM for 8 GPUs.
+  g.host_link_bandwidth = {64e9};
+  g.host_cores_per_gpu = 14.0;
+  g.host_memory_bandwidth_per_gpu = {614.4e9 / 8};
   return g;
 }
 
@@ -152,12 +157,24 @@ TEST_F(MeasuredModel, MemoryBoundKernelsUseTheirFamilies) {
     prev = t;
   }
   EXPECT_EQ(h200_.compute_time(mem(sim::MemKernel::Rope, 0.0)), 0.0);
-  // Host-side kernels were not measured: the roofline's figure, listed as outside the tables.
-  const RooflineCostModel roof(gpu("H200-SXM", 4.8));
-  EXPECT_EQ(h200_.compute_time(mem(sim::MemKernel::HostCopy, 1e9)),
-            roof.compute_time(mem(sim::MemKernel::HostCopy, 1e9)));
-  ASSERT_EQ(h200_.out_of_grid().size(), 1u);
-  EXPECT_NE(h200_.out_of_grid()[0].what.find("not measured"), std::string::npos);
+  // Optimizer offload: the host link at the measured pinned-copy efficiency (55.0 GB/s of 64),
+  // the host AdamW step at the measured 14-thread rate (95.6 GB/s) capped by the GPU's share of
+  // the host DRAM peak (76.8 GB/s): the cap binds.
+  const HostOffloadTable& host = tables_->host_offload();
+  EXPECT_NEAR(host.link_efficiency, 55.0 / 64.0, 0.01);
+  EXPECT_NEAR(h200_.compute_time(mem(sim::MemKernel::HostCopy, 1e9)), 1e9 / (64e9 * host.link_efficiency), 1e-12);
+  EXPECT_GT(adam_rate(host, 14.0), 614.4e9 / 8);
+  EXPECT_NEAR(h200_.compute_time(mem(sim::MemKernel::HostOptimizer, 30e9)), 30e9 / (614.4e9 / 8), 1e-9);
+  EXPECT_LT(adam_rate(host, 1.0), adam_rate(host, 8.0));
+  sim::GpuSpec few_cores = gpu("H200-SXM", 4.8);
+  few_cores.host_cores_per_gpu = 2.0;  // then the CPU, not DRAM, limits
+  const MeasuredCostModel slow_host(few_cores, tables_);
+  EXPECT_NEAR(slow_host.compute_time(mem(sim::MemKernel::HostOptimizer, 30e9)), 30e9 / adam_rate(host, 2.0), 1e-9);
+  sim::GpuSpec no_host = gpu("H200-SXM", 4.8);
+  no_host.host_memory_bandwidth_per_gpu = {0.0};
+  EXPECT_THROW(MeasuredCostModel(no_host, tables_).compute_time(mem(sim::MemKernel::HostOptimizer, 1e9)),
+               std::invalid_argument);
+  EXPECT_TRUE(h200_.out_of_grid().empty());
 }
 
 TEST_F(MeasuredModel, NvlinkParametersReproduceTheMeasuredCollective) {
@@ -206,7 +223,7 @@ TEST_F(MeasuredModel, DerivedGpusFollowTheirStatedRules) {
   EXPECT_NE(b200.describe().find("derived"), std::string::npos);
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
   EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
-  EXPECT_EQ(h200_.table_sources().size(), 7u);
+  EXPECT_EQ(h200_.table_sources().size(), 8u);
 }
 
 TEST_F(MeasuredModel, InterferenceInterpolatesTheMeasuredSlowdowns) {
