@@ -120,3 +120,58 @@ TEST(Cli, HelpExplainsEveryRunOption) {
 }
 
 }  // namespace
+
+// Issue 4: a job whose worst rank does not fit in HBM stops before simulating.
+TEST(Cli, JobOverGpuMemoryStopsWithThreeNamingRankGibAndComponent) {
+  const std::string json = tmp("oom.json");
+  std::remove(json.c_str());
+  const auto r = run_cli("run " + data("oom_job.yaml") + " --json " + json);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  for (const char* part : {"out of GPU memory", "rank ", "GiB but the GPU has", "over by",
+                           "largest component is activations", "clustersim memory",
+                           "--ignore-oom"}) {
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  }
+  EXPECT_EQ(r.output.find("step time"), std::string::npos) << "must not simulate\n" << r.output;
+  EXPECT_FALSE(std::ifstream(json).good()) << "no JSON for a job that was not simulated";
+}
+
+TEST(Cli, IgnoreOomSimulatesAnywayWithAWarningAndTheVerdictInJson) {
+  const auto r = run_cli("run " + data("oom_job.yaml") + " --ignore-oom --json " + tmp("oom2.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: out of GPU memory"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("step time"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("OUT OF MEMORY"), std::string::npos) << r.output;
+  const auto j = read_json(tmp("oom2.json"));
+  ASSERT_TRUE(j.contains("memory")) << j.dump(2);
+  const auto& m = j["memory"];
+  EXPECT_FALSE(m["fits"].get<bool>());
+  EXPECT_GT(m["peak_gib"].get<double>(), m["capacity_gib"].get<double>());
+  EXPECT_EQ(m["largest_component"], "activations");
+  EXPECT_NE(m["oom"].get<std::string>().find("over by"), std::string::npos);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0.0);
+}
+
+TEST(Cli, JobThatFitsCarriesTheMemoryVerdictAndTheCostTables) {
+  const auto r = run_cli("run " + data("small_job.yaml") + " --json " + tmp("fit.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Issue 5 item 6: which table served each op class.
+  for (const char* part : {"cost tables", "GEMM BF16:", "attention:", "memory-bound:",
+                           "collectives over NVLink:", "memory        peak"}) {
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  }
+  const auto j = read_json(tmp("fit.json"));
+  ASSERT_TRUE(j.contains("memory"));
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+  EXPECT_LT(j["memory"]["peak_gib"].get<double>(), j["memory"]["capacity_gib"].get<double>());
+  EXPECT_FALSE(j["memory"].contains("oom"));
+  EXPECT_EQ(j["cost_tables"].size(), 7u);
+}
+
+TEST(Cli, DefaultJobFitsInMemory) {
+  const auto show = run_cli("run --show-default > " + tmp("default.yaml"));
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  const auto r = run_cli("memory " + tmp("default.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\nfits\n"), std::string::npos) << r.output;
+}
