@@ -17,6 +17,9 @@ int run_guarded(const std::function<int()>& body);
 /// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE] [--ignore-oom]`: stops with exit
 /// code 3 before simulating when the memory model says the job does not fit
 void register_run_command(CLI::App& app, int& exit_code);
+/// `clustersim calib check [--data DIR] [--json FILE]`: leave-one-out accuracy of the measured
+/// cost model per table (docs/calibration.md); exit 0 whether or not the goal is met
+void register_calib_command(CLI::App& app, int& exit_code);
 /// `clustersim platform show NAME --gpus N [--xml FILE]`
 void register_platform_command(CLI::App& app, int& exit_code);
 /// `clustersim trace JOB.yaml --rank R --out FILE`

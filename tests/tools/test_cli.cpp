@@ -175,3 +175,29 @@ TEST(Cli, DefaultJobFitsInMemory) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("\nfits\n"), std::string::npos) << r.output;
 }
+
+// Issue 5: `calib check` over the committed H200 tables.
+TEST(Cli, CalibCheckReportsEveryTableAndWritesJson) {
+  const auto r = run_cli("calib check --json " + tmp("calib.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Leave-one-out"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reported, not enforced"), std::string::npos) << r.output;
+  const auto j = read_json(tmp("calib.json"));
+  for (const char* key : {"data_dir", "provenance", "goal", "leave_one_out", "leave_one_out_long",
+                          "catalog"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  ASSERT_GT(j["leave_one_out"].size(), 20u);
+  for (const auto& row : j["leave_one_out"]) {
+    const std::string table = row["table"];
+    EXPECT_NE(r.output.find(table), std::string::npos) << table;
+    EXPECT_EQ(row["meets_goal"].get<bool>(),
+              row["median"].get<double>() <= 0.03 && row["max"].get<double>() <= 0.10);
+  }
+  for (const char* table : {"gemm/bf16/fwd", "gemm/fp8/tn", "attention/cudnn/gqa/fwd",
+                            "membound/copy", "nccl/default/default/all_reduce"}) {
+    EXPECT_NE(r.output.find(table), std::string::npos) << table << "\n" << r.output;
+  }
+  EXPECT_NE(run_cli("calib check --data /nonexistent").exit_code, 0);
+  EXPECT_EQ(run_cli("calib").exit_code, 2);
+}
