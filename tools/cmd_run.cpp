@@ -19,7 +19,6 @@ namespace {
 
 /// Exit code of `run` for a job the memory model says does not fit (docs/outputs.md).
 constexpr int kExitOutOfMemory = 3;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 /// The memory model errs high by up to ~10% for Megatron jobs (docs/memory-model.md).
 constexpr double kMemoryModelMargin = 0.10;
 
