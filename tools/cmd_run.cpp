@@ -1,16 +1,26 @@
-// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE]`
+// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE] [--ignore-oom]`
+// Before simulating, the job is checked against its GPU's HBM with the workloads memory model;
+// a job that does not fit is not simulated (exit code kExitOutOfMemory) unless --ignore-oom.
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
 #include "tools/simulate.hpp"
+#include "tools/step_figures.hpp"
 
 namespace clustersim::tools {
 namespace {
+
+/// Exit code of `run` for a job the memory model says does not fit (docs/outputs.md).
+constexpr int kExitOutOfMemory = 3;
+/// The memory model errs high by up to ~10% for Megatron jobs (docs/memory-model.md).
+constexpr double kMemoryModelMargin = 0.10;
 
 struct RunArgs {
   std::string job;
@@ -21,6 +31,7 @@ struct RunArgs {
   std::string cost;
   std::string nccl_algo;
   std::string trace_ranks;
+  bool ignore_oom = false;
 };
 
 // Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
@@ -50,6 +61,39 @@ std::vector<int> parse_rank_list(const std::string& text, int world) {
   return out;
 }
 
+// The memory model's verdict, or nothing when it rejects the spec (the simulation then says why).
+std::optional<MemoryFit> try_memory_fit(const Job& job) {
+  try {
+    return memory_fit(job);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+// The error (or, with --ignore-oom, the warning) for a job that does not fit: the worst rank,
+// its peak against the capacity, the excess and the largest component, and what to do next.
+std::string oom_text(const MemoryFit& m, const RunArgs& args) {
+  std::ostringstream out;
+  out << (args.ignore_oom ? "warning" : "error") << ": out of GPU memory (memory model): "
+      << m.message << "\n";
+  const double over = m.peak_bytes - m.capacity_bytes;
+  if (over <= kMemoryModelMargin * m.capacity_bytes) {
+    out << "  within " << std::fixed << std::setprecision(0) << 100 * kMemoryModelMargin
+        << "% of capacity, where the model errs high for Megatron jobs (docs/memory-model.md): "
+           "tight rather than certain\n";
+  }
+  const std::string job = args.job.empty() ? "JOB.yaml" : args.job;
+  if (args.ignore_oom) {
+    out << "  simulating anyway (--ignore-oom): the step time is that of GPUs with enough memory\n";
+  } else {
+    out << "  not simulated. Breakdown by component: clustersim memory " << job
+        << (args.job.empty() ? " (after clustersim run --show-default > JOB.yaml)" : "")
+        << "; simulate anyway: clustersim run " << (args.job.empty() ? "" : job + " ")
+        << "--ignore-oom\n";
+  }
+  return out.str();
+}
+
 int run_command(const RunArgs& args) {
   if (args.show_default) {
     std::cout << default_job_yaml();
@@ -64,6 +108,10 @@ int run_command(const RunArgs& args) {
   if (!args.replicas.empty()) options.replicas = args.replicas;
   if (!args.cost.empty()) options.cost = args.cost;
   if (!args.nccl_algo.empty()) options.nccl_algo = args.nccl_algo;
+  if (const auto fit = try_memory_fit(job); fit && !fit->fits) {
+    std::cerr << oom_text(*fit, args);
+    if (!args.ignore_oom) return kExitOutOfMemory;
+  }
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -111,6 +159,9 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
                   "tree, hierarchical, nvls); default: chosen per call by NCCL's cost model")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
+  cmd->add_flag("--ignore-oom", args->ignore_oom,
+                "Simulate even when the memory model says a rank's peak memory exceeds the GPU's "
+                "HBM (by default such a job stops with exit code 3; docs/memory-model.md)");
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

@@ -1,5 +1,6 @@
 // Subcommands of the clustersim CLI. Each registers itself on the CLI11 app and, when run,
-// stores its process exit code in `exit_code` (0 ok, 1 simulation/runtime failure, 2 bad input).
+// stores its process exit code in `exit_code` (0 ok, 1 simulation/runtime failure, 2 bad input;
+// `run` also 3: the job does not fit in GPU memory, not simulated).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,8 +14,12 @@ namespace clustersim::tools {
 /// exception. Never lets an exception escape.
 int run_guarded(const std::function<int()>& body);
 
-/// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE]`
+/// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE] [--ignore-oom]`: stops with exit
+/// code 3 before simulating when the memory model says the job does not fit
 void register_run_command(CLI::App& app, int& exit_code);
+/// `clustersim calib check [--data DIR] [--json FILE]`: leave-one-out accuracy of the measured
+/// cost model per table (docs/calibration.md); exit 0 whether or not the goal is met
+void register_calib_command(CLI::App& app, int& exit_code);
 /// `clustersim platform show NAME --gpus N [--xml FILE]`
 void register_platform_command(CLI::App& app, int& exit_code);
 /// `clustersim trace JOB.yaml --rank R --out FILE`

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   clustersim::tools::register_validate_command(app, exit_code);
   clustersim::tools::register_scale_command(app, exit_code);
   clustersim::tools::register_sweep_command(app, exit_code);
+  clustersim::tools::register_calib_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -33,6 +33,27 @@ SimulateOptions options_from_job(const Job& job) {
   return o;
 }
 
+namespace {
+
+// The measured model's out-of-grid notes and the table that served each op class.
+void add_cost_sources(RunReport& report, const sim::CostModel& cost) {
+  const auto* measured = dynamic_cast<const calib::MeasuredCostModel*>(&cost);
+  if (measured == nullptr) return;
+  for (const auto& o : measured->out_of_grid()) {
+    report.cost_notes.push_back(o.what + " (" + std::to_string(o.count) + " ops)");
+  }
+  report.cost_tables = measured->table_sources();
+  // Each line of a derived GPU ends with the whole derivation rule, which `cost_model`
+  // already states once: shorten it to a reference.
+  const std::string rule = "derived from H200 (" + measured->rule().basis + ")";
+  for (auto& line : report.cost_tables) {
+    const auto at = line.rfind(rule);
+    if (at != std::string::npos) line.replace(at, rule.size(), "derived from H200 (rule in cost_model)");
+  }
+}
+
+}  // namespace
+
 RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
   sim::Workload workload = workloads::generate_workload(job.workload);
@@ -61,10 +82,11 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.step = sim::simulate_step(workload, *platform, cost, engine_options);
   report.job_description = workload.description + " on " + platform->describe();
   report.cost_model = cost.describe();
-  if (const auto* measured = dynamic_cast<const calib::MeasuredCostModel*>(&cost)) {
-    for (const auto& o : measured->out_of_grid()) {
-      report.cost_notes.push_back(o.what + " (" + std::to_string(o.count) + " ops)");
-    }
+  add_cost_sources(report, cost);
+  try {
+    report.memory = memory_fit(job);
+  } catch (const std::invalid_argument&) {
+    // the memory model rejects a spec the generator accepted: no verdict to report
   }
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
   report.gpus = workload.layout.world();
@@ -85,6 +107,39 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   return report;
 }
 
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+nlohmann::ordered_json memory_json(const MemoryFit& m) {
+  nlohmann::ordered_json j;
+  j["fits"] = m.fits;
+  j["peak_gib"] = m.peak_bytes / kGiB;
+  j["capacity_gib"] = m.capacity_bytes / kGiB;
+  j["worst_rank"] = m.worst_rank;
+  j["worst_stage"] = m.worst_stage;
+  j["largest_component"] = m.largest_component;
+  j["largest_component_gib"] = m.largest_component_bytes / kGiB;
+  if (!m.fits) j["oom"] = m.message;
+  return j;
+}
+
+std::string memory_text(const MemoryFit& m) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "memory        peak " << m.peak_bytes / kGiB
+      << " GiB of " << m.capacity_bytes / kGiB << " GiB HBM (rank " << m.worst_rank
+      << ", pipeline stage " << m.worst_stage << "; largest: " << m.largest_component << " "
+      << m.largest_component_bytes / kGiB << " GiB): ";
+  if (m.fits) {
+    out << "fits\n";
+  } else {
+    out << "OUT OF MEMORY, over by " << (m.peak_bytes - m.capacity_bytes) / kGiB << " GiB\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
 std::string report_json(const RunReport& r) {
   nlohmann::ordered_json j;
   j["step_time_s"] = r.step.step_time_s;
@@ -103,6 +158,8 @@ std::string report_json(const RunReport& r) {
   j["cost_model"] = r.cost_model;
   j["replicas"] = r.replicas;
   j["cost_notes"] = r.cost_notes;
+  j["cost_tables"] = r.cost_tables;
+  if (r.memory) j["memory"] = memory_json(*r.memory);
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
   if (r.energy) add_energy_json(j, *r.energy);
@@ -134,6 +191,10 @@ std::string report_text(const RunReport& r) {
     out << "cost notes    " << r.cost_notes.size()
         << " op classes costed outside the measured tables (listed in --json cost_notes)\n";
   }
+  for (std::size_t i = 0; i < r.cost_tables.size(); ++i) {
+    out << (i == 0 ? "cost tables   " : "              ") << r.cost_tables[i] << "\n";
+  }
+  if (r.memory) out << memory_text(*r.memory);
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
       << r.step.events << " events, replicas " << r.replicas << "\n";
   if (r.energy) out << energy_text(*r.energy);

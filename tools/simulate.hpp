@@ -10,6 +10,7 @@
 #include "sim/engine.hpp"
 #include "tools/energy_report.hpp"
 #include "tools/job.hpp"
+#include "tools/step_figures.hpp"
 
 namespace clustersim::tools {
 
@@ -19,6 +20,8 @@ struct RunReport {
   std::string cost_model;        ///< CostModel::describe()
   std::string replicas;          ///< "full" or "identical" (the reduction actually used)
   std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
+  /// Which table (or rule) served each op class, one line each; empty for the roofline model.
+  std::vector<std::string> cost_tables;
   int gpus = 0;
   sim::StepResult step;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
@@ -31,6 +34,9 @@ struct RunReport {
   double tokens_per_step = 0.0;
   double memory_bound_share = 0.0;    ///< of compute-stream busy time (energy model input)
   std::optional<EnergyReport> energy; ///< power, energy, cost; absent without platform power
+  /// The memory model's verdict for the job (worst rank's peak vs HBM); absent when the memory
+  /// model rejects the spec. simulate_job does not stop on it: `clustersim run` does.
+  std::optional<MemoryFit> memory;
 };
 
 /// Options of a simulation run.

@@ -47,7 +47,10 @@ StepFigures parse_figures(const std::string& text) {
 MemoryFit memory_fit(const Job& job) {
   const double capacity = job.cluster.platform.gpu.hbm_capacity.value;
   const workloads::MemoryReport report = workloads::estimate_memory(job.workload, capacity);
-  return MemoryFit{report.peak_bytes(), capacity, report.fits(), report.oom_message()};
+  const auto& largest = report.worst().dominant();
+  return MemoryFit{report.peak_bytes(), capacity,          report.fits(),
+                   report.oom_message(), report.worst_rank, report.worst_stage,
+                   largest.name,         largest.bytes};
 }
 
 }  // namespace clustersim::tools

@@ -34,6 +34,10 @@ struct MemoryFit {
   double capacity_bytes = 0.0;  ///< HBM of one GPU
   bool fits = true;
   std::string message;          ///< why it does not fit (empty when it fits)
+  int worst_rank = 0;           ///< first rank of the worst pipeline stage
+  int worst_stage = 0;          ///< the pipeline stage with the largest peak
+  std::string largest_component;       ///< the worst stage's largest component ("activations")
+  double largest_component_bytes = 0.0;
 };
 
 /// Estimates the job's per-GPU peak memory against its GPU's HBM with the workloads memory

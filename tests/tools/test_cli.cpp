@@ -120,3 +120,84 @@ TEST(Cli, HelpExplainsEveryRunOption) {
 }
 
 }  // namespace
+
+// Issue 4: a job whose worst rank does not fit in HBM stops before simulating.
+TEST(Cli, JobOverGpuMemoryStopsWithThreeNamingRankGibAndComponent) {
+  const std::string json = tmp("oom.json");
+  std::remove(json.c_str());
+  const auto r = run_cli("run " + data("oom_job.yaml") + " --json " + json);
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  for (const char* part : {"out of GPU memory", "rank ", "GiB but the GPU has", "over by",
+                           "largest component is activations", "clustersim memory",
+                           "--ignore-oom"}) {
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  }
+  EXPECT_EQ(r.output.find("step time"), std::string::npos) << "must not simulate\n" << r.output;
+  EXPECT_FALSE(std::ifstream(json).good()) << "no JSON for a job that was not simulated";
+}
+
+TEST(Cli, IgnoreOomSimulatesAnywayWithAWarningAndTheVerdictInJson) {
+  const auto r = run_cli("run " + data("oom_job.yaml") + " --ignore-oom --json " + tmp("oom2.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: out of GPU memory"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("step time"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("OUT OF MEMORY"), std::string::npos) << r.output;
+  const auto j = read_json(tmp("oom2.json"));
+  ASSERT_TRUE(j.contains("memory")) << j.dump(2);
+  const auto& m = j["memory"];
+  EXPECT_FALSE(m["fits"].get<bool>());
+  EXPECT_GT(m["peak_gib"].get<double>(), m["capacity_gib"].get<double>());
+  EXPECT_EQ(m["largest_component"], "activations");
+  EXPECT_NE(m["oom"].get<std::string>().find("over by"), std::string::npos);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0.0);
+}
+
+TEST(Cli, JobThatFitsCarriesTheMemoryVerdictAndTheCostTables) {
+  const auto r = run_cli("run " + data("small_job.yaml") + " --json " + tmp("fit.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Issue 5 item 6: which table served each op class.
+  for (const char* part : {"cost tables", "GEMM BF16:", "attention:", "memory-bound:",
+                           "collectives over NVLink:", "memory        peak"}) {
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  }
+  const auto j = read_json(tmp("fit.json"));
+  ASSERT_TRUE(j.contains("memory"));
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+  EXPECT_LT(j["memory"]["peak_gib"].get<double>(), j["memory"]["capacity_gib"].get<double>());
+  EXPECT_FALSE(j["memory"].contains("oom"));
+  EXPECT_EQ(j["cost_tables"].size(), 7u);
+}
+
+TEST(Cli, DefaultJobFitsInMemory) {
+  const auto show = run_cli("run --show-default > " + tmp("default.yaml"));
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  const auto r = run_cli("memory " + tmp("default.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\nfits\n"), std::string::npos) << r.output;
+}
+
+// Issue 5: `calib check` over the committed H200 tables.
+TEST(Cli, CalibCheckReportsEveryTableAndWritesJson) {
+  const auto r = run_cli("calib check --json " + tmp("calib.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Leave-one-out"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("reported, not enforced"), std::string::npos) << r.output;
+  const auto j = read_json(tmp("calib.json"));
+  for (const char* key : {"data_dir", "provenance", "goal", "leave_one_out", "leave_one_out_long",
+                          "catalog"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  ASSERT_GT(j["leave_one_out"].size(), 20u);
+  for (const auto& row : j["leave_one_out"]) {
+    const std::string table = row["table"];
+    EXPECT_NE(r.output.find(table), std::string::npos) << table;
+    EXPECT_EQ(row["meets_goal"].get<bool>(),
+              row["median"].get<double>() <= 0.03 && row["max"].get<double>() <= 0.10);
+  }
+  for (const char* table : {"gemm/bf16/fwd", "gemm/fp8/tn", "attention/cudnn/gqa/fwd",
+                            "membound/copy", "nccl/default/default/all_reduce"}) {
+    EXPECT_NE(r.output.find(table), std::string::npos) << table << "\n" << r.output;
+  }
+  EXPECT_NE(run_cli("calib check --data /nonexistent").exit_code, 0);
+  EXPECT_EQ(run_cli("calib").exit_code, 2);
+}
