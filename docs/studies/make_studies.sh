@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Regenerates the seed studies of docs/scaling-and-sweeps.md (CSV, SVG, JSON in docs/studies/).
+# Usage, from the repository root after building: bash docs/studies/make_studies.sh [build dir]
+set -euo pipefail
+B=${1:-build}
+D=docs/studies
+# Llama3-70B weak scaling, 64 -> 2,048 H100 (S0 layout TP4 PP2 CP2), beside S0's measured MFU.
+"$B"/clustersim scale "$D"/llama3_70b_weak.yaml --gpus 64,128,256,512,1024,2048 --mode weak \
+  --csv "$D"/llama3_70b_weak.csv --svg "$D"/llama3_70b_weak.svg \
+  --measured-case s0_llama3_70b_64_bf16 --measured-case s0_llama3_70b_2048_bf16 \
+  --title "Llama3-70B BF16 on H100, weak scaling (TP4 PP2 CP2 VP5)"
+# Llama3-405B weak scaling, 576 -> 2,304 H100 (DGX Cloud recipe TP8 PP9 CP2 VP7), beside S0.
+"$B"/clustersim scale "$D"/llama3_405b_weak.yaml --gpus 576,1152,2304 --mode weak \
+  --csv "$D"/llama3_405b_weak.csv --svg "$D"/llama3_405b_weak.svg \
+  --measured-case s0_llama3_405b_576_2304_bf16 \
+  --title "Llama3-405B BF16 on H100, weak scaling (TP8 PP9 CP2 VP7)"
+# Llama-3.1-8B on 8 H200 vs 8 B200, seq 8K-256K (ZeRO-3, full recompute, CPU offload), and
+# the ZeRO-2 8K point: simulated beside case s3_* (TFLOP/s, B200/H200 ratio, peak memory).
+"$B"/clustersim validate --case s3_llama31_8b_seq_sweep --case s3_llama31_8b_8k_zero2 \
+  --plot "$D" --json "$D"/s3_llama31_8b.json
