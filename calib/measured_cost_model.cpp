@@ -276,6 +276,16 @@ InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, doub
           pts[j].comm_slowdown * (1 - w) + pts[j + 1].comm_slowdown * w};
 }
 
+sim::Interference MeasuredCostModel::interference(sim::ComputeClass compute,
+                                                 double comm_bytes) const {
+  // Memory-bound kernels were not measured against NCCL: they compete for HBM bandwidth as the
+  // GEMM does, so they take the GEMM row (docs/cost-model.md).
+  const auto f = interference(compute == sim::ComputeClass::Attention ? OverlapCompute::Attention
+                                                                     : OverlapCompute::Gemm,
+                              std::max(comm_bytes, 1.0));
+  return {std::max(1.0, f.compute_slowdown), std::max(1.0, f.comm_slowdown)};
+}
+
 void MeasuredCostModel::note_out_of_grid(const std::string& what) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, fresh] = out_of_grid_.try_emplace(what, 0);
@@ -308,6 +318,9 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           "3.4 us per step (NCCL 2.28 tuning table); measured on H200",
       "point-to-point over NVLink: " + dir + "/nccl_default.csv (send); measured on H200",
       "collectives and p2p over the network: roofline figures (" + roofline_.describe() + ")",
+      "compute/communication interference: " + dir + "/interference.csv (all_reduce at NCCL's "
+          "default channels vs BF16 GEMM and cuDNN attention); measured on H200" +
+          (rule_.measured ? "" : ", ratios applied unchanged"),
   };
 }
 

@@ -52,6 +52,12 @@ class MeasuredCostModel : public sim::CostModel {
                                           sim::LinkClass link) const override;
   /// NVLink: from the measured one-way send table; Network: the roofline's figures.
   sim::CollectiveParams p2p_params(double bytes, sim::LinkClass link) const override;
+  /// Interference from calib/data/h200/interference.csv (H200, NCCL 2.28.9 all_reduce at the
+  /// default channel count overlapping an 8192^3 BF16 GEMM or a causal cuDNN SDPA fwd+bwd):
+  /// GEMM and memory-bound ops take the GEMM row, attention the attention row; collectives of
+  /// every kind and point-to-point transfers take the all_reduce factor at the same buffer size.
+  /// Derived GPUs (H100, B200, GB200) take the H200 ratios unchanged (docs/cost-model.md).
+  sim::Interference interference(sim::ComputeClass compute, double comm_bytes) const override;
   /// One line: measured or derived, the tables' provenance, the rule for derived GPUs.
   std::string describe() const override;
 

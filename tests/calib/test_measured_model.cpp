@@ -206,7 +206,7 @@ TEST_F(MeasuredModel, DerivedGpusFollowTheirStatedRules) {
   EXPECT_NE(b200.describe().find("derived"), std::string::npos);
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
   EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
-  EXPECT_EQ(h200_.table_sources().size(), 7u);
+  EXPECT_EQ(h200_.table_sources().size(), 8u);
 }
 
 TEST_F(MeasuredModel, InterferenceInterpolatesTheMeasuredSlowdowns) {
@@ -219,6 +219,21 @@ TEST_F(MeasuredModel, InterferenceInterpolatesTheMeasuredSlowdowns) {
   EXPECT_DOUBLE_EQ(h200_.interference(OverlapCompute::Gemm, 134217728.0).compute_slowdown, cs);
   EXPECT_DOUBLE_EQ(h200_.interference(OverlapCompute::Gemm, 1.0).comm_slowdown,
                    h200_.interference(OverlapCompute::Gemm, 16777216.0).comm_slowdown);
+}
+
+TEST_F(MeasuredModel, EngineInterferenceTakesTheGemmRowForGemmAndMemoryBoundOps) {
+  const sim::CostModel& model = h200_;
+  const double b = 256e6;
+  const auto g = h200_.interference(OverlapCompute::Gemm, b);
+  const auto a = h200_.interference(OverlapCompute::Attention, b);
+  EXPECT_DOUBLE_EQ(model.interference(sim::ComputeClass::Gemm, b).compute_slowdown, g.compute_slowdown);
+  EXPECT_DOUBLE_EQ(model.interference(sim::ComputeClass::MemoryBound, b).comm_slowdown, g.comm_slowdown);
+  EXPECT_DOUBLE_EQ(model.interference(sim::ComputeClass::Attention, b).compute_slowdown, a.compute_slowdown);
+  EXPECT_GT(g.compute_slowdown, 1.1);
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  EXPECT_DOUBLE_EQ(h100.interference(sim::ComputeClass::Gemm, b).compute_slowdown, g.compute_slowdown);
+  const RooflineCostModel roofline(gpu("H100-SXM", 3.35));
+  EXPECT_DOUBLE_EQ(roofline.interference(sim::ComputeClass::Gemm, b).compute_slowdown, 1.0);
 }
 
 TEST_F(MeasuredModel, CalibCheckMeetsTheMedianGoalOnGemmAndCollectives) {
