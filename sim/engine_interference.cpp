@@ -93,7 +93,8 @@ double comm_slowdown(const RankState& compute_rank, const CommParams& prm) {
   return prm.overlap[static_cast<size_t>(st.computing_class)].comm_slowdown;
 }
 
-void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector<double>* ends) {
+void play_compute(RankState& r, const StreamPlan& sp, const Unit& u,
+                  std::unique_lock<sg4::Mutex>& lock, std::vector<double>* ends) {
   OverlapState& st = r.overlap;
   const auto& ops = r.program->ops;
   Progress p{u.begin, ops[sp.ops[u.begin]].duration_s};
@@ -122,7 +123,7 @@ void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector
       return;
     }
   }
-  std::unique_lock<sg4::Mutex> lock(*r.mutex);
+  if (!lock.owns_lock()) lock.lock();
   while (p.pos < u.end) {
     const CommParams* f = st.in_force;
     st.computing_class = compute_class(ops[sp.ops[p.pos]]);
