@@ -88,6 +88,7 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       tables_(std::move(tables)),
       roofline_(gpu_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
+  overlap_points_ = {interference_points("gemm"), interference_points("attention")};
 }
 
 double MeasuredCostModel::compute_time(const sim::Op& op) const {
@@ -259,14 +260,32 @@ sim::CollectiveParams MeasuredCostModel::p2p_params(double bytes, sim::LinkClass
   return p;
 }
 
-InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, double comm_bytes) const {
-  const std::string name = compute == OverlapCompute::Gemm ? "gemm" : "attention";
-  std::vector<InterferencePoint> pts;
+// The default-channel rows of interference.csv for one compute kind, one point per all_reduce
+// size, averaged over the measured GPUs (both ranks of the 2-GPU run), by increasing size.
+std::vector<InterferencePoint> MeasuredCostModel::interference_points(const std::string& name) const {
+  std::map<double, std::vector<InterferencePoint>> by_bytes;
   for (const auto& p : tables_->interference()) {
-    if (p.compute == name && p.channels == "default") pts.push_back(p);
+    if (p.compute == name && p.channels == "default") by_bytes[p.bytes].push_back(p);
   }
-  if (pts.empty()) throw std::out_of_range("no interference measurement for " + name);
-  std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  std::vector<InterferencePoint> pts;
+  for (const auto& [bytes, rows] : by_bytes) {
+    InterferencePoint m = rows.front();
+    m.compute_slowdown = m.comm_slowdown = 0.0;
+    for (const auto& r : rows) {
+      m.compute_slowdown += r.compute_slowdown / static_cast<double>(rows.size());
+      m.comm_slowdown += r.comm_slowdown / static_cast<double>(rows.size());
+    }
+    pts.push_back(m);
+  }
+  return pts;
+}
+
+InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, double comm_bytes) const {
+  const auto& pts = overlap_points_[compute == OverlapCompute::Gemm ? 0 : 1];
+  if (pts.empty()) {
+    throw std::out_of_range(std::string("no interference measurement for ") +
+                            (compute == OverlapCompute::Gemm ? "gemm" : "attention"));
+  }
   if (comm_bytes <= pts.front().bytes) return {pts.front().compute_slowdown, pts.front().comm_slowdown};
   if (comm_bytes >= pts.back().bytes) return {pts.back().compute_slowdown, pts.back().comm_slowdown};
   std::size_t j = 0;

@@ -4,6 +4,7 @@
 // docs/calibration.md.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -65,8 +66,8 @@ class MeasuredCostModel : public sim::CostModel {
   std::vector<std::string> table_sources() const;
   /// Ops costed outside the measured grids since construction, in first-seen order.
   std::vector<OutOfGridOp> out_of_grid() const;
-  /// Measured interference at the NCCL default channel count, interpolated in log(bytes)
-  /// between the measured all_reduce sizes (clamped at the ends).
+  /// Measured interference at the NCCL default channel count, averaged over the measured GPUs
+  /// and interpolated in log(bytes) between the measured all_reduce sizes (clamped at the ends).
   InterferenceFactors interference(OverlapCompute compute, double comm_bytes) const;
   /// The derivation rule in use.
   const DerivationRule& rule() const { return rule_; }
@@ -82,11 +83,13 @@ class MeasuredCostModel : public sim::CostModel {
   sim::CollectiveParams nvlink_params(const std::string& series, double bytes_equiv,
                                       double share_factor, int steps) const;
   void note_out_of_grid(const std::string& what) const;
+  std::vector<InterferencePoint> interference_points(const std::string& name) const;
 
   sim::GpuSpec gpu_;
   const DerivationRule& rule_;
   std::shared_ptr<const MeasuredTables> tables_;
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
+  std::array<std::vector<InterferencePoint>, 2> overlap_points_;  ///< gemm, attention
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::size_t> out_of_grid_;
   mutable std::vector<std::string> out_of_grid_order_;
