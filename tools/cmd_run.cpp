@@ -21,6 +21,7 @@ struct RunArgs {
   std::string cost;
   std::string nccl_algo;
   std::string trace_ranks;
+  bool no_interference = false;
 };
 
 // Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
@@ -64,6 +65,7 @@ int run_command(const RunArgs& args) {
   if (!args.replicas.empty()) options.replicas = args.replicas;
   if (!args.cost.empty()) options.cost = args.cost;
   if (!args.nccl_algo.empty()) options.nccl_algo = args.nccl_algo;
+  if (args.no_interference) options.interference = false;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -111,6 +113,10 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
                   "tree, hierarchical, nvls); default: chosen per call by NCCL's cost model")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
+  cmd->add_flag("--no-interference", args->no_interference,
+                 "Let compute and communication overlap without slowing each other (default: the "
+                 "cost model's measured interference, docs/engine.md); overrides the job's "
+                 "simulation.interference");
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

@@ -17,6 +17,7 @@ struct SimulationSpec {
   std::string replicas = "auto";  ///< auto | full | identical (docs/engine.md)
   std::string cost = "measured";  ///< measured | roofline (docs/cost-model.md)
   std::string nccl_algo;          ///< "" (NCCL-style choice) | ring | tree | hierarchical | nvls
+  bool interference = true;       ///< compute/communication interference (docs/engine.md)
 };
 
 /// A validated job.

@@ -30,6 +30,7 @@ SimulateOptions options_from_job(const Job& job) {
   o.replicas = job.simulation.replicas;
   o.cost = job.simulation.cost;
   o.nccl_algo = job.simulation.nccl_algo;
+  o.interference = job.simulation.interference;
   return o;
 }
 
@@ -46,6 +47,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   engine_options.record_timeline = options.timeline;
   engine_options.timeline_ranks = options.timeline_ranks;
   engine_options.nccl_algo = options.nccl_algo;
+  engine_options.interference = options.interference;
   if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +
                                 options.replicas + "'");
@@ -67,6 +69,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
     }
   }
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
+  report.interference = engine_options.interference;
   report.gpus = workload.layout.world();
   const auto& acc = workload.accounting;
   const double gpu_seconds = report.step.step_time_s * report.gpus;
@@ -102,6 +105,7 @@ std::string report_json(const RunReport& r) {
   j["job"] = r.job_description;
   j["cost_model"] = r.cost_model;
   j["replicas"] = r.replicas;
+  j["interference"] = r.interference;
   j["cost_notes"] = r.cost_notes;
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
@@ -135,7 +139,8 @@ std::string report_text(const RunReport& r) {
         << " op classes costed outside the measured tables (listed in --json cost_notes)\n";
   }
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
-      << r.step.events << " events, replicas " << r.replicas << "\n";
+      << r.step.events << " events, replicas " << r.replicas << ", interference "
+      << (r.interference ? "on" : "off") << "\n";
   if (r.energy) out << energy_text(*r.energy);
   return out.str();
 }

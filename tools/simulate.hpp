@@ -18,6 +18,7 @@ struct RunReport {
   std::string job_description;   ///< workload and platform in one line
   std::string cost_model;        ///< CostModel::describe()
   std::string replicas;          ///< "full" or "identical" (the reduction actually used)
+  bool interference = true;      ///< compute/communication interference was applied
   std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
   int gpus = 0;
   sim::StepResult step;
@@ -46,6 +47,9 @@ struct SimulateOptions {
   std::string cost = "measured";
   /// Force one collective algorithm (ring, tree, hierarchical, nvls); empty: NCCL-style choice.
   std::string nccl_algo;
+  /// Compute/communication interference from the cost model (docs/engine.md); false: overlap
+  /// is free.
+  bool interference = true;
 };
 
 /// Options as the job's `simulation:` section sets them.
