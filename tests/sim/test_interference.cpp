@@ -130,5 +130,30 @@ TEST(Interference, TwoRunsAreBitIdentical) {
   EXPECT_GT(a.step_time_s, run(ops, false).step_time_s);
 }
 
+TEST(Interference, DeadlockAfterATimedWaitIsReported) {
+  // Rank 1 computes beside a receive that never completes (a timed wait), then waits on it.
+  test::StarPlatform platform(2, 1e9);
+  InterferingCost cost;
+  Workload w;
+  w.layout = RankLayout(1, 1, 1, 2);
+  Program first, last;
+  first.labels = last.labels = {"op"};
+  first.ops = {gemm(1e12)};
+  Op recv;
+  recv.shape = P2PSpec{Peer::None, Peer::PrevStage};
+  recv.bytes = 1e6;
+  recv.stream = Stream::PpComm;
+  last.ops = {recv, gemm(1e12), gemm(1e12, {0})};
+  w.programs = {first, last};
+  w.program_of_rank = {0, 1};
+  cost_workload(w, cost);
+  try {
+    simulate_step(w, platform, cost);
+    FAIL() << "expected a deadlock error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace clustersim::sim
