@@ -239,6 +239,16 @@ sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind k
                                                            int group_size,
                                                            sim::LinkClass link) const {
   if (link == sim::LinkClass::Network) return roofline_.collective_params(kind, bytes, group_size, link);
+  // NCCL's own algorithm choice timed without debug logging (see measured_tables.cpp); all_to_all
+  // is point-to-point based and was not logged: its default-run table serves.
+  const std::string series = kind == sim::CollectiveKind::AllToAll ? "nccl/default/default/"
+                                                                    : "nccl/nccl_choice/";
+  return nvlink_collective(kind, bytes, group_size, series);
+}
+
+sim::CollectiveParams MeasuredCostModel::nvlink_collective(sim::CollectiveKind kind, double bytes,
+                                                           int group_size,
+                                                           const std::string& series) const {
   const int p0 = tables_->nccl_ranks();
   const int p = std::max(group_size, 2);
   const bool ar = kind == sim::CollectiveKind::AllReduce;
@@ -246,11 +256,38 @@ sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind k
   const double share = ar ? 2.0 * (p0 - 1) / p0 : static_cast<double>(p0 - 1) / p0;
   // A ring step moves bytes/p: look up the 2-GPU size with the same per-step chunk.
   const double bytes0 = bytes * p0 / p;
-  // NCCL's own algorithm choice timed without debug logging (see measured_tables.cpp); all_to_all
-  // is point-to-point based and was not logged: its default-run table serves.
-  const std::string series = kind == sim::CollectiveKind::AllToAll ? "nccl/default/default/"
-                                                                    : "nccl/nccl_choice/";
   return nvlink_params(series + collective_name(kind), bytes0, share, steps0);
+}
+
+sim::CollectiveParams MeasuredCostModel::protocol_collective_params(sim::CollectiveKind kind,
+                                                                    double bytes, int group_size,
+                                                                    sim::LinkClass link,
+                                                                    sim::NcclProtocol proto) const {
+  if (link == sim::LinkClass::Network || proto == sim::NcclProtocol::Default ||
+      kind == sim::CollectiveKind::AllToAll) {
+    return collective_params(kind, bytes, group_size, link);
+  }
+  using P = sim::NcclProtocol;
+  const std::vector<std::pair<P, const char*>> tables = {
+      {P::LL, "ll"}, {P::LL128, "ll128"}, {P::Simple, "simple"}};
+  // Time of the collective over 2 ranks at the same per-step chunk, as NCCL's tuner models it.
+  const int p0 = tables_->nccl_ranks();
+  const double bytes0 = bytes * p0 / std::max(group_size, 2);
+  const double share = (kind == sim::CollectiveKind::AllReduce ? 2.0 : 1.0) * (p0 - 1) / p0;
+  const int steps0 = (kind == sim::CollectiveKind::AllReduce ? 2 : 1) * (p0 - 1);
+  sim::CollectiveParams best;
+  double best_t = -1.0;
+  for (const auto& [which, name] : tables) {
+    if (proto != P::Auto && proto != which) continue;
+    const auto c = nvlink_collective(kind, bytes, group_size, std::string("nccl/ring/") + name + "/");
+    const double t = c.base_latency_s + steps0 * c.step_latency_s +
+                     share * bytes0 / (kMeasuredNvlinkBytesPerS * c.bandwidth_efficiency);
+    if (best_t < 0.0 || t < best_t) {
+      best = c;
+      best_t = t;
+    }
+  }
+  return best;
 }
 
 sim::CollectiveParams MeasuredCostModel::p2p_params(double bytes, sim::LinkClass link) const {

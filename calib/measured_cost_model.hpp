@@ -51,6 +51,13 @@ class MeasuredCostModel : public sim::CostModel {
   /// figures.
   sim::CollectiveParams collective_params(sim::CollectiveKind kind, double bytes, int group_size,
                                           sim::LinkClass link) const override;
+  /// NVLink all-reduce, all-gather and reduce-scatter with a protocol other than Default: the
+  /// measured Ring table of that protocol (nccl_ring_ll/ll128/simple.csv), or for Auto the one
+  /// of the three with the lowest time at this size (NCCL's tuner picks the lowest modelled
+  /// time). All-to-all and the network: as collective_params (no per-protocol figures).
+  sim::CollectiveParams protocol_collective_params(sim::CollectiveKind kind, double bytes,
+                                                   int group_size, sim::LinkClass link,
+                                                   sim::NcclProtocol proto) const override;
   /// NVLink: from the measured one-way send table; Network: the roofline's figures.
   sim::CollectiveParams p2p_params(double bytes, sim::LinkClass link) const override;
   /// Interference from calib/data/h200/interference.csv (H200, NCCL 2.28.9 all_reduce at the
@@ -83,6 +90,8 @@ class MeasuredCostModel : public sim::CostModel {
   sim::CollectiveParams nvlink_params(const std::string& series, double bytes_equiv,
                                       double share_factor, int steps) const;
   void note_out_of_grid(const std::string& what) const;
+  sim::CollectiveParams nvlink_collective(sim::CollectiveKind kind, double bytes, int group_size,
+                                          const std::string& series) const;
   std::vector<InterferencePoint> interference_points(const std::string& name) const;
 
   sim::GpuSpec gpu_;

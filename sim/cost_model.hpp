@@ -39,6 +39,10 @@ struct CollectiveParams {
   double bandwidth_efficiency = 1.0; ///< achieved fraction of the link bandwidth in (0, 1]
 };
 
+/// NCCL protocol of collectives (NCCL_PROTO): the one NCCL itself picks (Default), one forced,
+/// or the fastest measured at each message size (Auto, as NCCL's tuner picks by its model).
+enum class NcclProtocol : std::uint8_t { Default, LL, LL128, Simple, Auto };
+
 /// What a compute kernel is, as far as interference with communication goes: the measurements
 /// (calib/data/h200/interference.csv) distinguish tensor-core GEMMs from attention kernels.
 enum class ComputeClass : std::uint8_t { Gemm, Attention, MemoryBound };
@@ -66,6 +70,14 @@ class CostModel {
   /// NCCL parameters of a collective of `bytes` per rank over `group_size` ranks.
   virtual CollectiveParams collective_params(CollectiveKind kind, double bytes, int group_size,
                                              LinkClass link) const = 0;
+  /// collective_params under NCCL protocol `proto`. Default implementation: the protocol is
+  /// ignored (a model without per-protocol figures answers as for NcclProtocol::Default).
+  virtual CollectiveParams protocol_collective_params(CollectiveKind kind, double bytes,
+                                                      int group_size, LinkClass link,
+                                                      NcclProtocol proto) const {
+    (void)proto;
+    return collective_params(kind, bytes, group_size, link);
+  }
   /// Parameters of one point-to-point transfer.
   virtual CollectiveParams p2p_params(double bytes, LinkClass link) const = 0;
   /// Interference between a compute kernel of class `compute` and one communication op (NCCL

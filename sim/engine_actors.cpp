@@ -56,7 +56,8 @@ const CommParams& Shared::params(int rank, const Op& op) {
   if (!c.ready) {
     if (const auto* spec = std::get_if<CollectiveSpec>(&op.shape)) {
       const int p = group(rank, spec->group).size;
-      c.nvl = cost->collective_params(spec->kind, op.bytes, p, LinkClass::NVLink);
+      c.nvl = cost->protocol_collective_params(spec->kind, op.bytes, p, LinkClass::NVLink,
+                                               options->nccl_proto);
       c.net = cost->collective_params(spec->kind, op.bytes, p, LinkClass::Network);
     } else {
       c.nvl = cost->p2p_params(op.bytes, LinkClass::NVLink);

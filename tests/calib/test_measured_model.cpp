@@ -1,6 +1,7 @@
 // Tests of the measured cost model (calib/measured_cost_model) and the calib check.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -240,6 +241,28 @@ TEST_F(MeasuredModel, EngineInterferenceTakesTheGemmRowForGemmAndMemoryBoundOps)
   EXPECT_DOUBLE_EQ(h100.interference(sim::ComputeClass::Gemm, b).compute_slowdown, g.compute_slowdown);
   const RooflineCostModel roofline(gpu("H100-SXM", 3.35));
   EXPECT_DOUBLE_EQ(roofline.interference(sim::ComputeClass::Gemm, b).compute_slowdown, 1.0);
+}
+
+TEST_F(MeasuredModel, ForcedAndAutomaticNcclProtocolsFollowTheRingTables) {
+  using P = sim::NcclProtocol;
+  const auto ar = sim::CollectiveKind::AllReduce;
+  const auto nvl = sim::LinkClass::NVLink;
+  // Time over the 2 measured ranks as the model sees it: base + 2 steps + 1 x bytes / (450 GB/s x eff).
+  auto time = [&](double bytes, P proto) {
+    const auto c = h200_.protocol_collective_params(ar, bytes, 2, nvl, proto);
+    return c.base_latency_s + 2 * c.step_latency_s + bytes / (450e9 * c.bandwidth_efficiency);
+  };
+  for (double bytes : {8192.0, 1048576.0, 268435456.0}) {
+    const double best = std::min({time(bytes, P::LL), time(bytes, P::LL128), time(bytes, P::Simple)});
+    EXPECT_NEAR(time(bytes, P::Auto), best, 1e-12 * best) << bytes;
+  }
+  EXPECT_LT(time(8192.0, P::LL), time(8192.0, P::Simple));              // LL: low latency
+  EXPECT_LT(time(268435456.0, P::Simple), time(268435456.0, P::LL));    // Simple: bandwidth
+  const auto def = h200_.collective_params(ar, 1e6, 8, nvl);
+  const auto same = h200_.protocol_collective_params(ar, 1e6, 8, nvl, P::Default);
+  EXPECT_DOUBLE_EQ(def.bandwidth_efficiency, same.bandwidth_efficiency);
+  const auto net = h200_.protocol_collective_params(ar, 1e6, 8, sim::LinkClass::Network, P::LL);
+  EXPECT_DOUBLE_EQ(net.base_latency_s, h200_.collective_params(ar, 1e6, 8, sim::LinkClass::Network).base_latency_s);
 }
 
 TEST_F(MeasuredModel, CalibCheckMeetsTheMedianGoalOnGemmAndCollectives) {
