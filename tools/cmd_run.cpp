@@ -22,6 +22,7 @@ struct RunArgs {
   std::string nccl_algo;
   std::string trace_ranks;
   bool no_interference = false;
+  std::string nccl_proto;
 };
 
 // Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
@@ -66,6 +67,7 @@ int run_command(const RunArgs& args) {
   if (!args.cost.empty()) options.cost = args.cost;
   if (!args.nccl_algo.empty()) options.nccl_algo = args.nccl_algo;
   if (args.no_interference) options.interference = false;
+  if (!args.nccl_proto.empty()) options.nccl_proto = args.nccl_proto;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -113,6 +115,11 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
                   "tree, hierarchical, nvls); default: chosen per call by NCCL's cost model")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
+  cmd->add_option("--nccl-proto", args->nccl_proto,
+                  "NCCL protocol of collectives over NVLink, as NCCL_PROTO forces it (LL, LL128, "
+                  "Simple), or auto: the fastest measured protocol at each size; default: the one "
+                  "NCCL chose on the calibration machine. Overrides the job's simulation.nccl_proto")
+      ->check(CLI::IsMember({"LL", "LL128", "Simple", "auto"}));
   cmd->add_flag("--no-interference", args->no_interference,
                  "Let compute and communication overlap without slowing each other (default: the "
                  "cost model's measured interference, docs/engine.md); overrides the job's "

@@ -25,12 +25,22 @@ std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const s
   throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
 }
 
+sim::NcclProtocol nccl_protocol(const std::string& name) {
+  if (name.empty()) return sim::NcclProtocol::Default;
+  if (name == "LL") return sim::NcclProtocol::LL;
+  if (name == "LL128") return sim::NcclProtocol::LL128;
+  if (name == "Simple") return sim::NcclProtocol::Simple;
+  if (name == "auto") return sim::NcclProtocol::Auto;
+  throw std::invalid_argument("nccl_proto must be LL, LL128, Simple or auto, not '" + name + "'");
+}
+
 SimulateOptions options_from_job(const Job& job) {
   SimulateOptions o;
   o.replicas = job.simulation.replicas;
   o.cost = job.simulation.cost;
   o.nccl_algo = job.simulation.nccl_algo;
   o.interference = job.simulation.interference;
+  o.nccl_proto = job.simulation.nccl_proto;
   return o;
 }
 
@@ -48,6 +58,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   engine_options.timeline_ranks = options.timeline_ranks;
   engine_options.nccl_algo = options.nccl_algo;
   engine_options.interference = options.interference;
+  engine_options.nccl_proto = nccl_protocol(options.nccl_proto);
   if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +
                                 options.replicas + "'");
