@@ -105,8 +105,7 @@ class StreamActor {
 
  private:
   void wait_deps(RankState& src, const Unit& u, Stream stream);
-  void run_compute(RankState& r, const StreamPlan& sp, const Unit& u,
-                   std::unique_lock<sg4::Mutex>& overlap_lock);
+  void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
   void run_p2p(const Op& op, Stream stream);
   void record(Stream stream, const Op& op, double start, double end);
@@ -122,8 +121,6 @@ void StreamActor::operator()() {
   RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
   const StreamPlan& sp = r.plan->streams[static_cast<size_t>(slot_)];
   const bool compute_stream = sp.stream == Stream::Compute;
-  // Held by the compute stream from its first timed wait on (engine_interference.cpp).
-  std::unique_lock<sg4::Mutex> overlap_lock(*r.overlap.mutex, std::defer_lock);
   for (const Unit& u : sp.units) {
     const Op& first = r.program->ops[sp.ops[u.begin]];
     r.current_op[static_cast<size_t>(slot_)] = sp.ops[u.begin];
@@ -131,7 +128,7 @@ void StreamActor::operator()() {
     wait_deps(sh_->ranks[static_cast<size_t>(r.source)], u, sp.stream);
     const double t1 = sg4::Engine::get_clock();
     if (u.compute) {
-      run_compute(r, sp, u, overlap_lock);
+      run_compute(r, sp, u);
     } else if (first.is_p2p()) {
       run_p2p(first, sp.stream);
     } else {
@@ -172,13 +169,12 @@ void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream) {
   while (!ready()) src.cvs[static_cast<size_t>(stream)]->wait(lock);
 }
 
-void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u,
-                              std::unique_lock<sg4::Mutex>& overlap_lock) {
+void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u) {
   const double start = sg4::Engine::get_clock();
   if (!sh_->options->interference) {
     sg4::this_actor::sleep_for(u.duration_s);
   } else {
-    play_compute(r, sp, u, overlap_lock, r.record ? &op_ends_ : nullptr);
+    play_compute(r, sp, u, r.record ? &op_ends_ : nullptr);
   }
   ++sh_->events;
   if (!r.record) return;
@@ -367,8 +363,7 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
   r.done.assign(r.program->ops.size(), 0);
   r.mutex = sg4::Mutex::create();
   for (auto& cv : r.cvs) cv = sg4::ConditionVariable::create();
-  r.overlap.cv = sg4::ConditionVariable::create();
-  r.overlap.mutex = sg4::Mutex::create();
+  r.overlap.wake = sg4::Semaphore::create(0);
   r.source = reduce ? replica_source(w, rank) : rank;
   r.mirror = r.source != rank;
   const auto& only = sh.options->timeline_ranks;

@@ -1,14 +1,12 @@
 // Compute/communication interference (docs/engine.md): while a communication op of a rank is in
 // flight on one of its communication streams, the rank's compute runs at 1/compute_slowdown of
-// its rate, piecewise exactly: the compute stream sleeps for the time its remaining work takes
-// at the current rate and is woken whenever the rate changes. The factors are the cost model's
+// its rate, piecewise exactly: the compute stream waits (on a semaphore, with a timeout) for the
+// time its remaining work takes at the current rate and is woken whenever the rate changes. The factors are the cost model's
 // (CostModel::interference; measured: calib/data/h200/interference.csv).
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
-#include <condition_variable>
 #include <limits>
-#include <mutex>
 
 #include "sim/detail/engine_state.hpp"
 
@@ -83,7 +81,7 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes) 
   if (st.logging) {
     st.log.emplace_back(sg4::Engine::get_clock(), now);
   } else {
-    st.cv->notify_all();
+    st.wake->release();
   }
 }
 
@@ -93,8 +91,7 @@ double comm_slowdown(const RankState& compute_rank, const CommParams& prm) {
   return prm.overlap[static_cast<size_t>(st.computing_class)].comm_slowdown;
 }
 
-void play_compute(RankState& r, const StreamPlan& sp, const Unit& u,
-                  std::unique_lock<sg4::Mutex>& lock, std::vector<double>* ends) {
+void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector<double>* ends) {
   OverlapState& st = r.overlap;
   const auto& ops = r.program->ops;
   Progress p{u.begin, ops[sp.ops[u.begin]].duration_s};
@@ -123,12 +120,11 @@ void play_compute(RankState& r, const StreamPlan& sp, const Unit& u,
       return;
     }
   }
-  if (!lock.owns_lock()) lock.lock();
   while (p.pos < u.end) {
     const CommParams* f = st.in_force;
     st.computing_class = compute_class(ops[sp.ops[p.pos]]);
     const double left = time_to_finish(p, r, sp, u, f);
-    const bool timeout = st.cv->wait_for(lock, left) == std::cv_status::timeout;
+    const bool timeout = st.wake->acquire_timeout(left);
     const double now = sg4::Engine::get_clock();
     advance(p, r, sp, u, f, t, timeout ? inf : now - t, ends);
     t = now;

@@ -7,7 +7,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -52,8 +51,10 @@ struct OverlapState {
   bool logging = false;    ///< ... asleep for its full-rate duration: changes go to `log`
   ComputeClass computing_class = ComputeClass::Gemm;  ///< op class when the rate last changed
   std::vector<std::pair<double, const CommParams*>> log;  ///< (time, in_force from then on)
-  simgrid::s4u::ConditionVariablePtr cv;  ///< wakes the compute stream when in_force changes
-  simgrid::s4u::MutexPtr mutex;           ///< of `cv`; only the compute stream takes it
+  /// Released when in_force changes while the compute stream waits on it with a timeout (a
+  /// semaphore: no mutex to retake, as cheap as a sleep; a stale release only causes a wake-up
+  /// that finds nothing changed).
+  simgrid::s4u::SemaphorePtr wake;
 };
 
 /// One rank's actors' shared state.
@@ -110,11 +111,8 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes);
 
 /// Plays compute unit `u` of stream plan `sp` on rank `r`, at full rate while no interfering
 /// communication is in flight and at 1/compute_slowdown of each op's rate while some is
-/// (piecewise exact). With `ends`, appends every op's end time. `lock` (on r.overlap.mutex,
-/// owned by the compute stream's actor) is taken on first need and kept: an uncontended timed
-/// wait then costs no lock and unlock.
-void play_compute(RankState& r, const StreamPlan& sp, const Unit& u,
-                  std::unique_lock<simgrid::s4u::Mutex>& lock, std::vector<double>* ends);
+/// (piecewise exact). With `ends`, appends every op's end time.
+void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector<double>* ends);
 
 /// Slowdown of a communication op with parameters `prm` starting now, given the rank whose
 /// compute stream it overlaps: its comm_slowdown if that stream is computing, else 1.
