@@ -86,6 +86,7 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       tables_(std::move(tables)),
       roofline_(gpu_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
+  overlap_points_ = {interference_points("gemm"), interference_points("attention")};
 }
 
 double MeasuredCostModel::compute_time(const sim::Op& op) const {
@@ -241,6 +242,16 @@ sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind k
                                                            int group_size,
                                                            sim::LinkClass link) const {
   if (link == sim::LinkClass::Network) return roofline_.collective_params(kind, bytes, group_size, link);
+  // NCCL's own algorithm choice timed without debug logging (see measured_tables.cpp); all_to_all
+  // is point-to-point based and was not logged: its default-run table serves.
+  const std::string series = kind == sim::CollectiveKind::AllToAll ? "nccl/default/default/"
+                                                                    : "nccl/nccl_choice/";
+  return nvlink_collective(kind, bytes, group_size, series);
+}
+
+sim::CollectiveParams MeasuredCostModel::nvlink_collective(sim::CollectiveKind kind, double bytes,
+                                                           int group_size,
+                                                           const std::string& series) const {
   const int p0 = tables_->nccl_ranks();
   const int p = std::max(group_size, 2);
   const bool ar = kind == sim::CollectiveKind::AllReduce;
@@ -248,11 +259,38 @@ sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind k
   const double share = ar ? 2.0 * (p0 - 1) / p0 : static_cast<double>(p0 - 1) / p0;
   // A ring step moves bytes/p: look up the 2-GPU size with the same per-step chunk.
   const double bytes0 = bytes * p0 / p;
-  // NCCL's own algorithm choice timed without debug logging (see measured_tables.cpp); all_to_all
-  // is point-to-point based and was not logged: its default-run table serves.
-  const std::string series = kind == sim::CollectiveKind::AllToAll ? "nccl/default/default/"
-                                                                    : "nccl/nccl_choice/";
   return nvlink_params(series + collective_name(kind), bytes0, share, steps0);
+}
+
+sim::CollectiveParams MeasuredCostModel::protocol_collective_params(sim::CollectiveKind kind,
+                                                                    double bytes, int group_size,
+                                                                    sim::LinkClass link,
+                                                                    sim::NcclProtocol proto) const {
+  if (link == sim::LinkClass::Network || proto == sim::NcclProtocol::Default ||
+      kind == sim::CollectiveKind::AllToAll) {
+    return collective_params(kind, bytes, group_size, link);
+  }
+  using P = sim::NcclProtocol;
+  const std::vector<std::pair<P, const char*>> tables = {
+      {P::LL, "ll"}, {P::LL128, "ll128"}, {P::Simple, "simple"}};
+  // Time of the collective over 2 ranks at the same per-step chunk, as NCCL's tuner models it.
+  const int p0 = tables_->nccl_ranks();
+  const double bytes0 = bytes * p0 / std::max(group_size, 2);
+  const double share = (kind == sim::CollectiveKind::AllReduce ? 2.0 : 1.0) * (p0 - 1) / p0;
+  const int steps0 = (kind == sim::CollectiveKind::AllReduce ? 2 : 1) * (p0 - 1);
+  sim::CollectiveParams best;
+  double best_t = -1.0;
+  for (const auto& [which, name] : tables) {
+    if (proto != P::Auto && proto != which) continue;
+    const auto c = nvlink_collective(kind, bytes, group_size, std::string("nccl/ring/") + name + "/");
+    const double t = c.base_latency_s + steps0 * c.step_latency_s +
+                     share * bytes0 / (kMeasuredNvlinkBytesPerS * c.bandwidth_efficiency);
+    if (best_t < 0.0 || t < best_t) {
+      best = c;
+      best_t = t;
+    }
+  }
+  return best;
 }
 
 sim::CollectiveParams MeasuredCostModel::p2p_params(double bytes, sim::LinkClass link) const {
@@ -262,14 +300,32 @@ sim::CollectiveParams MeasuredCostModel::p2p_params(double bytes, sim::LinkClass
   return p;
 }
 
-InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, double comm_bytes) const {
-  const std::string name = compute == OverlapCompute::Gemm ? "gemm" : "attention";
-  std::vector<InterferencePoint> pts;
+// The default-channel rows of interference.csv for one compute kind, one point per all_reduce
+// size, averaged over the measured GPUs (both ranks of the 2-GPU run), by increasing size.
+std::vector<InterferencePoint> MeasuredCostModel::interference_points(const std::string& name) const {
+  std::map<double, std::vector<InterferencePoint>> by_bytes;
   for (const auto& p : tables_->interference()) {
-    if (p.compute == name && p.channels == "default") pts.push_back(p);
+    if (p.compute == name && p.channels == "default") by_bytes[p.bytes].push_back(p);
   }
-  if (pts.empty()) throw std::out_of_range("no interference measurement for " + name);
-  std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  std::vector<InterferencePoint> pts;
+  for (const auto& [bytes, rows] : by_bytes) {
+    InterferencePoint m = rows.front();
+    m.compute_slowdown = m.comm_slowdown = 0.0;
+    for (const auto& r : rows) {
+      m.compute_slowdown += r.compute_slowdown / static_cast<double>(rows.size());
+      m.comm_slowdown += r.comm_slowdown / static_cast<double>(rows.size());
+    }
+    pts.push_back(m);
+  }
+  return pts;
+}
+
+InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, double comm_bytes) const {
+  const auto& pts = overlap_points_[compute == OverlapCompute::Gemm ? 0 : 1];
+  if (pts.empty()) {
+    throw std::out_of_range(std::string("no interference measurement for ") +
+                            (compute == OverlapCompute::Gemm ? "gemm" : "attention"));
+  }
   if (comm_bytes <= pts.front().bytes) return {pts.front().compute_slowdown, pts.front().comm_slowdown};
   if (comm_bytes >= pts.back().bytes) return {pts.back().compute_slowdown, pts.back().comm_slowdown};
   std::size_t j = 0;
@@ -277,6 +333,16 @@ InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, doub
   const double w = std::log(comm_bytes / pts[j].bytes) / std::log(pts[j + 1].bytes / pts[j].bytes);
   return {pts[j].compute_slowdown * (1 - w) + pts[j + 1].compute_slowdown * w,
           pts[j].comm_slowdown * (1 - w) + pts[j + 1].comm_slowdown * w};
+}
+
+sim::Interference MeasuredCostModel::interference(sim::ComputeClass compute,
+                                                 double comm_bytes) const {
+  // Memory-bound kernels were not measured against NCCL: they compete for HBM bandwidth as the
+  // GEMM does, so they take the GEMM row (docs/cost-model.md).
+  const auto f = interference(compute == sim::ComputeClass::Attention ? OverlapCompute::Attention
+                                                                     : OverlapCompute::Gemm,
+                              std::max(comm_bytes, 1.0));
+  return {std::max(1.0, f.compute_slowdown), std::max(1.0, f.comm_slowdown)};
 }
 
 void MeasuredCostModel::note_out_of_grid(const std::string& what) const {
@@ -323,6 +389,9 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           " threads, " + tables_->host_offload().cpu + ", capped at the GPU's share of the host "
           "DRAM peak); CPU of the measuring host, not the platform's",
       "collectives and p2p over the network: roofline figures (" + roofline_.describe() + ")",
+      "compute/communication interference: " + dir + "/interference.csv (all_reduce at NCCL's "
+          "default channels vs BF16 GEMM and cuDNN attention); measured on H200" +
+          (rule_.measured ? "" : ", ratios applied unchanged"),
   };
 }
 

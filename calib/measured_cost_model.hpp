@@ -4,6 +4,7 @@
 // docs/calibration.md.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -50,8 +51,21 @@ class MeasuredCostModel : public sim::CostModel {
   /// figures.
   sim::CollectiveParams collective_params(sim::CollectiveKind kind, double bytes, int group_size,
                                           sim::LinkClass link) const override;
+  /// NVLink all-reduce, all-gather and reduce-scatter with a protocol other than Default: the
+  /// measured Ring table of that protocol (nccl_ring_ll/ll128/simple.csv), or for Auto the one
+  /// of the three with the lowest time at this size (NCCL's tuner picks the lowest modelled
+  /// time). All-to-all and the network: as collective_params (no per-protocol figures).
+  sim::CollectiveParams protocol_collective_params(sim::CollectiveKind kind, double bytes,
+                                                   int group_size, sim::LinkClass link,
+                                                   sim::NcclProtocol proto) const override;
   /// NVLink: from the measured one-way send table; Network: the roofline's figures.
   sim::CollectiveParams p2p_params(double bytes, sim::LinkClass link) const override;
+  /// Interference from calib/data/h200/interference.csv (H200, NCCL 2.28.9 all_reduce at the
+  /// default channel count overlapping an 8192^3 BF16 GEMM or a causal cuDNN SDPA fwd+bwd):
+  /// GEMM and memory-bound ops take the GEMM row, attention the attention row; collectives of
+  /// every kind and point-to-point transfers take the all_reduce factor at the same buffer size.
+  /// Derived GPUs (H100, B200, GB200) take the H200 ratios unchanged (docs/cost-model.md).
+  sim::Interference interference(sim::ComputeClass compute, double comm_bytes) const override;
   /// One line: measured or derived, the tables' provenance, the rule for derived GPUs.
   std::string describe() const override;
 
@@ -59,8 +73,8 @@ class MeasuredCostModel : public sim::CostModel {
   std::vector<std::string> table_sources() const;
   /// Ops costed outside the measured grids since construction, in first-seen order.
   std::vector<OutOfGridOp> out_of_grid() const;
-  /// Measured interference at the NCCL default channel count, interpolated in log(bytes)
-  /// between the measured all_reduce sizes (clamped at the ends).
+  /// Measured interference at the NCCL default channel count, averaged over the measured GPUs
+  /// and interpolated in log(bytes) between the measured all_reduce sizes (clamped at the ends).
   InterferenceFactors interference(OverlapCompute compute, double comm_bytes) const;
   /// The derivation rule in use.
   const DerivationRule& rule() const { return rule_; }
@@ -76,11 +90,15 @@ class MeasuredCostModel : public sim::CostModel {
   sim::CollectiveParams nvlink_params(const std::string& series, double bytes_equiv,
                                       double share_factor, int steps) const;
   void note_out_of_grid(const std::string& what) const;
+  sim::CollectiveParams nvlink_collective(sim::CollectiveKind kind, double bytes, int group_size,
+                                          const std::string& series) const;
+  std::vector<InterferencePoint> interference_points(const std::string& name) const;
 
   sim::GpuSpec gpu_;
   const DerivationRule& rule_;
   std::shared_ptr<const MeasuredTables> tables_;
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
+  std::array<std::vector<InterferencePoint>, 2> overlap_points_;  ///< gemm, attention
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::size_t> out_of_grid_;
   mutable std::vector<std::string> out_of_grid_order_;

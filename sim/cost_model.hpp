@@ -3,6 +3,7 @@
 // Documented in docs/cost-model.md.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,27 @@ struct CollectiveParams {
   double bandwidth_efficiency = 1.0; ///< achieved fraction of the link bandwidth in (0, 1]
 };
 
+/// NCCL protocol of collectives (NCCL_PROTO): the one NCCL itself picks (Default), one forced,
+/// or the fastest measured at each message size (Auto, as NCCL's tuner picks by its model).
+enum class NcclProtocol : std::uint8_t { Default, LL, LL128, Simple, Auto };
+
+/// What a compute kernel is, as far as interference with communication goes: the measurements
+/// (calib/data/h200/interference.csv) distinguish tensor-core GEMMs from attention kernels.
+enum class ComputeClass : std::uint8_t { Gemm, Attention, MemoryBound };
+inline constexpr int kComputeClassCount = 3;
+
+/// The class of a compute op (GemmShape, AttentionShape, MemBoundShape in that order).
+/// Precondition: op.is_compute().
+inline ComputeClass compute_class(const Op& op) {
+  return static_cast<ComputeClass>(op.shape.index());
+}
+
+/// Slowdowns of compute and communication that overlap on one GPU (both >= 1; 1: none).
+struct Interference {
+  double compute_slowdown = 1.0;  ///< compute time while the communication runs / time alone
+  double comm_slowdown = 1.0;     ///< communication time while compute runs / time alone
+};
+
 /// Cost of ops on one GPU type.
 class CostModel {
  public:
@@ -52,8 +74,24 @@ class CostModel {
   /// NCCL parameters of a collective of `bytes` per rank over `group_size` ranks.
   virtual CollectiveParams collective_params(CollectiveKind kind, double bytes, int group_size,
                                              LinkClass link) const = 0;
+  /// collective_params under NCCL protocol `proto`. Default implementation: the protocol is
+  /// ignored (a model without per-protocol figures answers as for NcclProtocol::Default).
+  virtual CollectiveParams protocol_collective_params(CollectiveKind kind, double bytes,
+                                                      int group_size, LinkClass link,
+                                                      NcclProtocol proto) const {
+    (void)proto;
+    return collective_params(kind, bytes, group_size, link);
+  }
   /// Parameters of one point-to-point transfer.
   virtual CollectiveParams p2p_params(double bytes, LinkClass link) const = 0;
+  /// Interference between a compute kernel of class `compute` and one communication op (NCCL
+  /// collective or point-to-point) of `comm_bytes` (Op::bytes) in flight on the same GPU at the
+  /// same time. Default: none (a model without a measurement must not invent one).
+  virtual Interference interference(ComputeClass compute, double comm_bytes) const {
+    (void)compute;
+    (void)comm_bytes;
+    return {};
+  }
   /// One line naming the model and the sources of its numbers (shown in reports).
   virtual std::string describe() const = 0;
 };

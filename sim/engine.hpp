@@ -39,6 +39,15 @@ struct EngineOptions {
   /// "pairwise"), as NCCL_ALGO forces it; empty: chosen per call by NCCL's cost model
   /// (docs/engine.md). A forced algorithm that cannot run a call falls back to ring/pairwise.
   std::string nccl_algo;
+  /// NCCL protocol of collectives over NVLink (NCCL_PROTO): Default is the one NCCL picked on the
+  /// calibration machine at each size; LL, LL128, Simple force one; Auto takes the fastest of
+  /// the cost model's per-protocol figures at each size (docs/engine.md).
+  NcclProtocol nccl_proto = NcclProtocol::Default;
+  /// Compute/communication interference (docs/engine.md): while a communication op runs on a
+  /// rank's communication stream, its compute runs CostModel::interference's compute_slowdown
+  /// times slower, and a collective that starts while the rank computes moves its NVLink bytes
+  /// comm_slowdown times slower. false: compute and communication overlap for free.
+  bool interference = true;
 };
 
 /// Time accounting of a step, averaged over ranks. compute + exposed_comm + bubble equals the

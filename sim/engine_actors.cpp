@@ -15,15 +15,13 @@
 #include <string>
 #include <unordered_map>
 
-#include "sim/detail/collectives.hpp"
-#include "sim/detail/engine_impl.hpp"
+#include "sim/detail/engine_state.hpp"
 
 namespace clustersim::sim::detail {
 namespace {
 
 namespace sg4 = simgrid::s4u;
 
-constexpr int kGroupKinds = kGroupKindCount;
 // Mailbox slots: pipeline transfers by direction, then collectives by (communicator, stream,
 // phase, lane), so that each mailbox sees its senders in program order.
 constexpr int kSlotFromPrevStage = 0;
@@ -35,63 +33,7 @@ int collective_slot(GroupKind group, Stream stream, int phase, int lane) {
 
 int payload_token = 0;  // flows carry no data; mailboxes need a pointer
 
-struct GroupInfo {
-  int size = 1;
-  int index = 0;
-  int next = -1;
-  int prev = -1;
-  int domains = 1;  // distinct NVLink domains the group spans
-  std::vector<int> members;
-  GroupShape shape;
-};
-
-struct RankState {
-  int rank = 0;
-  const Program* program = nullptr;
-  const ProgramPlan* plan = nullptr;
-  std::vector<std::uint8_t> done;
-  sg4::MutexPtr mutex;
-  std::array<sg4::ConditionVariablePtr, kStreamCount> cvs;  // one per waiting stream
-  int source = 0;       // rank whose done flags satisfy this rank's cross-stream deps
-  bool mirror = false;  // plays only its DP streams, mirroring `source` (identical replicas)
-  bool record = false;  // keeps its timeline
-  std::unordered_map<int, sg4::Mailbox*> mailboxes;  // by slot, created on first use
-  std::unordered_map<int, double> route_latency;     // to a rank, from the platform, s
-  std::array<std::unique_ptr<GroupInfo>, kGroupKinds> groups;
-  std::vector<std::int64_t> current_op;  // per stream slot, -1 when finished
-  double busy = 0, exposed = 0, bubble = 0, compute_end = 0, end = 0;
-};
-
-// Cost-model answers for one communication op: identical for every rank running the program,
-// so asked once (table lookups are far slower than the engine's per-op work).
-struct CommParams {
-  bool ready = false;
-  CollectiveParams nvl;  // collective over NVLink, or point-to-point within a domain
-  CollectiveParams net;  // collective crossing domains, or point-to-point across them
-};
-
-struct Shared {
-  const Workload* workload = nullptr;
-  const CostModel* cost = nullptr;
-  const BuiltPlatform* platform = nullptr;
-  const EngineOptions* options = nullptr;
-  std::vector<ProgramPlan> plans;
-  std::vector<std::vector<CommParams>> comm_params;  // [program][op]
-  std::vector<std::vector<bool>> replica_streams;    // [program][stream slot]
-  std::vector<RankState> ranks;
-  std::uint64_t events = 0;
-  std::vector<TimelineEvent> timeline;
-
-  sg4::Mailbox* mailbox(int rank, int slot) {
-    auto& m = ranks[static_cast<size_t>(rank)].mailboxes[slot];
-    if (m == nullptr) m = sg4::Mailbox::by_name("r" + std::to_string(rank) + "." + std::to_string(slot));
-    return m;
-  }
-  int domain(int rank) const { return rank / platform->nvlink_domain_size; }
-  double route_latency(int from, int to);
-  const CommParams& params(int rank, const Op& op);
-  const GroupInfo& group(int rank, GroupKind kind);
-};
+}  // namespace
 
 // Latency of the platform route between two ranks' GPUs (cached per pair).
 double Shared::route_latency(int from, int to) {
@@ -114,11 +56,18 @@ const CommParams& Shared::params(int rank, const Op& op) {
   if (!c.ready) {
     if (const auto* spec = std::get_if<CollectiveSpec>(&op.shape)) {
       const int p = group(rank, spec->group).size;
-      c.nvl = cost->collective_params(spec->kind, op.bytes, p, LinkClass::NVLink);
+      c.nvl = cost->protocol_collective_params(spec->kind, op.bytes, p, LinkClass::NVLink,
+                                               options->nccl_proto);
       c.net = cost->collective_params(spec->kind, op.bytes, p, LinkClass::Network);
     } else {
       c.nvl = cost->p2p_params(op.bytes, LinkClass::NVLink);
       c.net = cost->p2p_params(op.bytes, LinkClass::Network);
+    }
+    if (options->interference) {
+      for (int k = 0; k < kComputeClassCount; ++k) {
+        c.overlap[static_cast<size_t>(k)] = cost->interference(static_cast<ComputeClass>(k), op.bytes);
+        c.interferes = c.interferes || c.overlap[static_cast<size_t>(k)].compute_slowdown > 1.0;
+      }
     }
     c.ready = true;
   }
@@ -143,6 +92,8 @@ const GroupInfo& Shared::group(int rank, GroupKind kind) {
   return *slot;
 }
 
+namespace {
+
 std::uint64_t wire_size(double bytes) {
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
 }
@@ -156,13 +107,14 @@ class StreamActor {
   void wait_deps(RankState& src, const Unit& u, Stream stream);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
-  void run_p2p(const Op& op);
+  void run_p2p(const Op& op, Stream stream);
   void record(Stream stream, const Op& op, double start, double end);
 
   Shared* sh_;
   int rank_;
   int slot_;
   const char* last_algorithm_ = "ring";  // of the last collective, for the timeline
+  std::vector<double> op_ends_;          // of the compute unit being recorded
 };
 
 void StreamActor::operator()() {
@@ -178,7 +130,7 @@ void StreamActor::operator()() {
     if (u.compute) {
       run_compute(r, sp, u);
     } else if (first.is_p2p()) {
-      run_p2p(first);
+      run_p2p(first, sp.stream);
     } else {
       run_collective(first, sp.stream);
     }
@@ -219,15 +171,21 @@ void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream) {
 
 void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u) {
   const double start = sg4::Engine::get_clock();
-  sg4::this_actor::sleep_for(u.duration_s);
+  if (!sh_->options->interference) {
+    sg4::this_actor::sleep_for(u.duration_s);
+  } else {
+    play_compute(r, sp, u, r.record ? &op_ends_ : nullptr);
+  }
   ++sh_->events;
   if (!r.record) return;
   double t = start;
   for (std::uint32_t pos = u.begin; pos < u.end; ++pos) {
     const Op& op = r.program->ops[sp.ops[pos]];
-    record(sp.stream, op, t, t + op.duration_s);
-    t += op.duration_s;
+    const double end = sh_->options->interference ? op_ends_[pos - u.begin] : t + op.duration_s;
+    record(sp.stream, op, t, end);
+    t = end;
   }
+  op_ends_.clear();
 }
 
 void StreamActor::run_collective(const Op& op, Stream stream) {
@@ -235,6 +193,10 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const GroupInfo& g = sh_->group(rank_, spec.group);
   if (g.size <= 1) return;
   const CommParams& prm = sh_->params(rank_, op);
+  RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
+  const bool overlap = sh_->options->interference && stream != Stream::Compute;
+  const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
+  if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   CollectiveCall call;
   call.kind = spec.kind;
   call.bytes = op.bytes;
@@ -261,7 +223,9 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
     wire += phase_wire;
     for (const Flow& f : phase.sends) {
       const int slot = collective_slot(spec.group, stream, static_cast<int>(ph), f.lane);
-      comms.push_back(sh_->mailbox(f.to, slot)->put_async(&payload_token, wire_size(f.bytes)));
+      // The collective's own slowdown acts where the GPU, not the link, limits it: NVLink.
+      const double bytes = sh_->domain(f.to) == sh_->domain(rank_) ? f.bytes * slow : f.bytes;
+      comms.push_back(sh_->mailbox(f.to, slot)->put_async(&payload_token, wire_size(bytes)));
     }
     for (size_t i = 0; i < phase.receive_lanes.size(); ++i) {
       const int slot = collective_slot(spec.group, stream, static_cast<int>(ph), phase.receive_lanes[i]);
@@ -271,10 +235,11 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
     sh_->events += comms.size();
   }
   sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
+  if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
   last_algorithm_ = plan.algorithm;
 }
 
-void StreamActor::run_p2p(const Op& op) {
+void StreamActor::run_p2p(const Op& op, Stream stream) {
   const auto& spec = std::get<P2PSpec>(op.shape);
   const auto& layout = sh_->workload->layout;
   std::vector<sg4::CommPtr> comms;
@@ -285,11 +250,20 @@ void StreamActor::run_p2p(const Op& op) {
     const CommParams& prm = sh_->params(rank_, op);
     return link == LinkClass::NVLink ? prm.nvl : prm.net;
   };
+  RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
+  const bool overlap = sh_->options->interference && stream != Stream::Compute &&
+                       (spec.send_to != Peer::None || spec.recv_from != Peer::None);
+  const CommParams& all = sh_->params(rank_, op);
+  if (overlap && !r.mirror) set_in_flight(r, slot_, &all, op.bytes);
   if (spec.send_to != Peer::None) {
     const int peer = layout.pp_peer(rank_, spec.send_to);
     const CollectiveParams prm = params_to(peer);
     const int slot = spec.send_to == Peer::NextStage ? kSlotFromPrevStage : kSlotFromNextStage;
-    comms.push_back(sh_->mailbox(peer, slot)->put_async(&payload_token, wire_size(op.bytes / prm.bandwidth_efficiency)));
+    const double slow = overlap && sh_->domain(peer) == sh_->domain(rank_)
+                            ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], all)
+                            : 1.0;
+    comms.push_back(sh_->mailbox(peer, slot)->put_async(
+        &payload_token, wire_size(op.bytes / prm.bandwidth_efficiency * slow)));
     latency = std::max(latency, prm.base_latency_s + prm.step_latency_s - sh_->route_latency(rank_, peer));
   }
   if (spec.recv_from != Peer::None) {
@@ -303,6 +277,7 @@ void StreamActor::run_p2p(const Op& op) {
   sg4::Comm::wait_all(comms);
   sh_->events += comms.size();
   sg4::this_actor::sleep_for(latency);
+  if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
 }
 
 void StreamActor::record(Stream stream, const Op& op, double start, double end) {
@@ -388,6 +363,7 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
   r.done.assign(r.program->ops.size(), 0);
   r.mutex = sg4::Mutex::create();
   for (auto& cv : r.cvs) cv = sg4::ConditionVariable::create();
+  r.overlap.wake = sg4::Semaphore::create(0);
   r.source = reduce ? replica_source(w, rank) : rank;
   r.mirror = r.source != rank;
   const auto& only = sh.options->timeline_ranks;

@@ -32,6 +32,8 @@ struct RunArgs {
   std::string nccl_algo;
   std::string trace_ranks;
   bool ignore_oom = false;
+  bool no_interference = false;
+  std::string nccl_proto;
 };
 
 // Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
@@ -112,6 +114,8 @@ int run_command(const RunArgs& args) {
     std::cerr << oom_text(*fit, args);
     if (!args.ignore_oom) return kExitOutOfMemory;
   }
+  if (args.no_interference) options.interference = false;
+  if (!args.nccl_proto.empty()) options.nccl_proto = args.nccl_proto;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
   if (!args.json.empty()) {
@@ -162,6 +166,15 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--ignore-oom", args->ignore_oom,
                 "Simulate even when the memory model says a rank's peak memory exceeds the GPU's "
                 "HBM (by default such a job stops with exit code 3; docs/memory-model.md)");
+  cmd->add_option("--nccl-proto", args->nccl_proto,
+                  "NCCL protocol of collectives over NVLink, as NCCL_PROTO forces it (LL, LL128, "
+                  "Simple), or auto: the fastest measured protocol at each size; default: the one "
+                  "NCCL chose on the calibration machine. Overrides the job's simulation.nccl_proto")
+      ->check(CLI::IsMember({"LL", "LL128", "Simple", "auto"}));
+  cmd->add_flag("--no-interference", args->no_interference,
+                 "Let compute and communication overlap without slowing each other (default: the "
+                 "cost model's measured interference, docs/engine.md); overrides the job's "
+                 "simulation.interference");
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

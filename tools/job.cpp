@@ -18,6 +18,9 @@ Job parse_job(YamlMap root) {
     job.simulation.cost = sim->get_enum_or("cost_model", "measured", {"measured", "roofline"});
     job.simulation.nccl_algo =
         sim->get_enum_or("nccl_algo", "", {"", "ring", "tree", "hierarchical", "nvls"});
+    job.simulation.interference = sim->get_bool_or("interference", true);
+    job.simulation.nccl_proto =
+        sim->get_enum_or("nccl_proto", "", {"", "LL", "LL128", "Simple", "auto"});
     sim->finish();
   }
   root.finish();

@@ -17,6 +17,8 @@ struct SimulationSpec {
   std::string replicas = "auto";  ///< auto | full | identical (docs/engine.md)
   std::string cost = "measured";  ///< measured | roofline (docs/cost-model.md)
   std::string nccl_algo;          ///< "" (NCCL-style choice) | ring | tree | hierarchical | nvls
+  bool interference = true;       ///< compute/communication interference (docs/engine.md)
+  std::string nccl_proto;         ///< "" (NCCL's own choice) | LL | LL128 | Simple | auto
 };
 
 /// A validated job.

@@ -25,11 +25,22 @@ std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const s
   throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
 }
 
+sim::NcclProtocol nccl_protocol(const std::string& name) {
+  if (name.empty()) return sim::NcclProtocol::Default;
+  if (name == "LL") return sim::NcclProtocol::LL;
+  if (name == "LL128") return sim::NcclProtocol::LL128;
+  if (name == "Simple") return sim::NcclProtocol::Simple;
+  if (name == "auto") return sim::NcclProtocol::Auto;
+  throw std::invalid_argument("nccl_proto must be LL, LL128, Simple or auto, not '" + name + "'");
+}
+
 SimulateOptions options_from_job(const Job& job) {
   SimulateOptions o;
   o.replicas = job.simulation.replicas;
   o.cost = job.simulation.cost;
   o.nccl_algo = job.simulation.nccl_algo;
+  o.interference = job.simulation.interference;
+  o.nccl_proto = job.simulation.nccl_proto;
   return o;
 }
 
@@ -67,6 +78,8 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   engine_options.record_timeline = options.timeline;
   engine_options.timeline_ranks = options.timeline_ranks;
   engine_options.nccl_algo = options.nccl_algo;
+  engine_options.interference = options.interference;
+  engine_options.nccl_proto = nccl_protocol(options.nccl_proto);
   if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +
                                 options.replicas + "'");
@@ -89,6 +102,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
     // the memory model rejects a spec the generator accepted: no verdict to report
   }
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
+  report.interference = engine_options.interference;
   report.gpus = workload.layout.world();
   const auto& acc = workload.accounting;
   const double gpu_seconds = report.step.step_time_s * report.gpus;
@@ -157,6 +171,7 @@ std::string report_json(const RunReport& r) {
   j["job"] = r.job_description;
   j["cost_model"] = r.cost_model;
   j["replicas"] = r.replicas;
+  j["interference"] = r.interference;
   j["cost_notes"] = r.cost_notes;
   j["cost_tables"] = r.cost_tables;
   if (r.memory) j["memory"] = memory_json(*r.memory);
@@ -196,7 +211,8 @@ std::string report_text(const RunReport& r) {
   }
   if (r.memory) out << memory_text(*r.memory);
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
-      << r.step.events << " events, replicas " << r.replicas << "\n";
+      << r.step.events << " events, replicas " << r.replicas << ", interference "
+      << (r.interference ? "on" : "off") << "\n";
   if (r.energy) out << energy_text(*r.energy);
   return out.str();
 }

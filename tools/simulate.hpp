@@ -19,6 +19,7 @@ struct RunReport {
   std::string job_description;   ///< workload and platform in one line
   std::string cost_model;        ///< CostModel::describe()
   std::string replicas;          ///< "full" or "identical" (the reduction actually used)
+  bool interference = true;      ///< compute/communication interference was applied
   std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
   /// Which table (or rule) served each op class, one line each; empty for the roofline model.
   std::vector<std::string> cost_tables;
@@ -52,7 +53,16 @@ struct SimulateOptions {
   std::string cost = "measured";
   /// Force one collective algorithm (ring, tree, hierarchical, nvls); empty: NCCL-style choice.
   std::string nccl_algo;
+  /// NCCL protocol over NVLink: "" (NCCL's measured choice), LL, LL128, Simple or auto.
+  std::string nccl_proto;
+  /// Compute/communication interference from the cost model (docs/engine.md); false: overlap
+  /// is free.
+  bool interference = true;
 };
+
+/// The NCCL protocol named `name` ("" -> Default, LL, LL128, Simple, auto).
+/// @throws std::invalid_argument for another name.
+sim::NcclProtocol nccl_protocol(const std::string& name);
 
 /// Options as the job's `simulation:` section sets them.
 SimulateOptions options_from_job(const Job& job);

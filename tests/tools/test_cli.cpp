@@ -106,6 +106,52 @@ TEST(Cli, UnknownKeyExitsWithTwoAndNamesTheKeyAndLine) {
   EXPECT_NE(r.output.find("learning_rate"), std::string::npos) << r.output;
 }
 
+std::string small_job_with(const std::string& name, const std::string& extra) {
+  std::ifstream in(data("small_job.yaml"));
+  std::stringstream text;
+  text << in.rdbuf() << extra;
+  std::ofstream(tmp(name)) << text.str();
+  return tmp(name);
+}
+
+TEST(Cli, InterferenceCanBeTurnedOffFromTheJobOrTheCommandLine) {
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --json " + tmp("on.json")).exit_code, 0);
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --no-interference --json " + tmp("off.json"))
+                .exit_code, 0);
+  const std::string job = small_job_with("no_interference.yaml", "simulation:\n  interference: false\n");
+  ASSERT_EQ(run_cli("run " + job + " --json " + tmp("off_job.json")).exit_code, 0);
+  auto on = read_json(tmp("on.json"));
+  auto off = read_json(tmp("off.json"));
+  auto off_job = read_json(tmp("off_job.json"));
+  EXPECT_EQ(on["interference"], true);
+  EXPECT_EQ(off["interference"], false);
+  EXPECT_GE(on["step_time_s"].get<double>(), off["step_time_s"].get<double>());
+  off.erase("sim_wall_s");
+  off_job.erase("sim_wall_s");
+  EXPECT_EQ(off.dump(), off_job.dump());
+  const auto bad = run_cli("run " + small_job_with("bad_interference.yaml",
+                                                   "simulation:\n  interference: sometimes\n"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("interference"), std::string::npos) << bad.output;
+}
+
+TEST(Cli, NcclProtocolFromTheJobMatchesTheFlag) {
+  const std::string job = small_job_with("proto_ll.yaml", "simulation:\n  nccl_proto: LL\n");
+  ASSERT_EQ(run_cli("run " + job + " --json " + tmp("ll_job.json")).exit_code, 0);
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --nccl-proto LL --json " + tmp("ll.json")).exit_code, 0);
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --nccl-proto Simple --json " + tmp("simple.json"))
+                .exit_code, 0);
+  auto a = read_json(tmp("ll_job.json"));
+  auto b = read_json(tmp("ll.json"));
+  const auto simple = read_json(tmp("simple.json"));
+  a.erase("sim_wall_s");
+  b.erase("sim_wall_s");
+  EXPECT_EQ(a.dump(), b.dump());
+  EXPECT_NE(a["step_time_s"].get<double>(), simple["step_time_s"].get<double>());
+  const auto bad = run_cli("run " + small_job_with("proto_bad.yaml", "simulation:\n  nccl_proto: ll\n"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+}
+
 TEST(Cli, MissingFileAndUnknownCommandAreUsageErrors) {
   EXPECT_NE(run_cli("run /nonexistent/job.yaml").exit_code, 0);
   EXPECT_EQ(run_cli("frobnicate").exit_code, 2);
@@ -114,7 +160,7 @@ TEST(Cli, MissingFileAndUnknownCommandAreUsageErrors) {
 TEST(Cli, HelpExplainsEveryRunOption) {
   const auto r = run_cli("run --help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* opt : {"--json", "--trace", "--show-default"}) {
+  for (const char* opt : {"--json", "--trace", "--show-default", "--no-interference", "--nccl-proto"}) {
     EXPECT_NE(r.output.find(opt), std::string::npos) << opt;
   }
 }

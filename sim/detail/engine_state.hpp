@@ -1,0 +1,121 @@
+// State the engine's actors share (sim/engine_actors.cpp) and the interference model reads and
+// updates (sim/engine_interference.cpp). Not part of the public API.
+#pragma once
+
+#include <simgrid/s4u.hpp>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "sim/detail/collectives.hpp"
+#include "sim/detail/engine_impl.hpp"
+
+namespace clustersim::sim::detail {
+
+/// One communicator as one rank sees it.
+struct GroupInfo {
+  int size = 1;
+  int index = 0;
+  int next = -1;
+  int prev = -1;
+  int domains = 1;  ///< distinct NVLink domains the group spans
+  std::vector<int> members;
+  GroupShape shape;
+};
+
+/// Cost-model answers for one communication op: identical for every rank running the program,
+/// so asked once (table lookups are far slower than the engine's per-op work).
+struct CommParams {
+  bool ready = false;
+  CollectiveParams nvl;  ///< collective over NVLink, or point-to-point within a domain
+  CollectiveParams net;  ///< collective crossing domains, or point-to-point across them
+  /// Interference with compute of each ComputeClass while this op is in flight (all 1 when the
+  /// engine's interference is off).
+  std::array<Interference, kComputeClassCount> overlap{};
+  bool interferes = false;  ///< some compute_slowdown in `overlap` is above 1
+};
+
+/// Compute/communication interference bookkeeping of one rank (docs/engine.md).
+struct OverlapState {
+  /// Per stream slot: the communication op in flight (null: none) and its bytes.
+  std::array<const CommParams*, kStreamCount> in_flight{};
+  std::array<double, kStreamCount> in_flight_bytes{};
+  /// The in-flight op whose factors slow compute now: the one with the most bytes among those
+  /// that interfere (null: compute runs at full rate).
+  const CommParams* in_force = nullptr;
+  bool computing = false;  ///< the compute stream is inside a compute unit
+  bool logging = false;    ///< ... asleep for its full-rate duration: changes go to `log`
+  ComputeClass computing_class = ComputeClass::Gemm;  ///< op class when the rate last changed
+  std::vector<std::pair<double, const CommParams*>> log;  ///< (time, in_force from then on)
+  /// Released when in_force changes while the compute stream waits on it with a timeout (a
+  /// semaphore: no mutex to retake, as cheap as a sleep; a stale release only causes a wake-up
+  /// that finds nothing changed).
+  simgrid::s4u::SemaphorePtr wake;
+};
+
+/// One rank's actors' shared state.
+struct RankState {
+  int rank = 0;
+  const Program* program = nullptr;
+  const ProgramPlan* plan = nullptr;
+  std::vector<std::uint8_t> done;
+  simgrid::s4u::MutexPtr mutex;
+  std::array<simgrid::s4u::ConditionVariablePtr, kStreamCount> cvs;  ///< one per waiting stream
+  int source = 0;       ///< rank whose done flags satisfy this rank's cross-stream deps
+  bool mirror = false;  ///< plays only its DP streams, mirroring `source` (identical replicas)
+  bool record = false;  ///< keeps its timeline
+  std::unordered_map<int, simgrid::s4u::Mailbox*> mailboxes;  ///< by slot, created on first use
+  std::unordered_map<int, double> route_latency;  ///< to a rank, from the platform, s
+  std::array<std::unique_ptr<GroupInfo>, kGroupKindCount> groups;
+  std::vector<std::int64_t> current_op;  ///< per stream slot, -1 when finished
+  OverlapState overlap;
+  double busy = 0, exposed = 0, bubble = 0, compute_end = 0, end = 0;
+};
+
+/// Everything the actors of one simulation share.
+struct Shared {
+  const Workload* workload = nullptr;
+  const CostModel* cost = nullptr;
+  const BuiltPlatform* platform = nullptr;
+  const EngineOptions* options = nullptr;
+  std::vector<ProgramPlan> plans;
+  std::vector<std::vector<CommParams>> comm_params;  ///< [program][op]
+  std::vector<std::vector<bool>> replica_streams;    ///< [program][stream slot]
+  std::vector<RankState> ranks;
+  std::uint64_t events = 0;
+  std::vector<TimelineEvent> timeline;
+
+  simgrid::s4u::Mailbox* mailbox(int rank, int slot) {
+    auto& m = ranks[static_cast<size_t>(rank)].mailboxes[slot];
+    if (m == nullptr) {
+      m = simgrid::s4u::Mailbox::by_name("r" + std::to_string(rank) + "." + std::to_string(slot));
+    }
+    return m;
+  }
+  int domain(int rank) const { return rank / platform->nvlink_domain_size; }
+  /// Latency of the platform route between two ranks' GPUs (cached per pair), s.
+  double route_latency(int from, int to);
+  /// Cost parameters of a communication op of `rank`'s program (cached per program op).
+  const CommParams& params(int rank, const Op& op);
+  /// `rank`'s communicator of `kind` (built on first use).
+  const GroupInfo& group(int rank, GroupKind kind);
+};
+
+/// Marks `prm` (an op of `bytes`) in flight on stream slot `slot` of rank `r`, or the slot idle
+/// when `prm` is null; updates the factors in force and wakes (or logs for) the compute stream.
+void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes);
+
+/// Plays compute unit `u` of stream plan `sp` on rank `r`, at full rate while no interfering
+/// communication is in flight and at 1/compute_slowdown of each op's rate while some is
+/// (piecewise exact). With `ends`, appends every op's end time.
+void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector<double>* ends);
+
+/// Slowdown of a communication op with parameters `prm` starting now, given the rank whose
+/// compute stream it overlaps: its comm_slowdown if that stream is computing, else 1.
+double comm_slowdown(const RankState& compute_rank, const CommParams& prm);
+
+}  // namespace clustersim::sim::detail

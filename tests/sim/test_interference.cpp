@@ -1,0 +1,159 @@
+// Compute/communication interference in the engine (docs/engine.md): exact piecewise compute
+// slowdown while a collective is in flight on another stream, the collective's NVLink slowdown
+// when it starts during compute, and no effect without overlap.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "fake_platform.hpp"
+#include "sim/engine.hpp"
+
+namespace clustersim::sim {
+namespace {
+
+constexpr double kGemmSlow = 1.25;
+constexpr double kAttnSlow = 1.5;
+constexpr double kCommSlow = 2.0;
+
+/// SimpleCost with fixed interference factors (GEMM and memory-bound 1.25, attention 1.5,
+/// collective 2.0), independent of the bytes.
+class InterferingCost : public test::SimpleCost {
+ public:
+  Interference interference(ComputeClass c, double) const override {
+    return {c == ComputeClass::Attention ? kAttnSlow : kGemmSlow, kCommSlow};
+  }
+  double compute_time(const Op& op) const override {
+    if (std::holds_alternative<AttentionShape>(op.shape)) return op.flops / 1e15;
+    return test::SimpleCost::compute_time(op);
+  }
+};
+
+Op gemm(double flops, std::vector<std::uint32_t> deps = {}) {
+  Op op;
+  op.shape = GemmShape{1, 1, 1, DType::BF16};
+  op.flops = flops;
+  op.deps = std::move(deps);
+  return op;
+}
+
+Op attention(double flops) {
+  Op op = gemm(flops);
+  op.shape = AttentionShape{};
+  return op;
+}
+
+// An all-reduce over 4 ranks: 2 (p-1)/p x bytes over each 1 GB/s link.
+Op all_reduce(double bytes, Stream s) {
+  Op op;
+  op.shape = CollectiveSpec{CollectiveKind::AllReduce, GroupKind::TP};
+  op.bytes = bytes;
+  op.stream = s;
+  return op;
+}
+
+StepResult run(std::vector<Op> ops, bool interference, bool timeline = false) {
+  test::StarPlatform platform(4, 1e9);
+  InterferingCost cost;
+  Workload w;
+  w.layout = RankLayout(4, 1, 1, 1);
+  Program p;
+  p.labels = {"op"};
+  p.ops = std::move(ops);
+  w.programs.push_back(std::move(p));
+  w.program_of_rank.assign(4, 0);
+  cost_workload(w, cost);
+  EngineOptions opt;
+  opt.interference = interference;
+  opt.record_timeline = timeline;
+  return simulate_step(w, platform, cost, opt);
+}
+
+TEST(Interference, FullyOverlappedComputeTakesTheSlowdownFactorLonger) {
+  // The collective (12 ms) starts first (its stream comes first), so it is not slowed; the
+  // 1 ms GEMM runs entirely under it.
+  const std::vector<Op> ops{all_reduce(8e6, Stream::DpComm), gemm(1e12)};
+  const auto off = run(ops, false);
+  const auto on = run(ops, true);
+  EXPECT_NEAR(off.breakdown.compute_s, 1e-3, 1e-12);
+  EXPECT_NEAR(on.breakdown.compute_s, kGemmSlow * 1e-3, 1e-12);
+  EXPECT_NEAR(on.step_time_s, 12e-3, 1e-12);
+  EXPECT_NEAR(on.breakdown.compute_s / off.breakdown.compute_s, kGemmSlow, 0.01 * kGemmSlow);
+}
+
+TEST(Interference, PartialOverlapIsPiecewiseExactAcrossFusedOps) {
+  // 6 ms collective; fused GEMM 4 ms + attention 6 ms. Until 6 ms: the GEMM takes 5 ms (4 x
+  // 1.25), then 1 ms of attention at 1/1.5 covers 2/3 ms of its work; the remaining 16/3 ms
+  // run at full rate: end at 6 + 16/3 ms.
+  const std::vector<Op> ops{all_reduce(4e6, Stream::DpComm), gemm(4e12), attention(6e12)};
+  const auto on = run(ops, true, true);
+  EXPECT_NEAR(on.step_time_s, 6e-3 + 16e-3 / 3, 1e-12);
+  ASSERT_FALSE(on.timeline.empty());
+  double gemm_end = -1.0;
+  for (const auto& e : on.timeline) {
+    if (e.rank == 0 && e.stream == Stream::Compute && gemm_end < 0) gemm_end = e.end_s;
+  }
+  EXPECT_NEAR(gemm_end, 5e-3, 1e-12);
+}
+
+TEST(Interference, CollectiveStartedDuringComputeIsSlowedOnNvlink) {
+  // Compute comes first: the 6 ms collective starts while the GPU computes and takes 12 ms;
+  // the 20 ms GEMM covers 12 / 1.25 = 9.6 ms of work under it, then 10.4 ms at full rate.
+  const std::vector<Op> ops{gemm(20e12), all_reduce(4e6, Stream::DpComm)};
+  const auto on = run(ops, true);
+  EXPECT_NEAR(on.step_time_s, 22.4e-3, 1e-12);
+  const auto off = run(ops, false);
+  EXPECT_NEAR(off.step_time_s, 20e-3, 1e-12);
+}
+
+TEST(Interference, WithoutOverlapTimesAreIdentical) {
+  // No communication at all, and an exposed collective on the compute stream (nothing
+  // computes while it runs): interference changes nothing, to the bit.
+  for (const auto& ops : {std::vector<Op>{gemm(1e12), attention(2e12), gemm(3e12)},
+                          std::vector<Op>{gemm(1e12), all_reduce(4e6, Stream::Compute), gemm(2e12)}}) {
+    const auto off = run(ops, false);
+    const auto on = run(ops, true);
+    EXPECT_EQ(std::memcmp(&off.step_time_s, &on.step_time_s, sizeof(double)), 0);
+    EXPECT_EQ(std::memcmp(&off.breakdown.compute_s, &on.breakdown.compute_s, sizeof(double)), 0);
+  }
+}
+
+TEST(Interference, TwoRunsAreBitIdentical) {
+  const std::vector<Op> ops{gemm(3e12), all_reduce(4e6, Stream::DpComm), attention(5e12),
+                            all_reduce(2e6, Stream::TpComm), gemm(7e12, {1})};
+  const auto a = run(ops, true, true);
+  const auto b = run(ops, true, true);
+  EXPECT_EQ(std::memcmp(&a.step_time_s, &b.step_time_s, sizeof(double)), 0);
+  ASSERT_EQ(a.timeline.size(), b.timeline.size());
+  for (size_t i = 0; i < a.timeline.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&a.timeline[i].end_s, &b.timeline[i].end_s, sizeof(double)), 0);
+  }
+  EXPECT_GT(a.step_time_s, run(ops, false).step_time_s);
+}
+
+TEST(Interference, DeadlockAfterATimedWaitIsReported) {
+  // Rank 1 computes beside a receive that never completes (a timed wait), then waits on it.
+  test::StarPlatform platform(2, 1e9);
+  InterferingCost cost;
+  Workload w;
+  w.layout = RankLayout(1, 1, 1, 2);
+  Program first, last;
+  first.labels = last.labels = {"op"};
+  first.ops = {gemm(1e12)};
+  Op recv;
+  recv.shape = P2PSpec{Peer::None, Peer::PrevStage};
+  recv.bytes = 1e6;
+  recv.stream = Stream::PpComm;
+  last.ops = {recv, gemm(1e12), gemm(1e12, {0})};
+  w.programs = {first, last};
+  w.program_of_rank = {0, 1};
+  cost_workload(w, cost);
+  try {
+    simulate_step(w, platform, cost);
+    FAIL() << "expected a deadlock error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace clustersim::sim
