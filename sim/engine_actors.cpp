@@ -98,6 +98,17 @@ std::uint64_t wire_size(double bytes) {
   return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(bytes)));
 }
 
+// Which communication slows compute and is slowed by it. The measurement (interference.csv) is
+// of NCCL all_reduce at NCCL's default channel count beside GEMMs and attention: the collectives
+// of the data-parallel and context-parallel streams are such NCCL collectives. Not applied (not
+// what was measured): tensor-parallel collectives overlapped under tp_comm_overlap (Transformer
+// Engine's userbuffers move all-gathers with copy engines and reduce-scatters on a few SMs) and
+// point-to-point transfers (NCCL P2P runs on few channels, and a send's time here includes its
+// wait for the receiver, which contends for nothing).
+bool interference_applies(Stream stream) {
+  return stream == Stream::DpComm || stream == Stream::CpComm;
+}
+
 class StreamActor {
  public:
   StreamActor(Shared* shared, int rank, int slot) : sh_(shared), rank_(rank), slot_(slot) {}
@@ -107,7 +118,7 @@ class StreamActor {
   void wait_deps(RankState& src, const Unit& u, Stream stream);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
-  void run_p2p(const Op& op, Stream stream);
+  void run_p2p(const Op& op);
   void record(Stream stream, const Op& op, double start, double end);
 
   Shared* sh_;
@@ -130,7 +141,7 @@ void StreamActor::operator()() {
     if (u.compute) {
       run_compute(r, sp, u);
     } else if (first.is_p2p()) {
-      run_p2p(first, sp.stream);
+      run_p2p(first);
     } else {
       run_collective(first, sp.stream);
     }
@@ -194,7 +205,7 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   if (g.size <= 1) return;
   const CommParams& prm = sh_->params(rank_, op);
   RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
-  const bool overlap = sh_->options->interference && stream != Stream::Compute;
+  const bool overlap = sh_->options->interference && interference_applies(stream);
   const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
   if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   CollectiveCall call;
@@ -239,7 +250,7 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   last_algorithm_ = plan.algorithm;
 }
 
-void StreamActor::run_p2p(const Op& op, Stream stream) {
+void StreamActor::run_p2p(const Op& op) {
   const auto& spec = std::get<P2PSpec>(op.shape);
   const auto& layout = sh_->workload->layout;
   std::vector<sg4::CommPtr> comms;
@@ -250,20 +261,13 @@ void StreamActor::run_p2p(const Op& op, Stream stream) {
     const CommParams& prm = sh_->params(rank_, op);
     return link == LinkClass::NVLink ? prm.nvl : prm.net;
   };
-  RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
-  const bool overlap = sh_->options->interference && stream != Stream::Compute &&
-                       (spec.send_to != Peer::None || spec.recv_from != Peer::None);
-  const CommParams& all = sh_->params(rank_, op);
-  if (overlap && !r.mirror) set_in_flight(r, slot_, &all, op.bytes);
+  // Point-to-point transfers neither slow compute nor are slowed by it (interference_applies).
   if (spec.send_to != Peer::None) {
     const int peer = layout.pp_peer(rank_, spec.send_to);
     const CollectiveParams prm = params_to(peer);
     const int slot = spec.send_to == Peer::NextStage ? kSlotFromPrevStage : kSlotFromNextStage;
-    const double slow = overlap && sh_->domain(peer) == sh_->domain(rank_)
-                            ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], all)
-                            : 1.0;
     comms.push_back(sh_->mailbox(peer, slot)->put_async(
-        &payload_token, wire_size(op.bytes / prm.bandwidth_efficiency * slow)));
+        &payload_token, wire_size(op.bytes / prm.bandwidth_efficiency)));
     latency = std::max(latency, prm.base_latency_s + prm.step_latency_s - sh_->route_latency(rank_, peer));
   }
   if (spec.recv_from != Peer::None) {
@@ -277,7 +281,6 @@ void StreamActor::run_p2p(const Op& op, Stream stream) {
   sg4::Comm::wait_all(comms);
   sh_->events += comms.size();
   sg4::this_actor::sleep_for(latency);
-  if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
 }
 
 void StreamActor::record(Stream stream, const Op& op, double start, double end) {

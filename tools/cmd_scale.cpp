@@ -115,21 +115,6 @@ std::string table(const std::vector<ScaleRow>& rows) {
   return out.str();
 }
 
-int guarded(const std::function<int()>& fn) {
-  try {
-    return fn();
-  } catch (const SpecError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
-}
-
 struct PlotArgs {
   std::string csv;
   std::string svg = "scale.svg";
@@ -163,7 +148,7 @@ void register_plot(CLI::App* scale, int& exit_code) {
   plot->add_option("--title", args->title, "Plot title");
   plot->add_option("--measured-case", args->measured_cases, "Measured MFU of this reference case (repeatable)");
   plot->add_option("--reference", args->reference, "Reference file for --measured-case")->check(CLI::ExistingFile);
-  plot->callback([args, &exit_code] { exit_code = guarded([&] { return plot_command(*args); }); });
+  plot->callback([args, &exit_code] { exit_code = run_guarded_usage([&] { return plot_command(*args); }); });
 }
 
 int scale_command(const ScaleArgs& args) {
@@ -219,7 +204,7 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   register_plot(cmd, exit_code);
   cmd->callback([cmd, args, &exit_code] {
     if (cmd->got_subcommand("plot")) return;
-    exit_code = guarded([&] { return scale_command(*args); });
+    exit_code = run_guarded_usage([&] { return scale_command(*args); });
   });
 }
 

@@ -152,21 +152,6 @@ int merge_command(const MergeArgs& args) {
   return 0;
 }
 
-int guarded(const std::function<int()>& fn) {
-  try {
-    return fn();
-  } catch (const SpecError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
-  }
-}
-
 void register_merge(CLI::App* sweep, int& exit_code) {
   auto args = std::make_shared<MergeArgs>();
   CLI::App* merge = sweep->add_subcommand(
@@ -174,7 +159,7 @@ void register_merge(CLI::App* sweep, int& exit_code) {
   merge->add_option("files", args->files, "Shard CSV files")->required()->check(CLI::ExistingFile);
   merge->add_option("--csv", args->csv, "Merged CSV output (default sweep.csv)");
   merge->add_option("--top", args->top, "Rows of the table on stdout (default 10)");
-  merge->callback([args, &exit_code] { exit_code = guarded([&] { return merge_command(*args); }); });
+  merge->callback([args, &exit_code] { exit_code = run_guarded_usage([&] { return merge_command(*args); }); });
 }
 
 }  // namespace
@@ -204,7 +189,7 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
   register_merge(cmd, exit_code);
   cmd->callback([cmd, args, &exit_code] {
     if (cmd->got_subcommand("merge")) return;
-    exit_code = guarded([&] { return sweep_command(*args); });
+    exit_code = run_guarded_usage([&] { return sweep_command(*args); });
   });
 }
 

@@ -17,4 +17,15 @@ int run_guarded(const std::function<int()>& body) {
   }
 }
 
+int run_guarded_usage(const std::function<int()>& body) {
+  return run_guarded([&] {
+    try {
+      return body();
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 2;
+    }
+  });
+}
+
 }  // namespace clustersim::tools

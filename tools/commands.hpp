@@ -13,6 +13,8 @@ namespace clustersim::tools {
 /// for SpecError (bad input, "error: FILE:LINE: FIELD: REASON" on stderr), 1 for any other
 /// exception. Never lets an exception escape.
 int run_guarded(const std::function<int()>& body);
+/// As run_guarded, but std::invalid_argument (a bad option value or job variant) also maps to 2.
+int run_guarded_usage(const std::function<int()>& body);
 
 /// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE] [--ignore-oom]`: stops with exit
 /// code 3 before simulating when the memory model says the job does not fit
