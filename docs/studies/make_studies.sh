@@ -18,3 +18,6 @@ D=docs/studies
 # the ZeRO-2 8K point: simulated beside case s3_* (TFLOP/s, B200/H200 ratio, peak memory).
 "$B"/clustersim validate --case s3_llama31_8b_seq_sweep --case s3_llama31_8b_8k_zero2 \
   --plot "$D" --json "$D"/s3_llama31_8b.json
+# Which layout for Llama3-70B on 2,048 H100: a sweep pruned by the memory model.
+"$B"/clustersim sweep "$D"/llama3_70b_sweep.yaml --gpus 2048 --space tp=2,4,8 pp=2,4,8 vp=1,5 cp=1,2 \
+  --csv "$D"/llama3_70b_sweep.csv
