@@ -52,9 +52,35 @@ void TransformerOps::attention_core_forward() {
     return;
   }
   const double block = kv_block_bytes();
-  const double ring_step = block * s_.cp / (s_.cp - 1);
   std::vector<std::uint32_t> launch;
   if (auto last = b_.last_compute()) launch.push_back(*last);
+  if (s_.cp_all_gather) {
+    // All-gather CP: the whole K/V first (exposed: attention needs it), then the same work.
+    b_.defer(b_.collective("cp_kv_allgather", CollectiveKind::AllGather, sim::GroupKind::CP,
+                           sim::Stream::CpComm, block * s_.cp, launch));
+    cp_attention_steps(false, full_bytes, act_bytes(s_.tokens, qo_cols) + block / 2);
+  } else {
+    cp_ring_forward(launch, full_bytes, qo_cols);
+  }
+  // Merge the cp partial outputs: read each with its log-sum-exp, write the result.
+  b_.mem("cp_out_correction", MemKernel::Elementwise,
+         3.0 * act_bytes(s_.tokens, s_.heads * s_.v_head_dim));
+}
+
+// The attention work of one rank under context parallelism: its own block causally, then half
+// of the (query, key) pairs of each of the cp - 1 other blocks without a mask.
+void TransformerOps::cp_attention_steps(bool backward, double own_bytes, double other_bytes) {
+  b_.attention(backward ? "attn_bwd" : "attn", core_shape(s_, s_.seq, s_.seq, true, backward), own_bytes);
+  for (int j = 1; j < s_.cp; ++j) {
+    b_.attention(backward ? "attn_bwd" : "attn", core_shape(s_, s_.seq, s_.seq / 2, false, backward),
+                 other_bytes);
+  }
+}
+
+void TransformerOps::cp_ring_forward(const std::vector<std::uint32_t>& launch, double full_bytes,
+                                     std::int64_t qo_cols) {
+  const double block = kv_block_bytes();
+  const double ring_step = block * s_.cp / (s_.cp - 1);
   std::optional<std::uint32_t> previous;
   for (int j = 0; j < s_.cp; ++j) {
     std::optional<std::uint32_t> next;
@@ -71,9 +97,6 @@ void TransformerOps::attention_core_forward() {
     }
     previous = next;
   }
-  // Merge the cp partial outputs: read each with its log-sum-exp, write the result.
-  b_.mem("cp_out_correction", MemKernel::Elementwise,
-         3.0 * act_bytes(s_.tokens, s_.heads * s_.v_head_dim));
 }
 
 // Backward: the ring runs again; the transfer launched with step j carries the K/V block of
@@ -91,6 +114,17 @@ void TransformerOps::attention_core_backward() {
   const double per_block = block * s_.cp / (s_.cp - 1);
   std::vector<std::uint32_t> launch;
   if (auto last = b_.last_compute()) launch.push_back(*last);
+  if (s_.cp_all_gather) {
+    // K/V gathered again (Transformer Engine keeps only the local shard), the work, then the
+    // K/V gradients reduce-scattered to their owners; the input-gradient consumers wait for it.
+    b_.defer(b_.collective("cp_kv_allgather", CollectiveKind::AllGather, sim::GroupKind::CP,
+                           sim::Stream::CpComm, block * s_.cp, launch));
+    cp_attention_steps(true, full_bytes, 2.0 * act_bytes(s_.tokens, qo_cols) + block);
+    const std::uint32_t last_step = *b_.last_compute();
+    b_.defer(b_.collective("cp_dkv_reduce_scatter", CollectiveKind::ReduceScatter, sim::GroupKind::CP,
+                           sim::Stream::CpComm, block * s_.cp, {last_step}));
+    return;
+  }
   std::optional<std::uint32_t> previous;
   for (int j = 0; j < s_.cp; ++j) {
     std::optional<std::uint32_t> next;

@@ -31,6 +31,8 @@ inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEn
                                                              {"chunked", CrossEntropy::Chunked}};
 inline constexpr Named<OptimizerOffload> kOffloadNames[] = {{"none", OptimizerOffload::None},
                                                             {"cpu", OptimizerOffload::Cpu}};
+inline constexpr Named<CpCommType> kCpCommNames[] = {{"p2p", CpCommType::P2p},
+                                                     {"all_gather", CpCommType::AllGather}};
 inline constexpr Named<NormKind> kNormNames[] = {{"layernorm", NormKind::LayerNorm},
                                                  {"rmsnorm", NormKind::RmsNorm}};
 inline constexpr Named<PositionKind> kPositionNames[] = {{"learned", PositionKind::Learned},

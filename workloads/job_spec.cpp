@@ -132,7 +132,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "zero_stage", "fsdp",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-                          "grad_reduce_in_fp32", "tp_comm_overlap", "optimizer_offload"});
+                          "grad_reduce_in_fp32", "tp_comm_overlap", "optimizer_offload",
+                          "cp_comm_type"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -157,6 +158,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   s.tp_comm_overlap = p.get_bool_or("tp_comm_overlap", false);
   s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
                                                    : OptimizerOffload::None;
+  s.cp_comm_type = p.has("cp_comm_type") ? read_enum(p, "cp_comm_type", kCpCommNames) : CpCommType::P2p;
   s.dp = read_dp(p, s, gpus);
   return s;
 }
@@ -222,6 +224,7 @@ const char* to_string(AttentionKind v) { return name_of(v, kAttentionNames); }
 const char* to_string(Recompute v) { return name_of(v, kRecomputeNames); }
 const char* to_string(CrossEntropy v) { return name_of(v, kCrossEntropyNames); }
 const char* to_string(OptimizerOffload v) { return name_of(v, kOffloadNames); }
+const char* to_string(CpCommType v) { return name_of(v, kCpCommNames); }
 
 sim::RankLayout rank_layout(const WorkloadSpec& spec) {
   const ParallelSpec& p = spec.parallel;

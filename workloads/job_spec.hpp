@@ -38,6 +38,11 @@ enum class CrossEntropy : std::uint8_t { Unfused, Fused, Chunked };
 /// Where the optimizer runs: on the GPU, or on the host CPU (DeepSpeed offload_optimizer,
 /// Megatron optimizer_cpu_offload): states in host memory, gradients and parameters over PCIe.
 enum class OptimizerOffload : std::uint8_t { None, Cpu };
+/// How context parallelism moves keys and values (Megatron --cp-comm-type, Transformer Engine):
+/// a ring of point-to-point K/V blocks overlapped with attention (p2p), or an all-gather of the
+/// whole K/V before attention and a reduce-scatter of their gradients after it (all_gather, as
+/// the Llama 3 paper trained long context).
+enum class CpCommType : std::uint8_t { P2p, AllGather };
 /// A dense decoder-only transformer. All sizes are counts (no units).
 struct ModelSpec {
   std::string name;                     ///< catalog name, or "inline" / "<catalog>+overrides"
@@ -114,6 +119,7 @@ struct ParallelSpec {
   bool grad_reduce_in_fp32 = true;      ///< gradient buffers and their reduction in FP32
   bool tp_comm_overlap = false;         ///< TE userbuffers: TP collectives overlapped with GEMMs
   OptimizerOffload optimizer_offload = OptimizerOffload::None;
+  CpCommType cp_comm_type = CpCommType::P2p;  ///< context-parallel K/V exchange
 };
 
 /// Batch and precision.
@@ -172,6 +178,7 @@ const char* to_string(AttentionKind v);
 const char* to_string(Recompute v);
 const char* to_string(CrossEntropy v);
 const char* to_string(OptimizerOffload v);
+const char* to_string(CpCommType v);
 
 /// The rank layout of a spec (sizes and order). @throws std::invalid_argument as RankLayout.
 sim::RankLayout rank_layout(const WorkloadSpec& spec);

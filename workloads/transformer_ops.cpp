@@ -26,6 +26,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   s.tp_comm = tp > 1;
   s.sequence_parallel = p.sequence_parallel && tp > 1;
   s.tp_overlap = p.tp_comm_overlap && s.sequence_parallel;
+  s.cp_all_gather = p.cp_comm_type == CpCommType::AllGather;
   s.sp_tokens = s.sequence_parallel ? s.tokens / tp : s.tokens;
   s.hidden = m.hidden;
   s.heads = m.heads / tp;

@@ -54,6 +54,7 @@ struct RankShapes {
   bool tp_comm = false;            ///< tp > 1
   bool sequence_parallel = false;  ///< sequence parallel and tp > 1
   bool tp_overlap = false;         ///< tp_comm_overlap
+  bool cp_all_gather = false;      ///< cp_comm_type all_gather (else the P2P ring)
 
   /// Shapes of `spec`.
   static RankShapes of(const WorkloadSpec& spec);
@@ -117,6 +118,9 @@ class TransformerOps {
   // attention_ops.cpp
   void attention_forward();
   void attention_core_forward();
+  void cp_attention_steps(bool backward, double own_bytes, double other_bytes);
+  void cp_ring_forward(const std::vector<std::uint32_t>& launch, double full_bytes,
+                       std::int64_t qo_cols);
   std::vector<std::uint32_t> attention_backward(int layer, GradSink* sink);
   void attention_core_backward();
   double kv_block_bytes() const;

@@ -5,6 +5,8 @@
 // and the FLOP invariant (ops of all ranks == global batch x hardware FLOPs per sample).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "workload_test_util.hpp"
@@ -88,6 +90,42 @@ TEST(ContextParallel, RingExchangesKvBlocksOverlappedWithAttentionSteps) {
       EXPECT_EQ(std::get<sim::CollectiveSpec>(op.shape).group, sim::GroupKind::DPCP);
     }
   }
+}
+
+TEST(ContextParallel, AllGatherVariantGathersKvOnceAndReduceScattersTheirGradients) {
+  const auto spec = testing::parse_job(
+      job("  tp: 2\n  cp: 4\n  sequence_parallel: true\n  cp_comm_type: all_gather\n",
+          "  global_batch_size: 4\n"), 16);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  // Per layer and microbatch: one K/V all-gather forward, one backward, one dK/dV
+  // reduce-scatter; no ring transfers; the same attention work as the ring.
+  EXPECT_EQ(count(p, "cp_kv", sim::Stream::CpComm).ops, 0);
+  EXPECT_EQ(count(p, "cp_kv_allgather", sim::Stream::CpComm).ops, 2 * 4 * 2);
+  EXPECT_EQ(count(p, "cp_dkv_reduce_scatter", sim::Stream::CpComm).ops, 4 * 2);
+  EXPECT_EQ(count(p, "attn").ops, 4 * 4 * 2);
+  EXPECT_DOUBLE_EQ(count(p, "attn").flops, 4 * 2 * 2.0 * 64 * 4 * (256.0 * 256 / 2) / 4);
+  // The gather carries the whole K/V: cp blocks of 64 tokens x kv_heads/tp x (d + dv) x 2 B.
+  for (const auto& op : p.ops) {
+    if (p.labels[op.label] == "cp_kv_allgather") {
+      EXPECT_DOUBLE_EQ(op.bytes, 4 * 64.0 * 2 * (32 + 32) * 2.0);
+      EXPECT_EQ(std::get<sim::CollectiveSpec>(op.shape).kind, sim::CollectiveKind::AllGather);
+    }
+  }
+  // Attention waits for the gather: each forward attention's first step depends on it.
+  int gated = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.labels[p.ops[i].label] != "cp_kv_allgather") continue;
+    for (std::size_t j = i + 1; j < p.ops.size(); ++j) {
+      const auto& deps = p.ops[j].deps;
+      if (std::find(deps.begin(), deps.end(), static_cast<std::uint32_t>(i)) != deps.end()) {
+        gated += p.labels[p.ops[j].label] == "attn" || p.labels[p.ops[j].label] == "attn_bwd";
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(gated, 2 * 4 * 2);
+  expect_flop_invariant(spec);
 }
 
 TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {

@@ -114,6 +114,9 @@ void apply_llama3_paper(const FamilyInput& in, DraftJob& j) {
     j.fill("parallelism", "account_for_loss_in_pipeline_split", "true", "L3-PP", line);
   }
   j.fill("parallelism", "zero_stage", "2", "L3-FSDP", line);
+  if (j.get_int("parallelism", "cp", 1) > 1) {
+    j.fill("parallelism", "cp_comm_type", "all_gather", "L3-CP", line);
+  }
 }
 
 void apply_deepspeed_zero(const FamilyInput& in, DraftJob& j) {
@@ -222,6 +225,9 @@ const std::vector<Citation>& citations() {
       {"L3-FSDP", "ibid. Sec. 3.3.2: FSDP shards optimizer states and gradients but does not "
                   "reshard weights after the forward: ZeRO stage 2 (parameters gathered once "
                   "per step)"},
+      {"L3-CP", "ibid. Sec. 3.3.2: all-gather based context parallelism (K and V all-gathered, "
+                "then attention of the local Q chunks; not the P2P ring), chosen for GQA's small "
+                "K/V and for document masks"},
       {"ASSUMED-MBS1", "not stated by the source: micro batch 1, as every recipe of the "
                        "reference set that states it"},
       {"ASSUMED-SP", "not stated by the source: Megatron-style TP with sequence parallelism, as "
