@@ -89,4 +89,28 @@ StepResult simulate_step(const Workload& workload, const PlatformBuilder& platfo
 /// engine, so tests and sweeps can run many simulations from one process.
 std::string run_in_subprocess(const std::function<std::string()>& fn);
 
+/// A forked child running a function: its process id and the read end of the pipe on which
+/// it writes a status byte ('O' ok, 'E' error) followed by the result or the error message.
+struct Subprocess {
+  int pid = -1;
+  int fd = -1;
+};
+
+/// What a child produced, once its pipe reached end of file and it was waited for.
+struct SubprocessResult {
+  bool ok = false;       ///< the function returned (else `payload` is the error message)
+  std::string payload;   ///< the function's bytes, or why it failed or died
+  double cpu_s = 0.0;    ///< the child's user + system CPU time, s
+};
+
+/// Forks a child that runs `fn`, writes its outcome to the pipe and exits. `who` names the
+/// child in error messages ("simulation process"). @throws std::runtime_error if pipe or fork
+/// fails.
+Subprocess spawn_subprocess(const std::function<std::string()>& fn, const std::string& who);
+
+/// Closes the child's pipe, waits for it and decodes `data` (everything read from the pipe).
+/// A child that wrote nothing died: the payload says how. Never throws.
+SubprocessResult reap_subprocess(const Subprocess& child, const std::string& data,
+                                 const std::string& who);
+
 }  // namespace clustersim::sim

@@ -1,5 +1,7 @@
-// run_in_subprocess: one SimGrid engine per process (3.32 cannot re-create an engine), so each
-// simulation runs in a forked child that writes its result to a pipe.
+// Forked children that run one function each and report through a pipe: one SimGrid engine per
+// process (3.32 cannot re-create an engine), so every simulation runs in a child.
+// run_in_subprocess waits for one child; tools/worker_pool runs several with spawn/reap.
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,7 +43,7 @@ std::string read_all(int fd) {
 }
 
 // Child: runs fn, sends a status byte ('O' ok, 'E' error) followed by the payload.
-[[noreturn]] void child_main(int fd, const std::function<std::string()>& fn) {
+[[noreturn]] void child_main(int fd, const std::function<std::string()>& fn, const std::string& who) {
   std::string payload;
   char status = 'O';
   try {
@@ -51,7 +53,7 @@ std::string read_all(int fd) {
     payload = e.what();
   } catch (...) {
     status = 'E';
-    payload = "unknown exception in simulation process";
+    payload = "unknown exception in " + who;
   }
   write_all(fd, &status, 1);
   write_all(fd, payload.data(), payload.size());
@@ -62,7 +64,7 @@ std::string read_all(int fd) {
 
 }  // namespace
 
-std::string run_in_subprocess(const std::function<std::string()>& fn) {
+Subprocess spawn_subprocess(const std::function<std::string()>& fn, const std::string& who) {
   std::fflush(nullptr);  // else buffered output would be written by both processes
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
@@ -74,21 +76,39 @@ std::string run_in_subprocess(const std::function<std::string()>& fn) {
   }
   if (pid == 0) {
     ::close(fds[0]);
-    child_main(fds[1], fn);
+    child_main(fds[1], fn, who);
   }
   ::close(fds[1]);
-  std::string data = read_all(fds[0]);
-  ::close(fds[0]);
+  return Subprocess{pid, fds[0]};
+}
+
+SubprocessResult reap_subprocess(const Subprocess& child, const std::string& data,
+                                 const std::string& who) {
+  ::close(child.fd);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(child.pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
+  SubprocessResult r;
+  r.cpu_s = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+            1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
   if (data.empty()) {
-    std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
-                                          : "exit status " + std::to_string(WEXITSTATUS(status));
-    throw std::runtime_error("simulation process died without a result (" + why + ")");
+    const std::string why = WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status))
+                                                : "exit status " + std::to_string(WEXITSTATUS(status));
+    r.payload = who + " died without a result (" + why + ")";
+    return r;
   }
-  if (data[0] == 'E') throw std::runtime_error(data.substr(1));
-  return data.substr(1);
+  r.ok = data[0] == 'O';
+  r.payload = data.substr(1);
+  return r;
+}
+
+std::string run_in_subprocess(const std::function<std::string()>& fn) {
+  const std::string who = "simulation process";
+  const Subprocess child = spawn_subprocess(fn, who);
+  SubprocessResult r = reap_subprocess(child, read_all(child.fd), who);
+  if (!r.ok) throw std::runtime_error(r.payload);
+  return std::move(r.payload);
 }
 
 }  // namespace clustersim::sim

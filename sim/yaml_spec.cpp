@@ -40,7 +40,7 @@ YamlMap YamlMap::load_file(const std::string& file) {
   return load_string(buffer.str(), file);
 }
 
-YamlMap YamlMap::load_string(const std::string& text, const std::string& origin) {
+YAML::Node YamlMap::parse_document(const std::string& text, const std::string& origin) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -48,7 +48,11 @@ YamlMap YamlMap::load_string(const std::string& text, const std::string& origin)
     throw SpecError(origin, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "invalid YAML: " + e.msg);
   }
   if (!root.IsDefined() || root.IsNull()) throw SpecError(origin, 0, "", "empty document");
-  return YamlMap(root, origin, "");
+  return root;
+}
+
+YamlMap YamlMap::load_string(const std::string& text, const std::string& origin) {
+  return YamlMap(parse_document(text, origin), origin, "");
 }
 
 std::string YamlMap::field(const std::string& key) const {

@@ -29,6 +29,10 @@ class YamlMap {
   static YamlMap load_file(const std::string& file);
   /// Parses YAML text that came from `origin` (used for built-in defaults and tests).
   static YamlMap load_string(const std::string& text, const std::string& origin);
+  /// Parses a YAML document (any top level) from `origin`, for readers that also walk the raw
+  /// nodes (line numbers of keys). @throws SpecError for invalid YAML (with the parser's line)
+  /// or an empty document.
+  static YAML::Node parse_document(const std::string& text, const std::string& origin);
 
   /// True if the key is present (and marks it known).
   bool has(const std::string& key);

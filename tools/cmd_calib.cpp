@@ -17,6 +17,7 @@
 #include "calib/measured_tables.hpp"
 #include "platforms/platform_spec.hpp"
 #include "tools/commands.hpp"
+#include "tools/svg_plot.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -82,14 +83,7 @@ int calib_check_command(const CalibCheckArgs& args) {
             << goal_count(report.loo) << " tables leave-one-out, " << goal_count(report.loo_long)
             << " on points >= " << args.long_op_us << " us, " << goal_count(report.catalog)
             << " catalog rows\n";
-  if (!args.json.empty()) {
-    std::ofstream out(args.json);
-    out << report_json(report, *tables);
-    if (!out) {
-      std::cerr << "error: cannot write '" << args.json << "'\n";
-      return 1;
-    }
-  }
+  if (!args.json.empty()) write_text_file(args.json, report_json(report, *tables));
   return 0;
 }
 

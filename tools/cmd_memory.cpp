@@ -14,6 +14,7 @@
 #include "platforms/builder.hpp"
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
+#include "tools/svg_plot.hpp"
 #include "tools/job.hpp"
 #include "workloads/memory.hpp"
 
@@ -83,14 +84,7 @@ int memory_command(const MemoryArgs& args) {
   const auto report =
       workloads::estimate_memory(job.workload, platform->gpu().hbm_capacity.value);
   std::cout << report_text(report, job.origin);
-  if (!args.json.empty()) {
-    std::ofstream out(args.json);
-    out << report_json(report);
-    if (!out) {
-      std::cerr << "error: cannot write '" << args.json << "'\n";
-      return 1;
-    }
-  }
+  if (!args.json.empty()) write_text_file(args.json, report_json(report));
   return 0;
 }
 
@@ -103,17 +97,7 @@ void register_memory_command(CLI::App& app, int& exit_code) {
                 "optimizer states, activations, buffers, overheads) and whether it fits");
   cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->required()->check(CLI::ExistingFile);
   cmd->add_option("--json", args->json, "Also write the estimate as JSON to FILE");
-  cmd->callback([args, &exit_code] {
-    try {
-      exit_code = memory_command(*args);
-    } catch (const SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  cmd->callback([args, &exit_code] { exit_code = run_guarded([&] { return memory_command(*args); }); });
 }
 
 }  // namespace clustersim::tools

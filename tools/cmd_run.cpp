@@ -11,6 +11,7 @@
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
+#include "tools/svg_plot.hpp"
 #include "tools/simulate.hpp"
 #include "tools/step_figures.hpp"
 
@@ -118,14 +119,7 @@ int run_command(const RunArgs& args) {
   if (!args.nccl_proto.empty()) options.nccl_proto = args.nccl_proto;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
-  if (!args.json.empty()) {
-    std::ofstream out(args.json);
-    out << report_json(report);
-    if (!out) {
-      std::cerr << "error: cannot write '" << args.json << "'\n";
-      return 1;
-    }
-  }
+  if (!args.json.empty()) write_text_file(args.json, report_json(report));
   if (!args.trace.empty()) write_perfetto_trace(report, args.trace);
   return 0;
 }

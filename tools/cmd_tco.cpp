@@ -13,6 +13,7 @@
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
+#include "tools/svg_plot.hpp"
 #include "tools/reliability_report.hpp"
 #include "tools/simulate.hpp"
 
@@ -218,12 +219,7 @@ int tco_command(const TcoArgs& args) {
   std::cout << out.str();
   if (!args.json.empty()) {
     nlohmann::ordered_json j = {{"a", side_json(a)}, {"b", side_json(b)}, {"comparison", cmp}};
-    std::ofstream file(args.json);
-    file << j.dump(2) << "\n";
-    if (!file) {
-      std::cerr << "error: cannot write '" << args.json << "'\n";
-      return 1;
-    }
+    write_text_file(args.json, j.dump(2) + "\n");
   }
   return 0;
 }
@@ -242,17 +238,7 @@ void register_tco_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--replicas", args->replicas,
                   "Replica reduction, as for `run` (overrides the jobs' simulation.replicas)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
-  cmd->callback([args, &exit_code] {
-    try {
-      exit_code = tco_command(*args);
-    } catch (const SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  cmd->callback([args, &exit_code] { exit_code = run_guarded([&] { return tco_command(*args); }); });
 }
 
 }  // namespace clustersim::tools

@@ -62,14 +62,7 @@ int validate_command(const ValidateArgs& args) {
   }
   std::cout << validation::validation_text(summary);
   if (!args.plot_dir.empty()) write_plots(summary, args);
-  if (!args.json.empty()) {
-    std::ofstream out(args.json);
-    out << validation::validation_json(summary);
-    if (!out) {
-      std::cerr << "error: cannot write '" << args.json << "'\n";
-      return 1;
-    }
-  }
+  if (!args.json.empty()) write_text_file(args.json, validation::validation_json(summary));
   return summary.simulated > 0 || args.dry_run ? 0 : 1;
 }
 
@@ -108,17 +101,7 @@ void register_validate_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--show-jobs", args->show_jobs,
                 "Print the job YAML each point becomes (runnable with clustersim run)");
-  cmd->callback([args, &exit_code] {
-    try {
-      exit_code = validate_command(*args);
-    } catch (const SpecError& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  cmd->callback([args, &exit_code] { exit_code = run_guarded([&] { return validate_command(*args); }); });
 }
 
 }  // namespace clustersim::tools

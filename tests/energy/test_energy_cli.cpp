@@ -8,24 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../cli_test_util.hpp"
+
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_cli(const std::string& args) {
-  const std::string cmd = std::string(CLUSTERSIM_BIN) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) r.output += buf.data();
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using clustersim::cli_test::Result;
+using clustersim::cli_test::run_cli;
 
 std::string data(const std::string& name) { return std::string(ENERGY_TEST_DATA_DIR) + "/" + name; }
 std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }

@@ -352,13 +352,7 @@ const ReferenceModel* ReferenceSet::find_model(const std::string& name) const {
 }
 
 ReferenceSet parse_reference_set(const std::string& text, const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw SpecError(origin, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "invalid YAML: " + e.msg);
-  }
-  if (!root.IsDefined() || root.IsNull()) throw SpecError(origin, 0, "", "empty document");
+  const YAML::Node root = YamlMap::parse_document(text, origin);
   Block top{YamlMap(root, origin, ""), root};
   ReferenceSet set;
   set.file = origin;
