@@ -12,6 +12,7 @@ causal mask; backward 2.5x forward (five matmuls against two).
 import argparse
 import math
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -24,13 +25,15 @@ BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTEN
 
 def grids(name):
     """(set, head_dim, head_dim_v, [(heads, kv_heads)], [seq]) tuples of a named grid."""
-    seqs = [1024 << i for i in range(8)]  # 1k .. 128k
+    # 1k .. 128k in steps of 2 with the 1.5x points between (1536, 3072, ...): the seq axis is
+    # where cuDNN's efficiency moves most between nodes, so it gets the finer steps.
+    seqs = sorted([1024 << i for i in range(8)] + [1536 << i for i in range(7)])
     if name == "smoke":
         return [("gqa", 128, 128, [(8, 1), (64, 8)], [1024, 4096]),
                 ("mla", 192, 128, [(16, 16)], [2048])]
     return [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], seqs),
-            ("mha", 128, 128, [(h, h) for h in (12, 24, 48, 96)], [2048, 4096, 8192]),
-            ("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], seqs[:6])]
+            ("mha", 128, 128, [(h, h) for h in (12, 24, 48, 96)], [s for s in seqs if 2048 <= s <= 8192]),
+            ("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], [s for s in seqs if s <= 32768])]
 
 
 def flops_fwd(b, h, s, d, dv):
@@ -83,28 +86,69 @@ def make_inputs(h, kv, s, d, dv, gqa, dev):
     return q, k, v, do
 
 
-def measure(backend, h, kv, s, d, dv, gqa, dev, budget):
-    """Median forward and backward seconds, reps, and the forward error on a causal prefix."""
-    q, k, v, do = make_inputs(h, kv, s, d, dv, gqa, dev)
+def sleep_cycles_per_s(dev):
+    """SM clock cycles per second as torch.cuda._sleep counts them (one timed 2M-cycle spin)."""
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    torch.cuda._sleep(2_000_000)
+    b.record()
+    torch.cuda.synchronize(dev)
+    return 2e6 / (a.elapsed_time(b) * 1e-3)
+
+
+def queued(enqueue, spin_s, cps):
+    """GPU seconds of the work `enqueue()` puts on the stream, measured behind a GPU spin.
+
+    The spin (torch.cuda._sleep) keeps the GPU busy while the host enqueues, so the events
+    bracket kernel time only, not PyTorch's and cuDNN's host dispatch. Returns (seconds,
+    whether the host finished enqueuing before the spin ended, enqueue's result)."""
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+    ev[0].record()
+    torch.cuda._sleep(int(spin_s * cps))
+    ev[1].record()
+    h0 = time.perf_counter()
+    out = enqueue()
+    host_s = time.perf_counter() - h0
+    ev[2].record()
+    torch.cuda.synchronize()
+    spun = ev[0].elapsed_time(ev[1]) * 1e-3
+    return ev[1].elapsed_time(ev[2]) * 1e-3, host_s < spun, out
+
+
+def timed(enqueue, spin_s, cps):
+    """queued() with the spin doubled until the host got ahead of the GPU (at most 5 tries);
+    `enqueue` must be repeatable (backward calls retain their graphs for this)."""
+    for _ in range(5):
+        t, ahead, out = queued(enqueue, spin_s, cps)
+        if ahead:
+            return t, spin_s, out
+        spin_s *= 2
+    raise RuntimeError("host dispatch never got ahead of the GPU")
+
+
+def measure(backend, h, kv, s, d, dv, gqa, dev, budget, cps):
+    """Median forward and backward seconds per call, batches, calls per batch, and the forward
+    error on a causal prefix. Calls run in batches of `calls` behind a GPU spin (see queued)."""
+    q, k, v, do = make_inputs(h, kv, s, d, dv, gqa, dev)
     fw, bw = [], []
     with sdpa_kernel([BACKENDS[backend]]):
-        i, reps = 0, 2
-        while i < reps:
-            ev[0].record()
+        for _ in range(2):  # warm-up: cuDNN graph build, caches; host-timed upper bound
+            t0 = time.perf_counter()
             o = sdpa(q, k, v, gqa)
-            ev[1].record()
-            o.backward(do)
-            ev[2].record()
+            torch.autograd.grad(o, (q, k, v), do)
             torch.cuda.synchronize()
-            q.grad = k.grad = v.grad = None
-            t = (ev[0].elapsed_time(ev[1]) * 1e-3, ev[1].elapsed_time(ev[2]) * 1e-3)
-            if i == 1:  # after the first (graph build) call: size the run
-                reps = 2 + max(3, min(20, int(budget / max(sum(t), 1e-6))))
-            if i >= 2:
-                fw.append(t[0])
-                bw.append(t[1])
-            i += 1
+            est = time.perf_counter() - t0
+        calls = max(1, min(16, int(4e-3 / est)))
+        batches = max(3, min(12, int(budget / max(est * calls, 1e-6))))
+        spin = 1e-3
+        for _ in range(batches):
+            tf, spin, outs = timed(lambda: [sdpa(q, k, v, gqa) for _ in range(calls)], spin, cps)
+            tb, spin, _ = timed(lambda: [torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+                                          for o in outs],
+                                spin, cps)
+            del outs
+            fw.append(tf / calls)
+            bw.append(tb / calls)
         # Causal prefix check: the first 256 queries see only the first 256 keys.
         n = min(256, s)
         o = sdpa(q, k, v, gqa).detach()
@@ -114,21 +158,21 @@ def measure(backend, h, kv, s, d, dv, gqa, dev, budget):
                      vv.detach().expand(-1, r, -1, -1))
     err = rel_err(o[:, :r, :n], want)
     del q, k, v, do, o
-    return median(fw), median(bw), len(fw), err
+    return median(fw), median(bw), len(fw), calls, err
 
 
-def run_point(backend, h, kv, s, d, dv, mode, dev, budget, checked):
+def run_point(backend, h, kv, s, d, dv, mode, dev, budget, checked, cps):
     """Measures one shape; None (with a message) when the backend refuses it."""
     try:
         if mode not in checked:
             checked[mode] = grad_check(backend, d, dv, h, kv, mode, dev)
-        f, b, reps, err = measure(backend, h, kv, s, d, dv, mode, dev, budget)
+        f, b, reps, calls, err = measure(backend, h, kv, s, d, dv, mode, dev, budget, cps)
     except RuntimeError as e:
         print(f"{backend} h={h} kv={kv} s={s} d={d}/{dv} {mode}: {str(e).splitlines()[0]}",
               file=sys.stderr, flush=True)
         torch.cuda.empty_cache()
         return None
-    return f, b, reps, max(err, checked[mode]), mode
+    return f, b, reps, calls, max(err, checked[mode]), mode
 
 
 def main():
@@ -143,14 +187,18 @@ def main():
     dev = torch.device("cuda", args.device)
     torch.cuda.set_device(dev)
     torch.manual_seed(1234)
+    cps = sleep_cycles_per_s(dev)
     csv = CsvWriter(args.out, "attention (PyTorch SDPA)", [args.device], {
         "backends": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph); "
                     "flash = SDPBackend.FLASH_ATTENTION (FlashAttention-2 in PyTorch)",
-        "timing": "CUDA events around forward and backward; median over reps after 2 warm-ups",
+        "timing": "CUDA events around batches of `calls` forward (then backward, "
+                  "torch.autograd.grad) calls queued behind a GPU spin (torch.cuda._sleep) so "
+                  "that host dispatch is hidden as in training; time_s = median over `reps` "
+                  "batches of batch time / calls, after 2 warm-ups",
         "flops": "fwd 2*b*h*s*s*(d+dv)*0.5 (causal); bwd 2.5 x fwd",
         "data": "standard normal BF16; spot check: first 256 causal queries vs float64"})
     csv.header(["backend", "set", "direction", "batch", "heads", "kv_heads", "head_dim", "head_dim_v",
-                "seq", "flops", "time_s", "tflops", "reps", "gqa_mode", "max_rel_err"])
+                "seq", "flops", "time_s", "tflops", "reps", "calls", "gqa_mode", "max_rel_err"])
     for backend in args.backends.split(","):
         gqa_mode = "native"  # becomes "expanded" if the backend refuses enable_gqa
         for set_name, d, dv, heads, seqs in grids(args.grid):
@@ -160,18 +208,19 @@ def main():
                     if backend == "flash" and s > args.flash_max_seq:
                         continue
                     row = run_point(backend, h, kv, s, d, dv, gqa_mode if kv != h else "mha",
-                                    dev, args.point_budget, checked)
+                                    dev, args.point_budget, checked, cps)
                     if row is None and kv != h and gqa_mode == "native":
                         gqa_mode = "expanded"
                         row = run_point(backend, h, kv, s, d, dv, gqa_mode, dev,
-                                        args.point_budget, checked)
+                                        args.point_budget, checked, cps)
                     if row is None:
                         break
-                    f, b, reps, err, mode = row
+                    f, b, reps, calls, err, mode = row
                     fl = flops_fwd(1, h, s, d, dv)
                     for direction, t, fl_d in (("fwd", f, fl), ("bwd", b, 2.5 * fl)):
                         csv.row([backend, set_name, direction, 1, h, kv, d, dv, s, fmt(fl_d),
-                                 fmt(t), fmt(fl_d / t * 1e-12, 5), reps, mode, fmt(err, 3)])
+                                 fmt(t), fmt(fl_d / t * 1e-12, 5), reps, calls, mode,
+                                 fmt(err, 3)])
                     torch.cuda.empty_cache()
             print(f"attention {backend} {set_name} done", file=sys.stderr, flush=True)
     csv.close()
