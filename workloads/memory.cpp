@@ -42,6 +42,20 @@ constexpr double kFragmentationExpandable = 1.024;
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
+// Bytes per element of a transformer-layer GEMM input kept for the backward. With FP8,
+// Transformer Engine's Linear saves the FP8 cast of its input for the weight gradient, not the
+// BF16 tensor (transformer_engine/pytorch/module/linear.py, _Linear.forward: saved_inputmat /
+// saved_inputmat_t are the FP8 tensors unless the recipe overrides wgrad precision); its
+// LayerNormLinear likewise keeps the FP8 norm output.
+double gemm_input_bytes(const WorkloadSpec& spec) {
+  return spec.training.precision == Precision::FP8 ? 1.0 : kBf16;
+}
+
+// Bytes per element of q, k, v and the attention output: BF16, FP8 with fp8_attention.
+double attention_tensor_bytes(const WorkloadSpec& spec) {
+  return spec.training.fp8_attention ? 1.0 : kBf16;
+}
+
 struct Shape {
   RankShapes s;
   double t = 0, tsp = 0, h = 0;
@@ -52,17 +66,22 @@ double attention_bytes(const WorkloadSpec& spec, const Shape& x, Recompute recom
                        const ActivationOptions& opt) {
   const RankShapes& s = x.s;
   const double a = d(s.heads);
+  const double gin = gemm_input_bytes(spec);
+  const double att = attention_tensor_bytes(spec);
   double bytes = 0.0;
   if (spec.model.attention == AttentionKind::Mla) {
-    // Input of the down projections, the latents (norm inputs and up-projection inputs, kept
-    // as sequence shards), then q, k, v expanded per head.
-    bytes += kBf16 * x.tsp * (x.h + 2.0 * d(s.q_lora) + 2.0 * d(s.kv_lora));
-    bytes += kBf16 * x.t * a * d(2 * s.head_dim + s.v_head_dim);
+    // Input of the down projections, the latents (norm inputs, BF16, and up-projection
+    // inputs, kept as sequence shards), then q, k, v expanded per head.
+    bytes += gin * x.tsp * x.h + (kBf16 + gin) * x.tsp * d(s.q_lora + s.kv_lora);
+    bytes += att * x.t * a * d(2 * s.head_dim + s.v_head_dim);
   } else {
-    bytes += kBf16 * x.tsp * x.h;  // QKV GEMM input (the norm output)
-    bytes += kBf16 * x.t * d((s.heads + 2 * s.kv_heads) * s.head_dim);  // q, k, v
+    bytes += gin * x.tsp * x.h;  // QKV GEMM input (the norm output)
+    bytes += att * x.t * d((s.heads + 2 * s.kv_heads) * s.head_dim);  // q, k, v
   }
-  const double out = kBf16 * x.t * a * d(s.v_head_dim);  // attention output = projection input
+  // Attention output = projection input: one tensor, unless the projection runs in FP8 on a
+  // BF16 output, when it keeps its own FP8 copy beside the output attention keeps.
+  double out = att * x.t * a * d(s.v_head_dim);
+  if (gin < att) out += gin * x.t * a * d(s.v_head_dim);
   if (opt.flash_attention) {
     // Flash attention keeps its output and the FP32 log-sum-exp per head and token; selective
     // recompute of the core attention drops the latter.
@@ -81,17 +100,21 @@ double attention_bytes(const WorkloadSpec& spec, const Shape& x, Recompute recom
 // MLP or MoE-block activations.
 double mlp_bytes(const WorkloadSpec& spec, const Shape& x, int layer, const ActivationOptions& opt) {
   const RankShapes& s = x.s;
-  double bytes = kBf16 * x.tsp * x.h;  // FC1 / router input (the norm output)
+  const double gin = gemm_input_bytes(spec);
   if (spec.model.is_moe_layer(layer)) {
     const double rows = d(s.expert_rows);
     const double copies = d(s.moe_tokens * spec.model.top_k) * s.expert_load;
+    double bytes = kBf16 * x.tsp * x.h;                       // router input (BF16 router GEMM)
     bytes += 4.0 * d(s.moe_tokens) * d(s.experts);            // FP32 routing probabilities
-    bytes += kBf16 * rows * (x.h + d(s.expert_fc1_out + s.expert_ffn));  // expert GEMM inputs
+    // Expert GEMM inputs (FP8 with fp8) and the activation input (BF16).
+    bytes += rows * (gin * (x.h + d(s.expert_ffn)) + kBf16 * d(s.expert_fc1_out));
     bytes += kBf16 * copies * x.h;                            // expert outputs for the weighting
-    bytes += kBf16 * x.t * d(s.shared_fc1_out + s.shared_ffn);  // shared experts
-  } else {
-    bytes += kBf16 * x.t * d(s.fc1_out + s.ffn);  // activation input and FC2 input
+    bytes += x.t * (kBf16 * d(s.shared_fc1_out) + gin * d(s.shared_ffn));  // shared experts
+    if (opt.dropout) bytes += x.tsp * x.h;                    // MLP dropout mask
+    return bytes;
   }
+  double bytes = gin * x.tsp * x.h;                          // FC1 input (the norm output)
+  bytes += x.t * (kBf16 * d(s.fc1_out) + gin * d(s.ffn));   // activation input and FC2 input
   if (opt.dropout) bytes += x.tsp * x.h;  // MLP dropout mask
   return bytes;
 }
@@ -114,8 +137,9 @@ double backward_transients(const WorkloadSpec& spec, const Shape& x, int layer) 
 // FC2 input (or the expert FC2 input): freed by the FC2 weight gradient before the peak.
 double freed_before_peak(const WorkloadSpec& spec, const Shape& x, int layer) {
   const RankShapes& s = x.s;
-  return spec.model.is_moe_layer(layer) ? kBf16 * d(s.expert_rows) * d(s.expert_ffn)
-                                        : kBf16 * x.t * d(s.ffn);
+  const double gin = gemm_input_bytes(spec);
+  return spec.model.is_moe_layer(layer) ? gin * d(s.expert_rows) * d(s.expert_ffn)
+                                        : gin * x.t * d(s.ffn);
 }
 
 Shape shape_of(const WorkloadSpec& spec) {
@@ -198,6 +222,27 @@ double nccl_bytes(const WorkloadSpec& spec, int stage) {
   return kNcclProcessBytes + kNcclCommunicatorBytes * (collective + p2p) + kNcclP2pBytes * p2p;
 }
 
+// Elements of the transformer-layer GEMM weights among `params` (what runs in FP8 with fp8).
+// Transformer Engine keeps an FP8 copy of each such weight and of its transpose from the first
+// microbatch of a step to the last (Megatron passes is_first_microbatch, which turns TE's FP8
+// weight cache on: transformer_engine/pytorch/module/base.py, get_weight_workspace), so FP8
+// training holds 2 bytes per element more than BF16.
+double linear_weight_elements(const std::vector<ParamInfo>& params) {
+  double n = 0.0;
+  for (const auto& prm : params) {
+    switch (prm.group) {
+      case ParamGroup::Qkv: case ParamGroup::Proj: case ParamGroup::Fc1: case ParamGroup::Fc2:
+      case ParamGroup::ExpertFc1: case ParamGroup::ExpertFc2: case ParamGroup::SharedFc1:
+      case ParamGroup::SharedFc2:
+        if (!prm.sp_replicated) n += d(prm.numel);
+        break;
+      default:
+        break;
+    }
+  }
+  return n;
+}
+
 // Weights, gradients and optimizer states of the stage's parameters on one rank.
 void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out) {
   const ParallelSpec& p = spec.parallel;
@@ -220,6 +265,11 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
                    "ZeRO-3: two units gathered (the one in use and the prefetched one)"});
   } else {
     out.push_back({"weights", kBf16 * all, "BF16 parameters: 2 B x params on this rank"});
+    if (spec.training.precision == Precision::FP8) {
+      out.push_back({"fp8_weight_caches", 2.0 * linear_weight_elements(params),
+                     "FP8 copies of the layer GEMM weights and their transposes (TE caches them "
+                     "across microbatches): 2 B x linear params"});
+    }
   }
   if (p.zero_stage <= 1) {
     out.push_back({"gradients", grad * all, "gradient buffer (FP32 with grad_reduce_in_fp32) for all params"});

@@ -83,6 +83,49 @@ TEST(ActivationMemory, InFlightMicrobatchesFollowTheSchedule) {
   EXPECT_DOUBLE_EQ(inter.stages[0].bytes("activations"), 16 * layer * (1.0 + (pp - 1.0) / (pp * 2)));
 }
 
+TEST(ActivationMemory, Fp8KeepsTheGemmInputsInFp8) {
+  // Transformer Engine saves the FP8 cast of each layer GEMM's input: the QKV and FC1 inputs
+  // (norm outputs, sequence shards with SP) and the FC2 input drop to 1 byte per element; the
+  // projection keeps an FP8 copy beside the BF16 attention output that attention keeps.
+  WorkloadSpec bf = gpt(4096, 32, 4, 4, true, 8192, 1);
+  WorkloadSpec f8 = bf;
+  f8.training.precision = Precision::FP8;
+  const double t = 8192.0, tp = 4.0, h = 4096.0, ffn = 4.0 * 4096.0;
+  const double saved = t / tp * h + t / tp * h + t * ffn / tp - t * h / tp;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(bf, 0, Recompute::None) -
+                       layer_activation_bytes(f8, 0, Recompute::None),
+                   saved);
+  // FP8 attention stores q, k, v and the output in FP8 too, with no separate projection copy.
+  WorkloadSpec fa = f8;
+  fa.training.fp8_attention = true;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(f8, 0, Recompute::None) -
+                       layer_activation_bytes(fa, 0, Recompute::None),
+                   5.0 * t * h / tp);  // q, k, v: 3 x 1 byte; output: 2 + 1 -> 1 byte
+  // Full recompute keeps the BF16 layer input either way.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(f8, 0, Recompute::Full),
+                   layer_activation_bytes(bf, 0, Recompute::Full));
+}
+
+TEST(MemoryModel, Fp8AddsCachedFp8WeightsOfTheLayerGemmsOnly) {
+  auto spec = testing::parse_job(testing::small_llama_job(1, 1, 8, false, 8, 1), 8);
+  const auto report_bf = estimate_memory(spec, 80.0 * kGiB);
+  EXPECT_DOUBLE_EQ(report_bf.stages[0].bytes("fp8_weight_caches"), 0.0);
+  spec.training.precision = Precision::FP8;
+  const auto report = estimate_memory(spec, 80.0 * kGiB);
+  const double weights = report.stages[0].bytes("weights") / 2.0;  // all parameters
+  const double caches = report.stages[0].bytes("fp8_weight_caches");
+  // 2 bytes (FP8 weight and transpose) per linear parameter: more than 0, less than 2 bytes
+  // for every parameter, since embeddings, output layer and norms stay out.
+  EXPECT_GT(caches, 0.0);
+  EXPECT_LT(caches, 2.0 * weights);
+  const auto& m = spec.model;
+  const double per_layer = static_cast<double>(m.hidden) *
+                               static_cast<double>((m.heads + 2 * m.kv_heads) * m.head_dim) +
+                           static_cast<double>(m.heads * m.head_dim) * static_cast<double>(m.hidden) +
+                           3.0 * static_cast<double>(m.hidden) * static_cast<double>(m.ffn);
+  EXPECT_NEAR(caches, 2.0 * per_layer * static_cast<double>(m.layers), 1e-6 * caches);
+}
+
 TEST(MemoryModel, StatesByZeroStageAndOffload) {
   auto spec = testing::parse_job(testing::small_llama_job(1, 1, 8, false, 8, 1), 8);
   const auto n = [&](const char* name, int zero, bool offload) {

@@ -95,6 +95,10 @@ void apply_nemo_dgxc(const FamilyInput& in, DraftJob& j) {
     j.fill("parallelism", "sequence_parallel", "true", "NEMO-PERF", line);
     j.fill("parallelism", "tp_comm_overlap", "true", "NEMO-PERF", line);
   }
+  const JobField* precision = j.find("training", "precision");
+  if (precision != nullptr && precision->value == "fp8") {
+    j.fill("parallelism", "grad_reduce_in_fp32", "false", "NEMO-PERF-FP8", line);
+  }
 }
 
 void apply_llama3_paper(const FamilyInput& in, DraftJob& j) {
@@ -213,6 +217,11 @@ const std::vector<Citation>& citations() {
                     "sequence_parallelism=True); pretrain_recipe_performance() adds "
                     "MegatronCommOverlapCallback(tp_comm_overlap=True); gpt3_175b.py likewise "
                     "(userbuffers_*_h100_h12288_tp4_mbs1_seqlen2048)"},
+      {"NEMO-PERF-FP8", "NeMo scripts/performance/llm/pretrain_llama3_70b.py and "
+                        "pretrain_gpt3_175b.py (the DGX Cloud benchmark scripts): with compute "
+                        "dtype fp8, plugins = bf16_with_fp8_mixed() and "
+                        "plugins.grad_reduce_in_fp32 = False (BF16 keeps bf16_mixed()'s FP32 "
+                        "gradient reduction)"},
       {"NEMO-405B-SPLIT", "NVIDIA/cloudai src/cloudai/workloads/nemo_run/cloudai_nemorun.py, "
                           "cloudai_llama3_405b_recipe (NeMo; TP8 PP8 CP2 VP8): "
                           "account_for_embedding_in_pipeline_split and "
