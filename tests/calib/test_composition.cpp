@@ -1,0 +1,111 @@
+// The cost model against a measured layer: calib/data/h200/composition.csv holds, for four
+// model shards, the time of a transformer layer's GEMMs and attention played back to back in
+// training order on one H200 (calib/probes/composition.py). The simulator costs that layer as
+// the sum of the ops' table times; the two must agree. Nothing is fitted to this file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "calib/measured_cost_model.hpp"
+#include "calib/tables.hpp"
+
+namespace clustersim::calib {
+namespace {
+
+// Datasheet H200 SXM (as in test_measured_model.cpp); only the name selects the derivation rule.
+sim::GpuSpec h200() {
+  sim::GpuSpec g;
+  g.name = "H200-SXM";
+  g.peak_bf16 = {989e12};
+  g.peak_fp8 = {1979e12};
+  g.peak_fp32 = {67e12};
+  g.hbm_capacity = {141e9};
+  g.hbm_bandwidth = {4.8e12};
+  g.tdp = {700.0};
+  g.host_link_bandwidth = {64e9};
+  g.host_cores_per_gpu = 14.0;
+  g.host_memory_bandwidth_per_gpu = {614.4e9 / 8};
+  return g;
+}
+
+// One shard as composition.py's SHARDS: tokens, hidden, heads, kv heads, head dim, ffn, gated
+// MLP, tensor-parallel size.
+struct Shard {
+  const char* name;
+  std::int64_t t, h, heads, kv, d, ffn;
+  bool gated;
+  std::int64_t tp;
+};
+constexpr Shard kShards[] = {
+    {"llama3_70b_tp4_s8k", 8192, 8192, 64, 8, 128, 28672, true, 4},
+    {"llama3_8b_tp1_s8k", 8192, 4096, 32, 8, 128, 14336, true, 1},
+    {"gpt3_175b_tp4_s2k", 2048, 12288, 96, 96, 128, 49152, false, 4},
+    {"llama3_405b_tp8_s8k", 8192, 16384, 128, 8, 128, 53248, true, 8},
+};
+
+sim::Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, sim::Phase phase) {
+  sim::Op op;
+  op.shape = sim::GemmShape{m, n, k, sim::DType::BF16};
+  op.phase = phase;
+  return op;
+}
+
+sim::Op attention(const Shard& s, bool backward) {
+  sim::Op op;
+  sim::AttentionShape a;
+  a.batch = 1;
+  a.heads = s.heads / s.tp;
+  a.kv_heads = std::max<std::int64_t>(1, s.kv / s.tp);
+  a.seq_q = a.seq_kv = s.t;
+  a.head_dim = a.head_dim_v = s.d;
+  a.backward = backward;
+  op.shape = a;
+  op.phase = backward ? sim::Phase::Backward : sim::Phase::Forward;
+  return op;
+}
+
+// The layer's ops as the workload generator writes them: forward (tokens, out, in); backward
+// dgrad (tokens, in, out) and wgrad (in, out, tokens).
+double table_layer_time(const MeasuredCostModel& model, const Shard& s) {
+  const std::int64_t heads = s.heads / s.tp, kv = std::max<std::int64_t>(1, s.kv / s.tp);
+  const std::int64_t ffn = s.ffn / s.tp;
+  const std::vector<std::pair<std::int64_t, std::int64_t>> linears = {
+      {(heads + 2 * kv) * s.d, s.h}, {s.h, heads * s.d}, {ffn * (s.gated ? 2 : 1), s.h}, {s.h, ffn}};
+  double total = model.compute_time(attention(s, false)) + model.compute_time(attention(s, true));
+  for (const auto& [out, in] : linears) {
+    total += model.compute_time(gemm(s.t, out, in, sim::Phase::Forward));
+    total += model.compute_time(gemm(s.t, in, out, sim::Phase::Backward));
+    total += model.compute_time(gemm(in, out, s.t, sim::Phase::Backward));
+  }
+  return total;
+}
+
+double measured(const CsvTable& t, const std::string& shard, const std::string& op) {
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    if (t.text(r, t.column("shard")) == shard && t.text(r, t.column("op")) == op) {
+      return t.number(r, t.column("time_s"));
+    }
+  }
+  ADD_FAILURE() << "no row " << shard << "/" << op << " in " << t.path;
+  return 0.0;
+}
+
+// Measured agreement: -1.2% to +1.8% (docs/calibration.md). Stated tolerance 3%: a cost model
+// that dropped the attention (-11% on the 70B shard) or read the first attention table, host
+// dispatch included (+4.2% on the GPT-3 shard), misses it.
+TEST(Composition, LayerFromTheTablesMatchesTheMeasuredBackToBackLayerWithinThreePercent) {
+  const auto tables = MeasuredTables::load(default_measured_dir());
+  const MeasuredCostModel model(h200(), tables);
+  const CsvTable csv = read_csv(default_measured_dir() + "/composition.csv");
+  for (const Shard& s : kShards) {
+    const double composed = measured(csv, s.name, "composed_layer");
+    const double predicted = table_layer_time(model, s);
+    EXPECT_NEAR(predicted / composed, 1.0, 0.03) << s.name << ": tables " << predicted * 1e3
+                                                 << " ms, measured " << composed * 1e3 << " ms";
+  }
+}
+
+}  // namespace
+}  // namespace clustersim::calib
