@@ -4,7 +4,8 @@
 #
 # Phase 0: environment (nvidia-smi, topology, versions) and a telemetry log every 500 ms.
 # Phase 1, in parallel: GPU 0 runs the GEMM probe (burst, grid, sustained); GPU 1 runs the
-#          attention probe (PyTorch SDPA, cuDNN and flash backends), then the memory-bound probe.
+#          attention probe (PyTorch SDPA, cuDNN and flash backends), then the memory-bound and
+#          composition probes.
 # Phase 2: NCCL probe over both GPUs, one process per NCCL_ALGO/NCCL_PROTO setting.
 # Phase 3: interference probe over both GPUs.
 # Never changes clocks, power limits or other GPU settings. NVLink multicast stays off.
@@ -60,11 +61,12 @@ if [[ $GRID == smoke ]]; then
   CATALOG=8192:6144:4096,8192:128256:4096
   MEM_BYTES=1048576,268435456; NCCL_BYTES=(--bytes 4096,1048576,268435456)
   ATT_GRID=smoke; INT_ARGS=(--sizes 16777216 --channels default,4 --compute-calls 10)
+  COMP_ARGS=(--shards gpt3_175b_tp4_s2k --layers 2 --reps 3)
 else
   GEMM_GRID=(); CUBES=4096,8192,16384; SUSTAIN=15; IDLE=2
   CATALOG=$(python3 "$ROOT/calib/scripts/catalog_shapes.py")
   MEM_BYTES=$(python3 -c 'print(",".join(str(65536 << i) for i in range(17)))')  # 64 KiB..4 GiB
-  NCCL_BYTES=(); ATT_GRID=full; INT_ARGS=()
+  NCCL_BYTES=(); ATT_GRID=full; INT_ARGS=(); COMP_ARGS=()
 fi
 
 # ---- Phase 1: GPU 0 GEMMs || GPU 1 attention, memory-bound -----------------------------------
@@ -87,6 +89,8 @@ gpu1() {
     --out "$OUT_DIR/attention.csv"
   step membound 120 "$BUILD/probe_membound" --device 1 --bytes "$MEM_BYTES" \
     --out "$OUT_DIR/membound.csv"
+  step composition 120 python3 "$PROBES/composition.py" --device 1 "${COMP_ARGS[@]}" \
+    --out "$OUT_DIR/composition.csv"
 }
 gpu0 & P0=$!
 gpu1 & P1=$!
