@@ -6,6 +6,15 @@ namespace clustersim::workloads {
 // Activations, activation gradients and pipeline messages are BF16 (Megatron --bf16; with
 // fp8, Transformer Engine casts inside its GEMM modules and hands BF16 tensors between them).
 inline constexpr double kActivationBytes = 2.0;
+// FP8 GEMM operands (Transformer Engine, delayed scaling): a linear's BF16 input or output
+// gradient is quantized by a cast-transpose kernel that reads it (2 bytes) and writes the FP8
+// tensor and its FP8 transpose (1 + 1), the transpose being what the other backward GEMM needs
+// (transformer_engine/pytorch/module/linear.py: fp8_cast_transpose_fused / cast with
+// rowwise and columnwise usage). A LayerNormLinear (QKV, FC1 and Megatron's MLA up-projections,
+// whose norm is fused into the linear) gets its input in FP8 from the norm kernel itself and
+// only transposes it for the weight gradient: read 1, write 1.
+inline constexpr double kFp8CastTransposeBytes = 4.0;
+inline constexpr double kFp8TransposeBytes = 2.0;
 // GEMM outputs written as BF16, except weight gradients: Megatron's gradient accumulation
 // fusion (on by default) has the wgrad GEMM accumulate into the FP32 main_grad buffer, which it
 // reads and writes.

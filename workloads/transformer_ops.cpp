@@ -120,12 +120,22 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
     gather_sequence(k);
   }
   b_.gemm(label, s_.tokens, n, k, dtype, kOutBytes);
+  fp8_quantize(label + "_fp8_transpose", s_.tokens, k, kFp8TransposeBytes, dtype);
   if (overlapped) b_.defer(*overlapped);
+}
+
+// The FP8 quantization kernel of a GEMM operand [rows, cols] (transformer_constants.hpp);
+// nothing for a BF16 GEMM.
+void TransformerOps::fp8_quantize(const std::string& label, std::int64_t rows, std::int64_t cols,
+                                  double bytes_per_element, sim::DType dtype) {
+  if (dtype != sim::DType::FP8) return;
+  b_.mem(label, MemKernel::Copy, static_cast<double>(rows) * static_cast<double>(cols) * bytes_per_element);
 }
 
 // A row-parallel GEMM followed by the reduction of its output; with tp_comm_overlap the
 // reduce-scatter is pipelined with the GEMM (same model as linear_in).
 void TransformerOps::linear_out(const std::string& label, std::int64_t n, std::int64_t k) {
+  fp8_quantize(label + "_fp8_cast", s_.tokens, k, kFp8CastTransposeBytes, s_.linear_dtype);
   std::vector<std::uint32_t> launch;
   if (auto last = b_.last_compute()) launch.push_back(*last);
   b_.gemm(label, s_.tokens, n, k, s_.linear_dtype, kOutBytes);
@@ -148,6 +158,7 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
                                                           sim::DType dtype, ParamGroup group,
                                                           int layer, GradSink* sink) {
   const double full = act_bytes(s_.tokens, in);  // the layer input [tokens, in] and its gradient
+  fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, dtype);
   std::vector<std::uint32_t> wgrad_deps;
   if (s_.sequence_parallel) {
     std::vector<std::uint32_t> launch;
@@ -182,6 +193,7 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
   } else {
     gather_sequence();
   }
+  fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, s_.linear_dtype);
   b_.gemm(name + "_dgrad", s_.tokens, in, out, s_.linear_dtype, kOutBytes);
   if (overlapped) b_.defer(*overlapped);
   const std::uint32_t wgrad =

@@ -168,6 +168,36 @@ TEST(Generator, Fp8AppliesToTransformerLayerGemmsOnly) {
   }
 }
 
+// With fp8 every layer GEMM operand is quantized by its own kernel (transformer_constants.hpp):
+// forward, the LayerNormLinear inputs (QKV, FC1: [tokens, hidden]) are transposed (2 B per
+// element) after their GEMM and the Linear inputs (projection, FC2) cast-transposed (4 B) before
+// it; backward, each linear's output gradient is cast-transposed (4 B) before its dgrad. Tokens:
+// seq 128 x mbs 1 (gathered over tp 2 with SP); per-rank widths as in the test above.
+TEST(Generator, Fp8QuantizesEachLayerGemmOperandOnce) {
+  const sim::Workload w = generate_workload(parse_job(small_llama_job(2, 1, 1, true, 1, 1, "fp8"), 2));
+  const sim::Program& p = w.programs[0];
+  const double t = 128;
+  const std::map<std::string, double> expect = {
+      {"qkv_fp8_transpose", 2 * t * 256},       {"fc1_fp8_transpose", 2 * t * 256},
+      {"proj_fp8_cast", 4 * t * 128},           {"fc2_fp8_cast", 4 * t * 344},
+      {"qkv_fp8_grad_cast", 4 * t * 256},       {"proj_fp8_grad_cast", 4 * t * 256},
+      {"fc1_fp8_grad_cast", 4 * t * 688},       {"fc2_fp8_grad_cast", 4 * t * 256}};
+  std::map<std::string, int> seen;
+  for (const auto& op : p.ops) {
+    if (op.layer != 1 || op.microbatch != 0) continue;
+    const auto it = expect.find(label(p, op));
+    if (it == expect.end()) continue;
+    ++seen[it->first];
+    EXPECT_EQ(std::get<sim::MemBoundShape>(op.shape).kernel, sim::MemKernel::Copy) << it->first;
+    EXPECT_DOUBLE_EQ(op.bytes, it->second) << it->first;
+  }
+  for (const auto& [name, bytes] : expect) EXPECT_EQ(seen[name], 1) << name;
+  const sim::Workload bf = generate_workload(parse_job(small_llama_job(2, 1, 1, true, 1, 1), 2));
+  for (const auto& op : bf.programs[0].ops) {
+    EXPECT_EQ(label(bf.programs[0], op).find("fp8"), std::string::npos) << label(bf.programs[0], op);
+  }
+}
+
 // Counts TP collectives of one layer and microbatch by (kind, stream).
 std::map<std::string, int> tp_collectives(const sim::Program& p, int layer, int mb, sim::Phase phase) {
   std::map<std::string, int> out;
