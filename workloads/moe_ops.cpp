@@ -55,9 +55,12 @@ void TransformerOps::moe_forward() {
   b_.mem("router_topk", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
   b_.mem("permute", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
   expert_exchange("ep_dispatch", true);
+  // With fp8 TE's grouped linears cast-transpose their BF16 inputs (transformer_constants.hpp).
+  fp8_quantize("expert_fc1_fp8_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
   b_.gemm("expert_fc1", s_.expert_rows, s_.expert_fc1_out, s_.hidden, s_.linear_dtype, kOutBytes);
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 3.0 : 2.0;
   b_.mem("expert_act", MemKernel::Activation, act_passes * act_bytes(s_.expert_rows, s_.expert_ffn));
+  fp8_quantize("expert_fc2_fp8_cast", s_.expert_rows, s_.expert_ffn, kFp8CastTransposeBytes, s_.linear_dtype);
   b_.gemm("expert_fc2", s_.expert_rows, s_.hidden, s_.expert_ffn, s_.linear_dtype, kOutBytes);
   expert_exchange("ep_combine", false);
   // Read the token copies and their routing probabilities, write the weighted sum.
@@ -78,6 +81,8 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   }
   b_.mem("unpermute_bwd", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden), std::move(comm));
   expert_exchange("ep_combine_bwd", true);
+  fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
+               s_.linear_dtype);
   b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype, kOutBytes);
   std::uint32_t wgrad = b_.gemm("expert_fc2_wgrad", s_.expert_ffn, s_.hidden, s_.expert_rows,
                                 s_.linear_dtype, kWgradOutBytes);
@@ -85,6 +90,8 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
   b_.mem("expert_act_bwd", MemKernel::Activation,
          act_passes * act_bytes(s_.expert_rows, s_.expert_ffn));
+  fp8_quantize("expert_fc1_fp8_grad_cast", s_.expert_rows, s_.expert_fc1_out, kFp8CastTransposeBytes,
+               s_.linear_dtype);
   b_.gemm("expert_fc1_dgrad", s_.expert_rows, s_.hidden, s_.expert_fc1_out, s_.linear_dtype,
           kOutBytes);
   wgrad = b_.gemm("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows, s_.linear_dtype,

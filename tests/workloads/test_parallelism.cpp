@@ -157,6 +157,30 @@ TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {
   EXPECT_DOUBLE_EQ(count(q, "expert_fc1").flops, 1.5 * count(p, "expert_fc1").flops);
 }
 
+// With fp8 each expert GEMM operand is cast-transposed once (4 B per element): the permuted
+// tokens (rows x hidden) and the activation output (rows x expert ffn) forward, the output
+// gradients backward; rows = 128 sequence-parallel tokens x top_k 2 (etp 1).
+TEST(ExpertParallel, Fp8CastsEveryExpertGemmOperand) {
+  auto spec = testing::parse_job(
+      job("  tp: 2\n  ep: 4\n  etp: 1\n  sequence_parallel: true\n", "  global_batch_size: 8\n", kMoe), 8);
+  spec.training.precision = Precision::FP8;
+  const sim::Program p = generate_workload(spec).programs[0];
+  const double rows = 128 * 2;
+  const int mb_layers = 3 * 2;  // 3 MoE layers x 2 microbatches
+  const std::pair<const char*, double> expect[] = {
+      {"expert_fc1_fp8_cast", rows * 256 * 4}, {"expert_fc2_fp8_cast", rows * 128 * 4},
+      {"expert_fc2_fp8_grad_cast", rows * 256 * 4}, {"expert_fc1_fp8_grad_cast", rows * 256 * 4}};
+  for (const auto& [name, bytes] : expect) {
+    int n = 0;
+    for (const auto& op : p.ops) {
+      if (p.labels[op.label] != name) continue;
+      ++n;
+      EXPECT_DOUBLE_EQ(op.bytes, bytes) << name;
+    }
+    EXPECT_EQ(n, mb_layers) << name;
+  }
+}
+
 TEST(ExpertParallel, ExpertTensorParallelGathersOverEtpAndMlaKeepsTheInvariant) {
   std::string yaml = job("  tp: 2\n  ep: 2\n  etp: 2\n  sequence_parallel: true\n",
                          "  global_batch_size: 4\n", kMoe + kMla);
