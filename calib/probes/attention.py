@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, fmt, median
+from probe_common import CsvWriter, fmt, median, sleep_cycles_per_s, timed
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
@@ -84,46 +84,6 @@ def make_inputs(h, kv, s, d, dv, gqa, dev):
     v = torch.randn(1, kv * rk, s, dv, device=dev, dtype=torch.bfloat16, requires_grad=True)
     do = torch.randn(1, h, s, dv, device=dev, dtype=torch.bfloat16)
     return q, k, v, do
-
-
-def sleep_cycles_per_s(dev):
-    """SM clock cycles per second as torch.cuda._sleep counts them (one timed 2M-cycle spin)."""
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    torch.cuda._sleep(2_000_000)
-    b.record()
-    torch.cuda.synchronize(dev)
-    return 2e6 / (a.elapsed_time(b) * 1e-3)
-
-
-def queued(enqueue, spin_s, cps):
-    """GPU seconds of the work `enqueue()` puts on the stream, measured behind a GPU spin.
-
-    The spin (torch.cuda._sleep) keeps the GPU busy while the host enqueues, so the events
-    bracket kernel time only, not PyTorch's and cuDNN's host dispatch. Returns (seconds,
-    whether the host finished enqueuing before the spin ended, enqueue's result)."""
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-    ev[0].record()
-    torch.cuda._sleep(int(spin_s * cps))
-    ev[1].record()
-    h0 = time.perf_counter()
-    out = enqueue()
-    host_s = time.perf_counter() - h0
-    ev[2].record()
-    torch.cuda.synchronize()
-    spun = ev[0].elapsed_time(ev[1]) * 1e-3
-    return ev[1].elapsed_time(ev[2]) * 1e-3, host_s < spun, out
-
-
-def timed(enqueue, spin_s, cps):
-    """queued() with the spin doubled until the host got ahead of the GPU (at most 5 tries);
-    `enqueue` must be repeatable (backward calls retain their graphs for this)."""
-    for _ in range(5):
-        t, ahead, out = queued(enqueue, spin_s, cps)
-        if ahead:
-            return t, spin_s, out
-        spin_s *= 2
-    raise RuntimeError("host dispatch never got ahead of the GPU")
 
 
 def measure(backend, h, kv, s, d, dv, gqa, dev, budget, cps):

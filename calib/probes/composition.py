@@ -17,13 +17,12 @@ BF16 GEMMs through torch.matmul (cuBLASLt), causal attention through SDPA's cuDN
 import argparse
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, fmt
+from probe_common import CsvWriter, fmt, sleep_cycles_per_s, timed
 
 # name: (tokens, hidden, q heads, kv heads, head_dim, ffn, gated, tp)
 SHARDS = {
@@ -34,35 +33,9 @@ SHARDS = {
 }
 
 
-def spin(seconds, cps):
-    torch.cuda._sleep(int(seconds * cps))
-
-
-def cycles_per_s():
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    torch.cuda._sleep(2_000_000)
-    b.record()
-    torch.cuda.synchronize()
-    return 2e6 / (a.elapsed_time(b) * 1e-3)
-
-
 def queued_time(fn, cps, spin_s=0.02):
-    """GPU seconds of fn()'s work, queued behind a spin; doubles the spin until the host wins."""
-    for _ in range(6):
-        ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-        ev[0].record()
-        spin(spin_s, cps)
-        ev[1].record()
-        h0 = time.perf_counter()
-        fn()
-        host = time.perf_counter() - h0
-        ev[2].record()
-        torch.cuda.synchronize()
-        if host < ev[0].elapsed_time(ev[1]) * 1e-3:
-            return ev[1].elapsed_time(ev[2]) * 1e-3
-        spin_s *= 2
-    raise RuntimeError("host dispatch never got ahead of the GPU")
+    """GPU seconds of fn()'s work queued behind a GPU spin (probe_common.timed, 6 tries)."""
+    return timed(fn, spin_s, cps, tries=6)[0]
 
 
 class Layer:
@@ -142,7 +115,7 @@ def main():
     dev = torch.device("cuda", args.device)
     torch.cuda.set_device(dev)
     torch.manual_seed(1234)
-    cps = cycles_per_s()
+    cps = sleep_cycles_per_s(dev)
     csv = CsvWriter(args.out, "composition (PyTorch: torch.matmul BF16, SDPA cuDNN causal)", [args.device], {
         "method": f"{args.layers} layers with their own tensors; forward of all then backward of "
                   "all, queued behind a GPU spin; composed = median over reps of step time / "

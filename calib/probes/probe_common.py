@@ -1,11 +1,13 @@
-"""Shared helpers of the Python calibration probes (attention.py, interference.py): provenance
-header, GPU telemetry through nvidia-smi, CUDA-event timing with medians. Needs PyTorch."""
+"""Shared helpers of the Python calibration probes (attention.py, interference.py,
+composition.py): provenance header, GPU telemetry through nvidia-smi, CUDA-event timing behind a
+GPU spin, medians. Needs PyTorch."""
 
 import datetime
 import socket
 import statistics
 import subprocess
 import sys
+import time
 
 import torch
 
@@ -78,3 +80,43 @@ def fmt(x, digits=6):
 
 def median(v):
     return statistics.median(v)
+
+
+def sleep_cycles_per_s(dev=None):
+    """SM clock cycles per second as torch.cuda._sleep counts them (one timed 2M-cycle spin)."""
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    torch.cuda._sleep(2_000_000)
+    b.record()
+    torch.cuda.synchronize(dev)
+    return 2e6 / (a.elapsed_time(b) * 1e-3)
+
+
+def queued(enqueue, spin_s, cps):
+    """GPU seconds of the work `enqueue()` puts on the stream, measured behind a GPU spin.
+
+    The spin (torch.cuda._sleep) keeps the GPU busy while the host enqueues, so the events
+    bracket kernel time only, not PyTorch's and cuDNN's host dispatch. Returns (seconds,
+    whether the host finished enqueuing before the spin ended, enqueue's result)."""
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+    ev[0].record()
+    torch.cuda._sleep(int(spin_s * cps))
+    ev[1].record()
+    h0 = time.perf_counter()
+    out = enqueue()
+    host_s = time.perf_counter() - h0
+    ev[2].record()
+    torch.cuda.synchronize()
+    spun = ev[0].elapsed_time(ev[1]) * 1e-3
+    return ev[1].elapsed_time(ev[2]) * 1e-3, host_s < spun, out
+
+
+def timed(enqueue, spin_s, cps, tries=5):
+    """queued() with the spin doubled until the host got ahead of the GPU; returns (seconds,
+    the spin that worked, enqueue's result). `enqueue` must be repeatable."""
+    for _ in range(tries):
+        t, ahead, out = queued(enqueue, spin_s, cps)
+        if ahead:
+            return t, spin_s, out
+        spin_s *= 2
+    raise RuntimeError("host dispatch never got ahead of the GPU")

@@ -10,25 +10,10 @@
 
 #include "calib/measured_cost_model.hpp"
 #include "calib/tables.hpp"
+#include "calib_test_util.hpp"
 
 namespace clustersim::calib {
 namespace {
-
-// Datasheet H200 SXM (as in test_measured_model.cpp); only the name selects the derivation rule.
-sim::GpuSpec h200() {
-  sim::GpuSpec g;
-  g.name = "H200-SXM";
-  g.peak_bf16 = {989e12};
-  g.peak_fp8 = {1979e12};
-  g.peak_fp32 = {67e12};
-  g.hbm_capacity = {141e9};
-  g.hbm_bandwidth = {4.8e12};
-  g.tdp = {700.0};
-  g.host_link_bandwidth = {64e9};
-  g.host_cores_per_gpu = 14.0;
-  g.host_memory_bandwidth_per_gpu = {614.4e9 / 8};
-  return g;
-}
 
 // One shard as composition.py's SHARDS: tokens, hidden, heads, kv heads, head dim, ffn, gated
 // MLP, tensor-parallel size.
@@ -97,7 +82,7 @@ double measured(const CsvTable& t, const std::string& shard, const std::string& 
 // dispatch included (+4.2% on the GPT-3 shard), misses it.
 TEST(Composition, LayerFromTheTablesMatchesTheMeasuredBackToBackLayerWithinThreePercent) {
   const auto tables = MeasuredTables::load(default_measured_dir());
-  const MeasuredCostModel model(h200(), tables);
+  const MeasuredCostModel model(testing::gpu("H200-SXM", 4.8), tables);
   const CsvTable csv = read_csv(default_measured_dir() + "/composition.csv");
   for (const Shard& s : kShards) {
     const double composed = measured(csv, s.name, "composed_layer");

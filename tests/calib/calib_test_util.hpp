@@ -1,0 +1,30 @@
+// Helpers shared by the calib tests.
+#pragma once
+
+#include <string>
+
+#include "sim/cost_model.hpp"
+
+namespace clustersim::calib::testing {
+
+/// A GPU as the catalogs describe it: datasheet peaks (NVIDIA H200 / H100 SXM / B200 datasheets,
+/// as in ../shared/reference/measured.yaml hardware:) and a DGX H100/H200 host
+/// (platforms/catalog/hgx_h200.yaml: PCIe Gen5 x16, 112 cores and 614.4 GB/s DRAM for 8 GPUs).
+/// Only the name selects the cost model's derivation rule; the peaks feed the roofline the
+/// model keeps for the network and the FP32 ratio.
+inline sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
+  sim::GpuSpec g;
+  g.name = name;
+  g.peak_bf16 = {name == "B200" ? 2250e12 : 989e12};
+  g.peak_fp8 = {name == "B200" ? 4500e12 : 1979e12};
+  g.peak_fp32 = {67e12};
+  g.hbm_capacity = {141e9};
+  g.hbm_bandwidth = {hbm_tbps * 1e12};
+  g.tdp = {700.0};
+  g.host_link_bandwidth = {64e9};
+  g.host_cores_per_gpu = 14.0;
+  g.host_memory_bandwidth_per_gpu = {614.4e9 / 8};
+  return g;
+}
+
+}  // namespace clustersim::calib::testing
