@@ -15,6 +15,11 @@ constexpr double kParamBytes = 2.0;
 // copy the master weight into the BF16 parameter (read 4, write 2); one more read of the FP32
 // gradient for the global gradient norm of clipping (4; Megatron --clip-grad defaults to 1.0).
 constexpr double kOptimizerBytesPerParam = 4 + 8 + 8 + 8 + 4 + 2 + 4;
+// The same step with the precision-aware optimizer (Transformer Engine FusedAdam,
+// store_param_remainders): the FP32 master is rebuilt from the BF16 parameter and its 16-bit
+// remainder, both read and written in place (2 + 2 each way), so no separate copy into the
+// BF16 parameter: gradient 4, parameter + remainder 8, moments 16, gradient norm 4.
+constexpr double kOptimizerBytesPerParamRemainders = 4 + 8 + 8 + 8 + 4;
 // The same update on the host (DeepSpeed CPU Adam): read the FP32 gradient (4), read and write
 // master weight, first and second moment (24), write the BF16 parameter copy (2).
 constexpr double kHostAdamBytesPerParam = 4 + 24 + 2;
@@ -50,7 +55,9 @@ void emit_optimizer_step(ProgramBuilder& b, const WorkloadSpec& spec, double sha
     b.mem("param_h2d", sim::MemKernel::HostCopy, shard_params * kParamBytes);
     return;
   }
-  b.mem("optimizer", sim::MemKernel::Optimizer, shard_params * kOptimizerBytesPerParam, std::move(deps));
+  const double per_param = spec.parallel.precision_aware_optimizer ? kOptimizerBytesPerParamRemainders
+                                                                   : kOptimizerBytesPerParam;
+  b.mem("optimizer", sim::MemKernel::Optimizer, shard_params * per_param, std::move(deps));
 }
 
 DataParallelSync::DataParallelSync(ProgramBuilder& builder, const WorkloadSpec& spec, int stage)

@@ -123,8 +123,8 @@ void read_pipeline_split(YamlMap& p, ParallelSpec& s) {
 // data-parallel optimizer settings are those of the NeMo 2.0 pre-training recipes
 // (nemo/collections/llm/recipes/*.py: distributed_fused_adam_* sets use_distributed_optimizer,
 // trainer() sets DistributedDataParallelConfig(grad_reduce_in_fp32=True,
-// overlap_grad_reduce=True, overlap_param_gather=True)); tp_comm_overlap defaults to false as
-// in Megatron-LM. docs/job-spec.md lists them.
+// overlap_grad_reduce=True, overlap_param_gather=True)); tp_comm_overlap and
+// precision_aware_optimizer default to false as in Megatron-LM. docs/job-spec.md lists them.
 ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   reject_unknown_keys(p, {"tp", "pp", "dp", "cp", "vp", "ep", "etp", "sequence_parallel",
                           "schedule", "rank_order", "num_layers_in_first_pipeline_stage",
@@ -132,8 +132,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "zero_stage", "fsdp",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-                          "grad_reduce_in_fp32", "tp_comm_overlap", "optimizer_offload",
-                          "cp_comm_type"});
+                          "grad_reduce_in_fp32", "precision_aware_optimizer",
+                          "tp_comm_overlap", "optimizer_offload", "cp_comm_type"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -155,6 +155,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                                           "overlap_grad_reduce: true");
   }
   s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
+  s.precision_aware_optimizer = p.get_bool_or("precision_aware_optimizer", false);
   s.tp_comm_overlap = p.get_bool_or("tp_comm_overlap", false);
   s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
                                                    : OptimizerOffload::None;

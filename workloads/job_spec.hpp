@@ -117,6 +117,10 @@ struct ParallelSpec {
   bool overlap_grad_reduce = true;      ///< bucketed gradient reduction overlapped with backward
   bool overlap_param_gather = true;     ///< parameter all-gather overlapped with next forward
   bool grad_reduce_in_fp32 = true;      ///< gradient buffers and their reduction in FP32
+  /// Megatron use_precision_aware_optimizer (Transformer Engine FusedAdam with the default
+  /// store_param_remainders): the FP32 master weight is kept as the 16 bits the BF16 parameter
+  /// lacks, so Adam holds 10 B per parameter instead of 12.
+  bool precision_aware_optimizer = false;
   bool tp_comm_overlap = false;         ///< TE userbuffers: TP collectives overlapped with GEMMs
   OptimizerOffload optimizer_offload = OptimizerOffload::None;
   CpCommType cp_comm_type = CpCommType::P2p;  ///< context-parallel K/V exchange

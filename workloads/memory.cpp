@@ -23,6 +23,11 @@ constexpr double kBf16 = 2.0;
 // docs/source/api-guide/dist_optimizer.md: 12 bytes per parameter, sharded over DP with the
 // distributed optimizer).
 constexpr double kOptimizerBytes = 12.0;
+// With Megatron's use_precision_aware_optimizer, Transformer Engine's FusedAdam keeps the master
+// weight as the 16-bit remainder of the FP32 value beside the BF16 parameter
+// (megatron/core/optimizer/optimizer_config.py: store_param_remainders defaults to True; TE
+// >= 2.1): 2 + 4 + 4 bytes per parameter.
+constexpr double kOptimizerBytesRemainders = 10.0;
 // Measured on an H200 (CUDA 13.0, PyTorch 2.11, NCCL 2.28.9, NVLS off) with
 // workloads/probes/memory_overheads.py; device memory outside PyTorch's allocator:
 //  - CUDA context with PyTorch loaded: 523 MiB; cuBLAS workspace and kernels: 66 MiB;
@@ -284,9 +289,13 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
   }
   const bool offload = p.optimizer_offload == OptimizerOffload::Cpu;
   const double opt_params = p.zero_stage == 0 ? all : shard;
-  out.push_back({"optimizer_states", offload ? 0.0 : kOptimizerBytes * opt_params,
-                 offload ? "offloaded to host memory"
-                         : "Adam: FP32 master + 2 moments = 12 B x params (sharded with ZeRO >= 1)"});
+  const bool remainders = p.precision_aware_optimizer;
+  out.push_back({"optimizer_states",
+                 offload ? 0.0 : (remainders ? kOptimizerBytesRemainders : kOptimizerBytes) * opt_params,
+                 offload      ? "offloaded to host memory"
+                 : remainders ? "Adam: 16-bit master remainder + 2 FP32 moments = 10 B x params "
+                                "(precision-aware optimizer; sharded with ZeRO >= 1)"
+                              : "Adam: FP32 master + 2 moments = 12 B x params (sharded with ZeRO >= 1)"});
 }
 
 // Activations in flight, the working set of the layer in backward, logits and buffers.

@@ -179,6 +179,10 @@ TEST(CaseJob, FillsUnstatedFieldsFromTheRecipeFamilyWithCitations) {
   EXPECT_EQ(field(job, "micro_batch_size"), "1 [DGXC-RECIPES]");
   EXPECT_EQ(field(job, "sequence_parallel"), "true [NEMO-PERF]");
   EXPECT_EQ(field(job, "tp_comm_overlap"), "true [NEMO-PERF]");
+  EXPECT_EQ(field(job, "expandable_segments"), "true [NEMO-PERF-ENV]");
+  EXPECT_EQ(field(job, "cross_entropy"), "fused [NEMO-PERF-CE]");
+  EXPECT_EQ(field(job, "precision_aware_optimizer"), "true [NEMO-PERF-BF16]");  // BF16 only
+  EXPECT_EQ(field(job, "grad_reduce_in_fp32"), "<unset>");
   EXPECT_EQ(field(job, "platform"), "hgx_h100 [GPU-CATALOG]");
   EXPECT_EQ(field(job, "catalog"), "llama3_70b [MODEL-CATALOG]");
   EXPECT_NE(job.yaml.find("  vp: 5\n"), std::string::npos) << job.yaml;
@@ -192,6 +196,19 @@ TEST(CaseJob, FillsUnstatedFieldsFromTheRecipeFamilyWithCitations) {
     EXPECT_TRUE(std::any_of(c.begin(), c.end(), [&](const Citation& x) { return x.tag == f.cite; }))
         << f.cite;
   }
+}
+
+TEST(CaseJob, Fp8NemoCasesReduceInBf16AndKeepTheStandardOptimizer) {
+  const auto set = parse(
+      "  - id: s0_70b_fp8\n"
+      "    source: S0\n"
+      "    config: {model: llama3_70b, gpu: H100-SXM, gpus: 64, tp: 4, pp: 8, seq: 8192, "
+      "precision: fp8}\n"
+      "    measured: {mfu: 0.381}\n");
+  const CaseJob job = build_case_job(set, set.cases[0], set.cases[0].points[0]);
+  EXPECT_EQ(field(job, "grad_reduce_in_fp32"), "false [NEMO-PERF-FP8]");
+  EXPECT_EQ(field(job, "precision_aware_optimizer"), "<unset>");
+  EXPECT_EQ(field(job, "expandable_segments"), "true [NEMO-PERF-ENV]");
 }
 
 TEST(CaseJob, Llama405bAtPp8Vp8CountsEmbeddingAndLossInTheSplit) {

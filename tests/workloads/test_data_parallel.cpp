@@ -240,6 +240,14 @@ TEST(DataParallelOptions, PlainDataParallelAllReducesAndUpdatesEverything) {
   EXPECT_DOUBLE_EQ(p.ops[ops_labelled(p, "optimizer")[0]].bytes, numel * 38.0);
 }
 
+TEST(DataParallelOptions, PrecisionAwareOptimizerMovesSixBytesLessPerParameter) {
+  const sim::Program std_opt = generate_workload(parse_job(with_dp_options(""), 4)).programs[0];
+  const sim::Program aware = generate_workload(
+      parse_job(with_dp_options("  precision_aware_optimizer: true\n"), 4)).programs[0];
+  const double standard = std_opt.ops[ops_labelled(std_opt, "optimizer")[0]].bytes;
+  EXPECT_DOUBLE_EQ(aware.ops[ops_labelled(aware, "optimizer")[0]].bytes, standard * 32.0 / 38.0);
+}
+
 TEST(DataParallelOptions, Bf16GradientReductionHalvesTheBytes) {
   const sim::Program fp32 = generate_workload(parse_job(with_dp_options(""), 4)).programs[0];
   const sim::Program bf16 =

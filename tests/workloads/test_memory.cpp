@@ -144,6 +144,10 @@ TEST(MemoryModel, StatesByZeroStageAndOffload) {
   EXPECT_DOUBLE_EQ(n("weights", 3, false), 2.0 * params / 8);            // ZeRO-3
   EXPECT_GT(n("weight_gather_buffers", 3, false), 0.0);
   EXPECT_DOUBLE_EQ(n("optimizer_states", 3, true), 0.0);                 // offloaded
+  // Precision-aware optimizer: a 16-bit master remainder instead of the FP32 master weight.
+  spec.parallel.precision_aware_optimizer = true;
+  EXPECT_DOUBLE_EQ(n("optimizer_states", 1, false), 10.0 * params / 8);
+  EXPECT_DOUBLE_EQ(n("optimizer_states", 3, true), 0.0);
 }
 
 // S3 of ../shared/reference/measured.yaml: Llama-3.1-8B on 8 H200, DeepSpeed ZeRO-3, full

@@ -95,9 +95,13 @@ void apply_nemo_dgxc(const FamilyInput& in, DraftJob& j) {
     j.fill("parallelism", "sequence_parallel", "true", "NEMO-PERF", line);
     j.fill("parallelism", "tp_comm_overlap", "true", "NEMO-PERF", line);
   }
+  j.fill("training", "expandable_segments", "true", "NEMO-PERF-ENV", line);
+  j.fill("training", "cross_entropy", "fused", "NEMO-PERF-CE", line);
   const JobField* precision = j.find("training", "precision");
   if (precision != nullptr && precision->value == "fp8") {
     j.fill("parallelism", "grad_reduce_in_fp32", "false", "NEMO-PERF-FP8", line);
+  } else if (precision != nullptr && precision->value == "bf16") {
+    j.fill("parallelism", "precision_aware_optimizer", "true", "NEMO-PERF-BF16", line);
   }
 }
 
@@ -222,6 +226,16 @@ const std::vector<Citation>& citations() {
                         "dtype fp8, plugins = bf16_with_fp8_mixed() and "
                         "plugins.grad_reduce_in_fp32 = False (BF16 keeps bf16_mixed()'s FP32 "
                         "gradient reduction)"},
+      {"NEMO-PERF-ENV", "NeMo scripts/performance/helpers.py, slurm_executor(): every benchmark "
+                        "job runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (and "
+                        "NCCL_NVLS_ENABLE=0)"},
+      {"NEMO-PERF-CE", "NeMo GPTConfig (nemo/collections/llm/gpt/model/base.py): "
+                       "cross_entropy_loss_fusion=True; scripts/performance/helpers.py, "
+                       "set_primary_perf_configs(): cross_entropy_fusion_impl = \"te\" "
+                       "(Transformer Engine's fused cross entropy keeps only the BF16 logits)"},
+      {"NEMO-PERF-BF16", "NeMo scripts/performance/helpers.py, set_primary_perf_configs(): with "
+                         "compute dtype bf16, optim.config.use_precision_aware_optimizer = True "
+                         "(Megatron OptimizerConfig.store_param_remainders defaults to True)"},
       {"NEMO-405B-SPLIT", "NVIDIA/cloudai src/cloudai/workloads/nemo_run/cloudai_nemorun.py, "
                           "cloudai_llama3_405b_recipe (NeMo; TP8 PP8 CP2 VP8): "
                           "account_for_embedding_in_pipeline_split and "
