@@ -65,8 +65,10 @@ if [[ $GRID == smoke ]]; then
 else
   GEMM_GRID=(); CUBES=4096,8192,16384; SUSTAIN=15; IDLE=2
   CATALOG=$(python3 "$ROOT/calib/scripts/catalog_shapes.py")
-  MEM_BYTES=$(python3 -c 'print(",".join(str(65536 << i) for i in range(17)))')  # 64 KiB..4 GiB
-  NCCL_BYTES=(); ATT_GRID=full; INT_ARGS=(); COMP_ARGS=()
+  # 32 KiB..4 GiB (memory-bound) and 512 B..4 GiB (NCCL) in steps of 2 with 1.5x points between
+  MEM_BYTES=$(python3 "$ROOT/calib/scripts/sizes.py" 32768 4294967296)
+  NCCL_BYTES=(--bytes "$(python3 "$ROOT/calib/scripts/sizes.py" 512 4294967296)" --size-budget 0.5)
+  ATT_GRID=full; INT_ARGS=(); COMP_ARGS=()
 fi
 
 # ---- Phase 1: GPU 0 GEMMs || GPU 1 attention, memory-bound -----------------------------------
