@@ -6,9 +6,10 @@
 #  - then NCCL over both GPUs, 512 B..4 GiB in 1.5x/2x steps, 0.5 s per size, one process per
 #    NCCL_ALGO/NCCL_PROTO setting, and the algorithm choice of the default run from its log.
 # run_all.sh uses the same axes; this script re-measures only these tables.
-# Usage: calib/scripts/run_dense.sh RESULTS_DIR. Never changes GPU clocks or settings.
+# Usage: calib/scripts/run_dense.sh RESULTS_DIR [all|nccl]. Never changes GPU clocks or settings.
 set -uo pipefail
-OUT_DIR=${1:?usage: run_dense.sh RESULTS_DIR}
+OUT_DIR=${1:?usage: run_dense.sh RESULTS_DIR [all|nccl]}
+PARTS=${2:-all}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -28,11 +29,13 @@ cmake -S "$ROOT/calib/probes" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT_DIR/
   cmake --build "$BUILD" -j 16 >>"$OUT_DIR/build.log" 2>&1 || { log "build failed"; kill "$TELE_PID"; exit 1; }
 MEM_BYTES=$(python3 "$ROOT/calib/scripts/sizes.py" 32768 4294967296)
 NCCL_BYTES=$(python3 "$ROOT/calib/scripts/sizes.py" 512 4294967296)
+if [[ $PARTS == all ]]; then
 step attention 420 python3 "$ROOT/calib/probes/attention.py" --device 1 --grid full --point-budget 0.5 \
   --out "$OUT_DIR/attention.csv" &
 P1=$!
 step membound 120 "$BUILD/probe_membound" --device 0 --bytes "$MEM_BYTES" --out "$OUT_DIR/membound.csv"
 wait $P1
+fi
 nccl() {  # nccl TAG "ENV..." COLLECTIVES
   step "nccl_$1" 150 env $2 "$BUILD/probe_nccl" --collectives "$3" --bytes "$NCCL_BYTES" \
     --size-budget 0.5 --out "$OUT_DIR/nccl_$1.csv"
@@ -44,12 +47,15 @@ for proto in LL LL128 Simple; do
   nccl "ring_$p" "NCCL_ALGO=Ring NCCL_PROTO=$proto" all_reduce,all_gather,reduce_scatter
   nccl "tree_$p" "NCCL_ALGO=Tree NCCL_PROTO=$proto" all_reduce
 done
-python3 "$ROOT/calib/scripts/nccl_choices.py" "$OUT_DIR/nccl_default.log" "$(date -u +%F)" \
-  "$(grep -m1 -o 'NCCL version [0-9.]*' "$OUT_DIR/nccl_default.log" | cut -d' ' -f3)" \
-  >"$OUT_DIR/nccl_default_algo_choice.csv" || log "nccl_choices failed"
 grep -v ' Bytes -> Algo ' "$OUT_DIR/nccl_default.log" >"$OUT_DIR/nccl_default_init.log"
-# The per-call TUNING lines run to megabytes: keep the first 2000 for the record.
-grep -m 2000 ' Bytes -> Algo ' "$OUT_DIR/nccl_default.log" >"$OUT_DIR/nccl_default_tuning_head.log"
-rm -f "$OUT_DIR/nccl_default.log"
+if python3 "$ROOT/calib/scripts/nccl_choices.py" "$OUT_DIR/nccl_default.log" "$(date -u +%F)" \
+  "$(grep -m1 -o 'NCCL version [0-9.]*' "$OUT_DIR/nccl_default.log" | cut -d' ' -f3)" \
+  >"$OUT_DIR/nccl_default_algo_choice.csv"; then
+  # The per-call TUNING lines run to megabytes: keep the first 2000 for the record.
+  grep -m 2000 ' Bytes -> Algo ' "$OUT_DIR/nccl_default.log" >"$OUT_DIR/nccl_default_tuning_head.log"
+  rm -f "$OUT_DIR/nccl_default.log"
+else
+  log "nccl_choices failed; nccl_default.log kept"
+fi
 kill "$TELE_PID" 2>/dev/null
 log "run_dense done in $SECONDS s"
