@@ -111,30 +111,64 @@ double check(const World& w, const std::string& coll, std::size_t bytes) {
   return err;
 }
 
-// Median seconds per call over samples of back-to-back calls; slowest rank per sample.
+// Keeps the GPU busy for `cycles` SM clock cycles, so that the calls the host enqueues behind
+// it run back to back once it ends: the events around them then time the GPU, not the host's
+// launch rate (which in the lent VM alternated between ~13 and ~19 us per 2-GPU call).
+__global__ void spin_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+// Median seconds per call over samples of back-to-back calls; slowest rank per sample. Each
+// sample queues one call (which brings the ranks into step) and then `calls` timed calls behind
+// a GPU spin on every rank; the spin doubles until the host has enqueued everything before it
+// ends.
 Timing time_coll(const World& w, const std::string& coll, std::size_t bytes, double budget) {
-  std::vector<cudaEvent_t> a(w.n), b(w.n);
+  std::vector<cudaEvent_t> a(w.n), b(w.n), spun(w.n);
+  int khz = 0;
+  PROBE_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
   for (int r = 0; r < w.n; ++r) {
     PROBE_CUDA(cudaSetDevice(r));
     PROBE_CUDA(cudaEventCreate(&a[r]));
     PROBE_CUDA(cudaEventCreate(&b[r]));
+    PROBE_CUDA(cudaEventCreate(&spun[r]));
   }
+  long long spin = static_cast<long long>(2e-3 * khz * 1e3);  // 2 ms at the top clock
   auto sample = [&](int calls) {
-    for (int r = 0; r < w.n; ++r) {
-      PROBE_CUDA(cudaSetDevice(r));
-      PROBE_CUDA(cudaEventRecord(a[r], w.streams[r]));
+    for (;;) {
+      for (int r = 0; r < w.n; ++r) {
+        PROBE_CUDA(cudaSetDevice(r));
+        spin_kernel<<<1, 1, 0, w.streams[r]>>>(spin);
+        PROBE_CUDA(cudaGetLastError());
+        PROBE_CUDA(cudaEventRecord(spun[r], w.streams[r]));
+      }
+      enqueue(w, coll, bytes);
+      for (int r = 0; r < w.n; ++r) {
+        PROBE_CUDA(cudaSetDevice(r));
+        PROBE_CUDA(cudaEventRecord(a[r], w.streams[r]));
+      }
+      for (int i = 0; i < calls; ++i) enqueue(w, coll, bytes);
+      bool ahead = true;
+      for (int r = 0; r < w.n; ++r) {
+        PROBE_CUDA(cudaSetDevice(r));
+        PROBE_CUDA(cudaEventRecord(b[r], w.streams[r]));
+        const cudaError_t q = cudaEventQuery(spun[r]);
+        if (q == cudaSuccess) ahead = false;  // the spin ended before the host was done
+        else if (q != cudaErrorNotReady) PROBE_CUDA(q);
+      }
+      (void)cudaGetLastError();
+      double worst = 0.0;
+      for (int r = 0; r < w.n; ++r) {
+        PROBE_CUDA(cudaSetDevice(r));
+        PROBE_CUDA(cudaEventSynchronize(b[r]));
+        float ms = 0.0f;
+        PROBE_CUDA(cudaEventElapsedTime(&ms, a[r], b[r]));
+        worst = std::max(worst, ms * 1e-3 / calls);
+      }
+      if (ahead || spin > (1LL << 40)) return worst;
+      spin *= 2;
     }
-    for (int i = 0; i < calls; ++i) enqueue(w, coll, bytes);
-    double worst = 0.0;
-    for (int r = 0; r < w.n; ++r) {
-      PROBE_CUDA(cudaSetDevice(r));
-      PROBE_CUDA(cudaEventRecord(b[r], w.streams[r]));
-      PROBE_CUDA(cudaEventSynchronize(b[r]));
-      float ms = 0.0f;
-      PROBE_CUDA(cudaEventElapsedTime(&ms, a[r], b[r]));
-      worst = std::max(worst, ms * 1e-3 / calls);
-    }
-    return worst;
   };
   sample(2);
   const double est = sample(3);
@@ -145,6 +179,7 @@ Timing time_coll(const World& w, const std::string& coll, std::size_t bytes, dou
   for (int r = 0; r < w.n; ++r) {
     cudaEventDestroy(a[r]);
     cudaEventDestroy(b[r]);
+    cudaEventDestroy(spun[r]);
   }
   Timing res;
   res.median_s = median(t);
@@ -195,7 +230,9 @@ int run(int argc, char** argv) {
                  {"env", "NCCL_ALGO=" + algo + " NCCL_PROTO=" + proto + " NCCL_NVLS_ENABLE=" +
                              env_or("NCCL_NVLS_ENABLE", "unset") + " NCCL_MAX_NCHANNELS=" +
                              env_or("NCCL_MAX_NCHANNELS", "unset")},
-                 {"timing", "CUDA events on every rank's stream; per sample the slowest rank; median of samples"},
+                 {"timing", "CUDA events on every rank's stream around calls queued behind a GPU spin (after "
+                            "one untimed call that brings the ranks into step), so host launch "
+                            "time is excluded; per sample the slowest rank; median of samples"},
                  {"data", "FP32 uniform random in [-1,1), different per rank; outputs poisoned before the check"}});
   csv.header({"collective", "algo", "proto", "nranks", "bytes", "time_s", "algbw_GBps", "busbw_GBps",
               "min_s", "max_s", "samples", "calls", "max_rel_err"});
