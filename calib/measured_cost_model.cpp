@@ -17,10 +17,17 @@ namespace {
 // bandwidth_efficiency and sends it through the platform's NVLink links, so the measured NCCL
 // times are expressed as fractions of this rate.
 constexpr double kMeasuredNvlinkBytesPerS = 450e9;
-// Per-step NVLink latency: NCCL 2.28.3's tuning table as printed at init on the measured machine
-// (calib/data/h200/nccl_default_init.log): Ring/Simple AllReduce 15.2 us and AllGather 11.8 us
-// for 2 ranks, i.e. 8.4 us per call plus 3.4 us per ring step.
-constexpr double kNvlinkStepLatency = 3.4e-6;
+// Per-step NVLink latency by protocol: NCCL 2.28.3's tuning table as printed at init on the
+// measured machine (calib/data/h200/nccl_default_init.log), Ring AllReduce minus AllGather for
+// 2 ranks (one ring step more): LL 7.8 - 7.2 = 0.6 us, LL128 17.8 - 15.9 = 1.9 us, Simple
+// 15.2 - 11.8 = 3.4 us. The measured GPU times agree for LL: 1 KiB all_reduce 6.1 us against
+// all_gather 5.4 us (nccl_ring_ll.csv).
+constexpr double kNvlinkStepLatencyLL = 0.6e-6;
+constexpr double kNvlinkStepLatencyLL128 = 1.9e-6;
+constexpr double kNvlinkStepLatencySimple = 3.4e-6;
+// NCCL sends point-to-point messages of up to NCCL_P2P_LL_THRESHOLD bytes per peer with the LL
+// protocol (NCCL environment-variable docs: default 16384).
+constexpr double kP2pLLThresholdBytes = 16384.0;
 // Lower bound of a bandwidth efficiency: only guards the division for message sizes whose
 // measured time is within noise of the latency (there the latency term dominates anyway).
 constexpr double kMinEfficiency = 0.01;
@@ -228,14 +235,38 @@ sim::CollectiveParams MeasuredCostModel::nvlink_params(const std::string& key, d
   } else {
     t = g.time_at({bytes0});
   }
-  const double excess = t - lat;
-  double eff = excess > 0.0 ? share_factor * bytes0 / (kMeasuredNvlinkBytesPerS * excess) : 1.0;
-  eff = std::clamp(eff, kMinEfficiency, 1.0);
   sim::CollectiveParams p;
-  p.base_latency_s = std::max(0.0, lat - steps0 * kNvlinkStepLatency);
-  p.step_latency_s = kNvlinkStepLatency;
-  p.bandwidth_efficiency = eff;
+  p.step_latency_s = step_latency(key, bytes0);
+  p.base_latency_s = std::max(0.0, lat - steps0 * p.step_latency_s);
+  // The bandwidth term carries the rest of the measured time, so the engine's formula gives it
+  // back exactly (also where NCCL's per-step latencies exceed the smallest message's time).
+  const double excess = t - (p.base_latency_s + steps0 * p.step_latency_s);
+  double eff = excess > 0.0 ? share_factor * bytes0 / (kMeasuredNvlinkBytesPerS * excess) : 1.0;
+  p.bandwidth_efficiency = std::clamp(eff, kMinEfficiency, 1.0);
   return p;
+}
+
+// The per-step latency of the protocol a table's message of `bytes0` used: the protocol in the
+// key ("nccl/ring/ll/all_reduce"), NCCL's logged choice for the "nccl_choice" series, and for
+// the default run's point-to-point based tables (all_to_all, send) LL up to NCCL's P2P LL
+// threshold per peer.
+double MeasuredCostModel::step_latency(const std::string& key, double bytes0) const {
+  // Keys: "nccl/ALGO/PROTO/COLLECTIVE" or "nccl/nccl_choice/COLLECTIVE".
+  std::vector<std::string> part;
+  for (std::size_t i = 0; i <= key.size();) {
+    const std::size_t j = std::min(key.find('/', i), key.size());
+    part.push_back(key.substr(i, j - i));
+    i = j + 1;
+  }
+  const std::string& algo = part.size() > 1 ? part[1] : key;
+  std::string proto = part.size() > 2 ? part[2] : "";
+  if (algo == "nccl_choice") proto = tables_->nccl_choice_protocol(part.back(), bytes0);
+  if (algo == "default") {
+    proto = bytes0 / tables_->nccl_ranks() <= kP2pLLThresholdBytes ? "ll" : "simple";
+  }
+  if (proto == "ll") return kNvlinkStepLatencyLL;
+  if (proto == "ll128") return kNvlinkStepLatencyLL128;
+  return kNvlinkStepLatencySimple;
 }
 
 sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind kind, double bytes,
@@ -382,7 +413,7 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw); " + how,
       "collectives over NVLink: " + dir + "/nccl_*.csv (2 GPUs; at each size the algorithm and "
           "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
-          "3.4 us per step (NCCL 2.28 tuning table); measured on H200",
+          "0.6/1.9/3.4 us per ring step for LL/LL128/Simple (NCCL 2.28 tuning table); measured on H200",
       "point-to-point over NVLink: " + dir + "/nccl_default.csv (send); measured on H200",
       "optimizer offload: " + dir + "/host_offload.csv (host link at the measured pinned-copy "
           "efficiency; host AdamW at the measured rate for " + fmt_cores(gpu_.host_cores_per_gpu) +

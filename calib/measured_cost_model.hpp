@@ -87,6 +87,8 @@ class MeasuredCostModel : public sim::CostModel {
   double membound_time(sim::MemKernel kernel, double bytes) const;
   double kernel_time(const std::string& key, double bytes) const;
   double copy_bandwidth() const;
+  /// Per-step NVLink latency (s) of the NCCL protocol behind table `key` at `bytes0`.
+  double step_latency(const std::string& key, double bytes0) const;
   sim::CollectiveParams nvlink_params(const std::string& series, double bytes_equiv,
                                       double share_factor, int steps) const;
   void note_out_of_grid(const std::string& what) const;

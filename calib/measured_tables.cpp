@@ -147,9 +147,9 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
   t->host_offload_ = load_host_offload(dir + "/host_offload.csv");
   t->nccl_ranks_ = read_nccl_ranks(dir + "/nccl_default.csv");
   const std::string choice_file = dir + "/nccl_default_algo_choice.csv";
-  const auto choices = load_nccl_choices(choice_file, t->nccl_ranks_);
+  t->nccl_choices_ = load_nccl_choices(choice_file, t->nccl_ranks_);
   for (const char* c : {"all_reduce", "all_gather", "reduce_scatter"}) {
-    const MeasuredSeries s = nccl_choice_series(t->grids_, choices, c, choice_file);
+    const MeasuredSeries s = nccl_choice_series(t->grids_, t->nccl_choices_, c, choice_file);
     t->grids_.emplace(s.key, LogGrid(s));
   }
   t->provenance_ = describe_provenance(dir);
@@ -160,6 +160,19 @@ const LogGrid& MeasuredTables::grid(const std::string& key) const {
   const auto it = grids_.find(key);
   if (it == grids_.end()) throw std::out_of_range("no measured table '" + key + "' in " + dir_);
   return it->second;
+}
+
+std::string MeasuredTables::nccl_choice_protocol(const std::string& collective, double bytes) const {
+  const NcclChoice* best = nullptr;
+  for (const auto& c : nccl_choices_) {
+    if (c.collective != collective) continue;
+    const bool below = c.bytes <= bytes;
+    if (best == nullptr || (below && (best->bytes > bytes || c.bytes > best->bytes)) ||
+        (!below && best->bytes > bytes && c.bytes < best->bytes)) {
+      best = &c;
+    }
+  }
+  return best != nullptr ? best->proto : "";
 }
 
 std::vector<std::string> MeasuredTables::keys() const {

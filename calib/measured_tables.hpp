@@ -36,6 +36,10 @@ class MeasuredTables {
   const HostOffloadTable& host_offload() const { return host_offload_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
   int nccl_ranks() const { return nccl_ranks_; }
+  /// The protocol ("ll", "ll128", "simple") NCCL chose for `collective` ("all_reduce",
+  /// "all_gather", "reduce_scatter") at `bytes` (nccl-tests convention) in the default run: that
+  /// of the largest logged size <= bytes (the smallest logged size below it); "" if none logged.
+  std::string nccl_choice_protocol(const std::string& collective, double bytes) const;
   const std::string& dir() const { return dir_; }
   /// One line: GPU, date, driver and library versions of the tables.
   const std::string& provenance() const { return provenance_; }
@@ -47,6 +51,7 @@ class MeasuredTables {
   std::vector<InterferencePoint> interference_;
   HostOffloadTable host_offload_;
   int nccl_ranks_ = 0;
+  std::vector<NcclChoice> nccl_choices_;
 };
 
 /// Directory of the measured H200 tables compiled into the library
