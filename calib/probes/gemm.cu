@@ -428,7 +428,7 @@ int run(int argc, char** argv) {
     CsvWriter csv(args.get("out", "gemm.csv"), "gemm (cuBLASLt)", {cx.device}, argc, argv,
                   {{"cublasLt", std::to_string(cublasLtGetVersion())},
                    {"workspace_bytes", std::to_string(cx.ws_bytes)},
-                   {"timing", "CUDA events; median of samples of back-to-back calls; operands rotate over >=512 MiB"},
+                   {"timing", "CUDA events; median of samples of back-to-back calls queued behind a GPU spin (host launch excluded); operands rotate over >=512 MiB"},
                    {"data", "uniform random in [-1,1); FP8 scales A=0.25 B=0.5; FP8 without fast accumulation unless fast_accum=1"},
                    {"mode", mode}});
     if (mode == "grid")

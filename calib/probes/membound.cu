@@ -273,7 +273,7 @@ int run(int argc, char** argv) {
   const auto sizes = parse_list(args.get("bytes", "65536,262144,1048576,4194304,16777216,67108864,268435456,1073741824,4294967296"));
   const std::string kernels = args.get("kernels", "copy,rmsnorm,layernorm,swiglu,gelu,rope,cross_entropy,adamw");
   CsvWriter csv(args.get("out", "membound.csv"), "membound (own CUDA kernels, membound_kernels.cu)", {device}, argc, argv,
-                {{"timing", "CUDA events; median of samples of back-to-back calls; buffers rotate over >=512 MiB"},
+                {{"timing", "CUDA events; median of samples of back-to-back calls queued behind a GPU spin (host launch excluded); buffers rotate over >=512 MiB"},
                  {"bytes", "minimum bytes per call: each input read once, each output written once"}});
   csv.header({"kernel", "shape", "bytes", "time_s", "gbps", "min_s", "max_s", "samples", "calls", "slots", "max_rel_err", "sm_mhz", "power_w"});
   for (const auto& kernel : parse_list_names(kernels)) {

@@ -111,36 +111,25 @@ double check(const World& w, const std::string& coll, std::size_t bytes) {
   return err;
 }
 
-// Keeps the GPU busy for `cycles` SM clock cycles, so that the calls the host enqueues behind
-// it run back to back once it ends: the events around them then time the GPU, not the host's
-// launch rate (which in the lent VM alternated between ~13 and ~19 us per 2-GPU call).
-__global__ void spin_kernel(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
-
 // Median seconds per call over samples of back-to-back calls; slowest rank per sample. Each
 // sample queues one call (which brings the ranks into step) and then `calls` timed calls behind
 // a GPU spin on every rank; the spin doubles until the host has enqueued everything before it
 // ends.
 Timing time_coll(const World& w, const std::string& coll, std::size_t bytes, double budget) {
   std::vector<cudaEvent_t> a(w.n), b(w.n), spun(w.n);
-  int khz = 0;
-  PROBE_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
   for (int r = 0; r < w.n; ++r) {
     PROBE_CUDA(cudaSetDevice(r));
     PROBE_CUDA(cudaEventCreate(&a[r]));
     PROBE_CUDA(cudaEventCreate(&b[r]));
     PROBE_CUDA(cudaEventCreate(&spun[r]));
   }
-  long long spin = static_cast<long long>(2e-3 * khz * 1e3);  // 2 ms at the top clock
+  PROBE_CUDA(cudaSetDevice(0));
+  long long spin = spin_cycles(2e-3);
   auto sample = [&](int calls) {
     for (;;) {
       for (int r = 0; r < w.n; ++r) {
         PROBE_CUDA(cudaSetDevice(r));
-        spin_kernel<<<1, 1, 0, w.streams[r]>>>(spin);
-        PROBE_CUDA(cudaGetLastError());
+        launch_spin(w.streams[r], spin);
         PROBE_CUDA(cudaEventRecord(spun[r], w.streams[r]));
       }
       enqueue(w, coll, bytes);

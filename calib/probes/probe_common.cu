@@ -25,6 +25,12 @@ __global__ void fill_f32_kernel(float* p, std::size_t n, std::uint64_t seed, flo
     p[i] = rand_val(seed, i) * scale + offset;
 }
 
+__global__ void spin_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
 unsigned fill_blocks(std::size_t n) {
   return static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 132 * 16));
 }
@@ -100,20 +106,43 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+void launch_spin(cudaStream_t stream, long long cycles) {
+  spin_kernel<<<1, 1, 0, stream>>>(cycles);
+  PROBE_CUDA(cudaGetLastError());
+}
+
+long long spin_cycles(double seconds) {
+  int device = 0, khz = 0;
+  PROBE_CUDA(cudaGetDevice(&device));
+  PROBE_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+  return static_cast<long long>(seconds * khz * 1e3);
+}
+
 Timing time_calls(cudaStream_t stream, const std::function<void(int)>& launch, int max_samples,
                   int min_samples, double min_sample_s, double budget_s) {
-  cudaEvent_t a, b;
+  cudaEvent_t a, b, spun;
   PROBE_CUDA(cudaEventCreate(&a));
   PROBE_CUDA(cudaEventCreate(&b));
+  PROBE_CUDA(cudaEventCreate(&spun));
   int counter = 0;
+  long long spin = spin_cycles(5e-4);
   auto run = [&](int calls) {
-    PROBE_CUDA(cudaEventRecord(a, stream));
-    for (int i = 0; i < calls; ++i) launch(counter++);
-    PROBE_CUDA(cudaEventRecord(b, stream));
-    PROBE_CUDA(cudaEventSynchronize(b));
-    float ms = 0.0f;
-    PROBE_CUDA(cudaEventElapsedTime(&ms, a, b));
-    return ms * 1e-3 / calls;
+    for (;;) {
+      launch_spin(stream, spin);
+      PROBE_CUDA(cudaEventRecord(spun, stream));
+      PROBE_CUDA(cudaEventRecord(a, stream));
+      for (int i = 0; i < calls; ++i) launch(counter++);
+      PROBE_CUDA(cudaEventRecord(b, stream));
+      const cudaError_t q = cudaEventQuery(spun);
+      if (q != cudaSuccess && q != cudaErrorNotReady) PROBE_CUDA(q);
+      (void)cudaGetLastError();
+      PROBE_CUDA(cudaEventSynchronize(b));
+      float ms = 0.0f;
+      PROBE_CUDA(cudaEventElapsedTime(&ms, a, b));
+      // Done once the host enqueued every call before the spin ended (or the spin is ~1 s).
+      if (q == cudaErrorNotReady || spin > (1LL << 31)) return ms * 1e-3 / calls;
+      spin *= 2;
+    }
   };
   run(1);                          // warm-up: first call (handles, caches, clocks)
   double est = run(2);             // second warm-up doubles as the estimate
@@ -125,6 +154,7 @@ Timing time_calls(cudaStream_t stream, const std::function<void(int)>& launch, i
   for (int i = 0; i < samples; ++i) t.push_back(run(calls));
   PROBE_CUDA(cudaEventDestroy(a));
   PROBE_CUDA(cudaEventDestroy(b));
+  PROBE_CUDA(cudaEventDestroy(spun));
   Timing r;
   r.median_s = median(t);
   r.min_s = *std::min_element(t.begin(), t.end());

@@ -85,10 +85,19 @@ struct Timing {
   int calls_per_sample = 0;
 };
 
+/// Enqueues a one-thread kernel on `stream` that spins for `cycles` SM clock cycles: work
+/// queued behind it starts back to back once it ends, so events around that work time the GPU,
+/// not the host's launch rate.
+void launch_spin(cudaStream_t stream, long long cycles);
+/// SM clock cycles in `seconds` at the current device's top clock.
+long long spin_cycles(double seconds);
+
 /// Times `launch` (which enqueues one call on `stream`) with CUDA events: warm-up calls, then
 /// `samples` samples of `calls` back-to-back calls each, where `calls` is chosen so that a
 /// sample lasts at least `min_sample_s`; the number of samples is reduced for slow calls so
-/// that the whole measurement stays near `budget_s` (never below `min_samples`).
+/// that the whole measurement stays near `budget_s` (never below `min_samples`). Each sample's
+/// calls are queued behind a GPU spin (launch_spin), doubled until the host has enqueued them
+/// all before it ends, so host launch time is not in the times.
 Timing time_calls(cudaStream_t stream, const std::function<void(int)>& launch,
                   int max_samples = 21, int min_samples = 5, double min_sample_s = 5e-4,
                   double budget_s = 0.4);
