@@ -28,7 +28,7 @@ NK=$(python3 "$ROOT/calib/scripts/sizes.py" 512 32768)
 CATALOG=$(python3 "$ROOT/calib/scripts/catalog_shapes.py")
 G="$BUILD/probe_gemm --mode grid"
 gpu0() {
-  step gemm_bf16 540 $G --device 0 --combos bf16:fwd,bf16:dgrad,bf16:wgrad --nk "$NK" \
+  step gemm_bf16 520 $G --device 0 --combos bf16:fwd,bf16:dgrad,bf16:wgrad --nk "$NK" \
     --out "$OUT_DIR/gemm_bf16.csv"
 }
 gpu1() {
