@@ -119,16 +119,22 @@ long long spin_cycles(double seconds) {
 }
 
 Timing time_calls(cudaStream_t stream, const std::function<void(int)>& launch, int max_samples,
-                  int min_samples, double min_sample_s, double budget_s) {
+                  int min_samples, double min_sample_s, double budget_s,
+                  const std::function<void()>* heater) {
   cudaEvent_t a, b, spun;
   PROBE_CUDA(cudaEventCreate(&a));
   PROBE_CUDA(cudaEventCreate(&b));
   PROBE_CUDA(cudaEventCreate(&spun));
   int counter = 0;
   long long spin = spin_cycles(5e-4);
+  int heats = 1;
   auto run = [&](int calls) {
     for (;;) {
-      launch_spin(stream, spin);
+      if (heater != nullptr) {
+        for (int i = 0; i < heats; ++i) (*heater)();
+      } else {
+        launch_spin(stream, spin);
+      }
       PROBE_CUDA(cudaEventRecord(spun, stream));
       PROBE_CUDA(cudaEventRecord(a, stream));
       for (int i = 0; i < calls; ++i) launch(counter++);
@@ -140,8 +146,8 @@ Timing time_calls(cudaStream_t stream, const std::function<void(int)>& launch, i
       float ms = 0.0f;
       PROBE_CUDA(cudaEventElapsedTime(&ms, a, b));
       // Done once the host enqueued every call before the spin ended (or the spin is ~1 s).
-      if (q == cudaErrorNotReady || spin > (1LL << 31)) return ms * 1e-3 / calls;
-      spin *= 2;
+      if (q == cudaErrorNotReady || spin > (1LL << 31) || heats > 256) return ms * 1e-3 / calls;
+      if (heater != nullptr) heats *= 2; else spin *= 2;
     }
   };
   run(1);                          // warm-up: first call (handles, caches, clocks)

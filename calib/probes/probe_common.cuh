@@ -96,11 +96,13 @@ long long spin_cycles(double seconds);
 /// `samples` samples of `calls` back-to-back calls each, where `calls` is chosen so that a
 /// sample lasts at least `min_sample_s`; the number of samples is reduced for slow calls so
 /// that the whole measurement stays near `budget_s` (never below `min_samples`). Each sample's
-/// calls are queued behind a GPU spin (launch_spin), doubled until the host has enqueued them
-/// all before it ends, so host launch time is not in the times.
+/// calls are queued behind GPU work that outlasts the host's enqueuing, so host launch time is
+/// not in the times: a one-thread spin (launch_spin), or, when `heater` is given, that many
+/// calls of `heater` (e.g. a large GEMM that keeps the GPU at its sustained power state); the
+/// spin or the number of heater calls doubles until the host got ahead.
 Timing time_calls(cudaStream_t stream, const std::function<void(int)>& launch,
                   int max_samples = 21, int min_samples = 5, double min_sample_s = 5e-4,
-                  double budget_s = 0.4);
+                  double budget_s = 0.4, const std::function<void()>* heater = nullptr);
 
 // ---------------------------------------------------------------------------------------
 // Telemetry (NVML through dlopen; absent NVML gives empty readings, never an error)
