@@ -18,7 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, fmt, median, sleep_cycles_per_s, timed
+from probe_common import CsvWriter, Heater, fmt, median, sleep_cycles_per_s, timed
+
+HEATER = None  # probe_common.Heater with --heat-s > 0
 
 BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
@@ -103,10 +105,11 @@ def measure(backend, h, kv, s, d, dv, gqa, dev, budget, cps):
         batches = max(3, min(12, int(budget / max(est * calls, 1e-6))))
         spin = 1e-3
         for _ in range(batches):
-            tf, spin, outs = timed(lambda: [sdpa(q, k, v, gqa) for _ in range(calls)], spin, cps)
+            tf, spin, outs = timed(lambda: [sdpa(q, k, v, gqa) for _ in range(calls)], spin, cps,
+                                   heater=HEATER)
             tb, spin, _ = timed(lambda: [torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
                                           for o in outs],
-                                spin, cps)
+                                spin, cps, heater=HEATER)
             del outs
             fw.append(tf / calls)
             bw.append(tb / calls)
@@ -144,17 +147,26 @@ def main():
     ap.add_argument("--backends", default="cudnn,flash")
     ap.add_argument("--flash-max-seq", type=int, default=32768)
     ap.add_argument("--point-budget", type=float, default=1.5)
+    ap.add_argument("--heat-s", type=float, default=0.0,
+                    help="run BF16 matmuls for this many seconds first and queue every batch "
+                         "behind matmuls instead of a one-SM spin (sustained power state)")
     args = ap.parse_args()
     dev = torch.device("cuda", args.device)
     torch.cuda.set_device(dev)
     torch.manual_seed(1234)
     cps = sleep_cycles_per_s(dev)
+    global HEATER
+    if args.heat_s > 0:
+        HEATER = Heater(dev)
+        HEATER.warm(args.heat_s)
     csv = CsvWriter(args.out, "attention (PyTorch SDPA)", [args.device], {
         "backends": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph); "
                     "flash = SDPBackend.FLASH_ATTENTION (FlashAttention-2 in PyTorch)",
         "timing": "CUDA events around batches of `calls` forward (then backward, "
-                  "torch.autograd.grad) calls queued behind a GPU spin (torch.cuda._sleep) so "
-                  "that host dispatch is hidden as in training; time_s = median over `reps` "
+                  "torch.autograd.grad) calls queued behind " +
+                  (f"BF16 8192^3 heater matmuls, after {args.heat_s} s of them (sustained power "
+                   "state)" if args.heat_s > 0 else "a GPU spin (torch.cuda._sleep)") +
+                  " so that host dispatch is hidden as in training; time_s = median over `reps` "
                   "batches of batch time / calls, after 2 warm-ups",
         "flops": "fwd 2*b*h*s*s*(d+dv)*0.5 (causal); bwd 2.5 x fwd",
         "data": "standard normal BF16; spot check: first 256 causal queries vs float64"})

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, fmt, sleep_cycles_per_s, timed
+from probe_common import CsvWriter, Heater, fmt, sleep_cycles_per_s, timed
 
 # name: (tokens, hidden, q heads, kv heads, head_dim, ffn, gated, tp)
 SHARDS = {
@@ -33,9 +33,13 @@ SHARDS = {
 }
 
 
+HEATER = None  # probe_common.Heater with --heat-s > 0
+
+
 def queued_time(fn, cps, spin_s=0.02):
-    """GPU seconds of fn()'s work queued behind a GPU spin (probe_common.timed, 6 tries)."""
-    return timed(fn, spin_s, cps, tries=6)[0]
+    """GPU seconds of fn()'s work queued behind a GPU spin, or behind heater matmuls with
+    --heat-s (probe_common.timed, 6 tries)."""
+    return timed(fn, spin_s, cps, tries=6, heater=HEATER)[0]
 
 
 class Layer:
@@ -111,14 +115,23 @@ def main():
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--shards", default=",".join(SHARDS))
+    ap.add_argument("--heat-s", type=float, default=0.0,
+                    help="run BF16 matmuls for this many seconds first and queue every timed "
+                         "batch behind matmuls instead of a one-SM spin (sustained power state)")
     args = ap.parse_args()
     dev = torch.device("cuda", args.device)
     torch.cuda.set_device(dev)
     torch.manual_seed(1234)
     cps = sleep_cycles_per_s(dev)
+    global HEATER
+    if args.heat_s > 0:
+        HEATER = Heater(dev)
+        HEATER.warm(args.heat_s)
     csv = CsvWriter(args.out, "composition (PyTorch: torch.matmul BF16, SDPA cuDNN causal)", [args.device], {
         "method": f"{args.layers} layers with their own tensors; forward of all then backward of "
-                  "all, queued behind a GPU spin; composed = median over reps of step time / "
+                  "all, queued behind " + (f"BF16 8192^3 heater matmuls after {args.heat_s} s of them "
+                  "(sustained power state)" if args.heat_s > 0 else "a GPU spin") +
+                  "; composed = median over reps of step time / "
                   "layers; isolated = median over reps of 4 back-to-back calls / 4",
         "ops": "qkv, attention, proj, fc1, fc2 forward; dgrad and wgrad of each linear, "
                "attention backward (torch.autograd.grad); no norms or elementwise ops"})

@@ -3,6 +3,7 @@ composition.py): provenance header, GPU telemetry through nvidia-smi, CUDA-event
 GPU spin, medians. Needs PyTorch."""
 
 import datetime
+import math
 import socket
 import statistics
 import subprocess
@@ -92,15 +93,51 @@ def sleep_cycles_per_s(dev=None):
     return 2e6 / (a.elapsed_time(b) * 1e-3)
 
 
-def queued(enqueue, spin_s, cps):
+class Heater:
+    """BF16 8192^3 matmuls on random operands: GPU work that keeps the GPU at the sustained
+    clocks and power of back-to-back GEMMs (as in training) while the host enqueues, in place
+    of queued()'s one-SM spin, under which a power-limited GPU clocks up."""
+
+    def __init__(self, dev, n=8192):
+        self.a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        self.b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+        self.c = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
+        for _ in range(3):
+            torch.matmul(self.a, self.b, out=self.c)
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(10):
+            torch.matmul(self.a, self.b, out=self.c)
+        e1.record()
+        torch.cuda.synchronize(dev)
+        self.call_s = e0.elapsed_time(e1) * 1e-3 / 10
+
+    def __call__(self, seconds):
+        """Enqueues matmuls for at least `seconds` of GPU time."""
+        for _ in range(max(1, math.ceil(seconds / self.call_s))):
+            torch.matmul(self.a, self.b, out=self.c)
+
+    def warm(self, seconds):
+        """Runs matmuls back to back for `seconds` (to reach the sustained power state)."""
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            self(0.05)
+            torch.cuda.synchronize()
+
+
+def queued(enqueue, spin_s, cps, heater=None):
     """GPU seconds of the work `enqueue()` puts on the stream, measured behind a GPU spin.
 
-    The spin (torch.cuda._sleep) keeps the GPU busy while the host enqueues, so the events
-    bracket kernel time only, not PyTorch's and cuDNN's host dispatch. Returns (seconds,
-    whether the host finished enqueuing before the spin ended, enqueue's result)."""
+    The spin (torch.cuda._sleep, or `heater`'s matmuls) keeps the GPU busy while the host
+    enqueues, so the events bracket kernel time only, not PyTorch's and cuDNN's host dispatch.
+    Returns (seconds, whether the host finished enqueuing before the spin ended, enqueue's
+    result)."""
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
     ev[0].record()
-    torch.cuda._sleep(int(spin_s * cps))
+    if heater is not None:
+        heater(spin_s)
+    else:
+        torch.cuda._sleep(int(spin_s * cps))
     ev[1].record()
     h0 = time.perf_counter()
     out = enqueue()
@@ -111,11 +148,11 @@ def queued(enqueue, spin_s, cps):
     return ev[1].elapsed_time(ev[2]) * 1e-3, host_s < spun, out
 
 
-def timed(enqueue, spin_s, cps, tries=5):
+def timed(enqueue, spin_s, cps, tries=5, heater=None):
     """queued() with the spin doubled until the host got ahead of the GPU; returns (seconds,
     the spin that worked, enqueue's result). `enqueue` must be repeatable."""
     for _ in range(tries):
-        t, ahead, out = queued(enqueue, spin_s, cps)
+        t, ahead, out = queued(enqueue, spin_s, cps, heater)
         if ahead:
             return t, spin_s, out
         spin_s *= 2
