@@ -124,7 +124,7 @@ Timing time_coll(const World& w, const std::string& coll, std::size_t bytes, dou
     PROBE_CUDA(cudaEventCreate(&spun[r]));
   }
   PROBE_CUDA(cudaSetDevice(0));
-  long long spin = spin_cycles(2e-3);
+  long long spin = spin_cycles(5e-4);
   auto sample = [&](int calls) {
     for (;;) {
       for (int r = 0; r < w.n; ++r) {

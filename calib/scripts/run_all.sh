@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds and runs every calibration probe on a machine with 2 H200 GPUs (NVLink) in one go,
-# in under 9 minutes: calib/scripts/run_all.sh RESULTS_DIR [full|smoke]
+# in about 10 minutes (GPU 0's GEMM grid dominates; run_gemm_dense.sh, run_heated.sh and
+# run_dense.sh split the same work over three calls): calib/scripts/run_all.sh RESULTS_DIR [full|smoke]
 #
 # Phase 0: environment (nvidia-smi, topology, versions) and a telemetry log every 500 ms.
-# Phase 1, in parallel: GPU 0 runs the GEMM probe (burst, grid, sustained); GPU 1 runs the
-#          attention probe (PyTorch SDPA, cuDNN and flash backends), then the memory-bound and
-#          composition probes.
+# Phase 1, in parallel: GPU 0 runs the GEMM probe (burst; BF16 fwd/dgrad and FP8 grids; catalog
+#          shapes; sustained); GPU 1 runs the attention probe (PyTorch SDPA, cuDNN and flash
+#          backends), the BF16 wgrad grid, then the memory-bound and composition probes.
 # Phase 2: NCCL probe over both GPUs, one process per NCCL_ALGO/NCCL_PROTO setting.
 # Phase 3: interference probe over both GPUs.
 # Never changes clocks, power limits or other GPU settings. NVLink multicast stays off.
@@ -63,7 +64,9 @@ if [[ $GRID == smoke ]]; then
   ATT_GRID=smoke; INT_ARGS=(--sizes 16777216 --channels default,4 --compute-calls 10)
   COMP_ARGS=(--shards gpt3_175b_tp4_s2k --layers 2 --reps 3)
 else
-  GEMM_GRID=(); CUBES=4096,8192,16384; SUSTAIN=15; IDLE=2
+  # n, k with the 1.5x points between the powers of 2 (run 9); m in powers of 2
+  GEMM_GRID=(--nk "$(python3 "$ROOT/calib/scripts/sizes.py" 512 32768)"); CUBES=4096,8192,16384
+  SUSTAIN=15; IDLE=2
   CATALOG=$(python3 "$ROOT/calib/scripts/catalog_shapes.py")
   # 32 KiB..4 GiB (memory-bound) and 512 B..4 GiB (NCCL) in steps of 2 with 1.5x points between
   MEM_BYTES=$(python3 "$ROOT/calib/scripts/sizes.py" 32768 4294967296)
@@ -75,8 +78,8 @@ fi
 gpu0() {
   step gemm_burst 120 "$BUILD/probe_gemm" --device 0 --mode burst --cubes "$CUBES" --idle "$IDLE" \
     --out "$OUT_DIR/gemm_burst.csv"
-  step gemm_grid 300 "$BUILD/probe_gemm" --device 0 --mode grid "${GEMM_GRID[@]}" \
-    --out "$OUT_DIR/gemm.csv"
+  step gemm_grid 480 "$BUILD/probe_gemm" --device 0 --mode grid "${GEMM_GRID[@]}" \
+    --combos bf16:fwd,bf16:dgrad,fp8:tn --out "$OUT_DIR/gemm.csv"
   if ! grep -q '^fp8,' "$OUT_DIR/gemm.csv" 2>/dev/null; then  # FP8 through PyTorch instead
     step gemm_fp8_torch 150 python3 "$PROBES/gemm_fp8_torch.py" --device 0 "${GEMM_GRID[@]}" \
       --out "$OUT_DIR/gemm_fp8_torch.csv"
@@ -87,11 +90,13 @@ gpu0() {
     --seconds "$SUSTAIN" --out "$OUT_DIR/gemm_sustained.csv"
 }
 gpu1() {
-  step attention 300 python3 "$PROBES/attention.py" --device 1 --grid "$ATT_GRID" --point-budget 0.5 \
-    --out "$OUT_DIR/attention.csv"
+  step attention 420 python3 "$PROBES/attention.py" --device 1 --grid "$ATT_GRID" --point-budget 0.5 \
+    --heat-s 30 --out "$OUT_DIR/attention.csv"
+  step gemm_grid_wgrad 240 "$BUILD/probe_gemm" --device 1 --mode grid "${GEMM_GRID[@]}" \
+    --combos bf16:wgrad --out "$OUT_DIR/gemm_wgrad.csv"
   step membound 120 "$BUILD/probe_membound" --device 1 --bytes "$MEM_BYTES" \
     --out "$OUT_DIR/membound.csv"
-  step composition 120 python3 "$PROBES/composition.py" --device 1 "${COMP_ARGS[@]}" \
+  step composition 180 python3 "$PROBES/composition.py" --device 1 --heat-s 30 "${COMP_ARGS[@]}" \
     --out "$OUT_DIR/composition.csv"
 }
 gpu0 & P0=$!
