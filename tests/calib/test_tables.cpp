@@ -187,5 +187,19 @@ TEST(MeasuredTables, LoadsEveryTableOfTheH200Directory) {
   EXPECT_THROW(MeasuredTables::load(default_measured_dir() + "/absent"), SpecError);
 }
 
+TEST(MeasuredTables, NcclChoiceProtocolIsThatOfTheLargestLoggedSizeAtOrBelow) {
+  const auto t = MeasuredTables::load(default_measured_dir());
+  // nccl_default_algo_choice.csv: Ring/LL up to 1.5 MiB, Ring/Simple from 2 MiB (all_reduce);
+  // all_gather sizes are logged per rank and compared at nranks x the logged size.
+  EXPECT_EQ(t->nccl_choice_protocol("all_reduce", 1024.0), "ll");
+  EXPECT_EQ(t->nccl_choice_protocol("all_reduce", 1572864.0), "ll");
+  EXPECT_EQ(t->nccl_choice_protocol("all_reduce", 2097152.0), "simple");
+  EXPECT_EQ(t->nccl_choice_protocol("all_reduce", 3.0e6), "simple");     // between logged sizes
+  EXPECT_EQ(t->nccl_choice_protocol("all_reduce", 16.0), "ll");          // below the smallest
+  EXPECT_EQ(t->nccl_choice_protocol("all_reduce", 1.0e12), "simple");    // above the largest
+  EXPECT_EQ(t->nccl_choice_protocol("all_gather", 1024.0), "ll");
+  EXPECT_EQ(t->nccl_choice_protocol("all_to_all", 1024.0), "");          // never logged
+}
+
 }  // namespace
 }  // namespace clustersim::calib
