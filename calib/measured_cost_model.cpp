@@ -110,7 +110,15 @@ double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) c
     throw std::invalid_argument("GEMM with a non-positive dimension");
   }
   const double m = d(g.m), n = d(g.n), k = d(g.k);
-  if (g.dtype == sim::DType::FP8) return gemm_lookup("gemm/fp8/tn", m, n, k, 1.0, "fp8") / rule_.gemm_fp8;
+  if (g.dtype == sim::DType::FP8) {
+    // Transformer Engine runs the forward FP8 GEMM with fast accumulation and the two backward
+    // GEMMs with split (2x) accumulation (transformer_engine/pytorch/module/base.py:
+    // _2X_ACC_FPROP = False, _2X_ACC_DGRAD = _2X_ACC_WGRAD = True).
+    const bool fast = phase != sim::Phase::Backward && tables_->has("gemm/fp8/tn_fastacc");
+    return (fast ? gemm_lookup("gemm/fp8/tn_fastacc", m, n, k, 1.0, "fp8/fastacc")
+                 : gemm_lookup("gemm/fp8/tn", m, n, k, 1.0, "fp8")) /
+           rule_.gemm_fp8;
+  }
   double t = 0.0;
   if (phase != sim::Phase::Backward) {
     t = gemm_lookup("gemm/bf16/fwd", m, n, k, 2.0, "bf16/fwd");

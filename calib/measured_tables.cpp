@@ -1,5 +1,6 @@
 #include "calib/measured_tables.hpp"
 
+#include <fstream>
 #include <stdexcept>
 
 #include "sim/spec_error.hpp"
@@ -17,12 +18,15 @@ struct TableFile {
   const char* name;
   std::vector<MeasuredSeries> (*load)(const std::string&);
   bool grid;
+  bool optional = false;  ///< a directory without the file is still complete
 };
 
 const std::vector<TableFile>& table_files() {
   static const std::vector<TableFile> kFiles = {
       {"gemm_bf16.csv", load_gemm_series, true},
       {"gemm_fp8.csv", load_gemm_series, true},
+      // FP8 with fast accumulation (Transformer Engine's forward GEMMs); older data lack it.
+      {"gemm_fp8_fastacc.csv", load_gemm_series, true, true},
       {"attention.csv", load_attention_series, true},
       {"membound.csv", load_membound_series, true},
       {"nccl_default.csv", load_nccl_series, true},
@@ -131,6 +135,7 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
   t->dir_ = dir;
   for (const TableFile& f : table_files()) {
     const std::string path = dir + "/" + f.name;
+    if (f.optional && !std::ifstream(path).good()) continue;
     for (auto& series : f.load(path)) {
       if (!f.grid) {
         t->catalog_.push_back(std::move(series));
