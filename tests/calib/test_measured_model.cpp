@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "calib/calib_check.hpp"
@@ -68,9 +69,31 @@ double measured(const std::string& file, const std::vector<std::pair<std::string
 TEST_F(MeasuredModel, GemmAtAGridNodeIsTheMeasuredTime) {
   const double t = measured("gemm_bf16.csv", {{"layout", "fwd"}, {"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
   EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::BF16)) / t, 1.0, 1e-12);
+  // FP8: the forward GEMM from the fast-accumulation table, the backward ones from the split-
+  // accumulation table (Transformer Engine's _2X_ACC_FPROP = False, _2X_ACC_DGRAD/WGRAD = True).
   const double f8 = measured("gemm_fp8.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
-  EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8)) / f8, 1.0, 1e-12);
+  const double f8_fast = measured("gemm_fp8_fastacc.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8)) / f8_fast, 1.0, 1e-12);
+  EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8, sim::Phase::Backward)) / f8,
+              1.0, 1e-12);
   EXPECT_LT(f8, 0.7 * t);  // FP8 well ahead of BF16 on a large GEMM
+  EXPECT_LT(f8_fast, f8);  // fast accumulation skips the FP32 promotions
+}
+
+TEST_F(MeasuredModel, WithoutAFastAccumulationTableForwardFp8UsesTheSplitAccumulationOne) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "clustersim_no_fastacc";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(default_measured_dir())) {
+    if (e.path().filename() != "gemm_fp8_fastacc.csv") fs::copy(e.path(), dir / e.path().filename());
+  }
+  const auto older = MeasuredTables::load(dir.string());
+  EXPECT_FALSE(older->has("gemm/fp8/tn_fastacc"));
+  const MeasuredCostModel model(gpu("H200-SXM", 4.8), older);
+  const double f8 = measured("gemm_fp8.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  EXPECT_NEAR(model.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8)) / f8, 1.0, 1e-12);
+  fs::remove_all(dir);
 }
 
 TEST_F(MeasuredModel, BackwardGemmIsTheMeanOfDgradAndTransposedWgrad) {
