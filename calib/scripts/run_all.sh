@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds and runs every calibration probe on a machine with 2 H200 GPUs (NVLink) in one go,
-# in about 10 minutes (GPU 0's GEMM grid dominates; run_gemm_dense.sh, run_heated.sh and
-# run_dense.sh split the same work over three calls): calib/scripts/run_all.sh RESULTS_DIR [full|smoke]
+# in about 12 minutes, which is more than the device tool allows one call (10 minutes): there,
+# run the same work as run_gemm_dense.sh, run_fastacc.sh, run_heated.sh and run_dense.sh, each
+# under 6 minutes. calib/scripts/run_all.sh RESULTS_DIR [full|smoke] (smoke: about 2 minutes)
 #
 # Phase 0: environment (nvidia-smi, topology, versions) and a telemetry log every 500 ms.
 # Phase 1, in parallel: GPU 0 runs the GEMM probe (burst; BF16 fwd/dgrad and FP8 grids; catalog
 #          shapes; sustained); GPU 1 runs the attention probe (PyTorch SDPA, cuDNN and flash
-#          backends), the BF16 wgrad grid, then the memory-bound and composition probes.
+#          backends), the BF16 wgrad and FP8 fast-accumulation grids, then the memory-bound
+#          and composition probes.
 # Phase 2: NCCL probe over both GPUs, one process per NCCL_ALGO/NCCL_PROTO setting.
 # Phase 3: interference probe over both GPUs.
 # Never changes clocks, power limits or other GPU settings. NVLink multicast stays off.
@@ -94,6 +96,8 @@ gpu1() {
     --heat-s 30 --out "$OUT_DIR/attention.csv"
   step gemm_grid_wgrad 240 "$BUILD/probe_gemm" --device 1 --mode grid "${GEMM_GRID[@]}" \
     --combos bf16:wgrad --out "$OUT_DIR/gemm_wgrad.csv"
+  step gemm_fp8_fastacc 200 "$BUILD/probe_gemm" --device 1 --mode grid "${GEMM_GRID[@]}" \
+    --combos fp8:tn --fast-accum 1 --out "$OUT_DIR/gemm_fp8_fastacc.csv"
   step membound 120 "$BUILD/probe_membound" --device 1 --bytes "$MEM_BYTES" \
     --out "$OUT_DIR/membound.csv"
   step composition 180 python3 "$PROBES/composition.py" --device 1 --heat-s 30 "${COMP_ARGS[@]}" \

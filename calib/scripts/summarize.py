@@ -44,6 +44,7 @@ def gemm(d):
                   f"{statistics.median(num(r, 'sm_mhz') for r in tail):.0f} MHz, "
                   f"{statistics.median(num(r, 'power_w') for r in tail):.0f} W")
     grid = (read(os.path.join(d, "gemm.csv")) + read(os.path.join(d, "gemm_wgrad.csv")) +
+            read(os.path.join(d, "gemm_fp8_fastacc.csv")) +
             read(os.path.join(d, "gemm_fp8_torch.csv")))
     cat = read(os.path.join(d, "gemm_catalog.csv"))
     for dt in ("bf16", "fp8"):
