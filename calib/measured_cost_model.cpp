@@ -260,17 +260,16 @@ sim::CollectiveParams MeasuredCostModel::nvlink_params(const std::string& key, d
 // threshold per peer.
 double MeasuredCostModel::step_latency(const std::string& key, double bytes0) const {
   // Keys: "nccl/ALGO/PROTO/COLLECTIVE" or "nccl/nccl_choice/COLLECTIVE".
-  std::vector<std::string> part;
-  for (std::size_t i = 0; i <= key.size();) {
-    const std::size_t j = std::min(key.find('/', i), key.size());
-    part.push_back(key.substr(i, j - i));
-    i = j + 1;
-  }
-  const std::string& algo = part.size() > 1 ? part[1] : key;
-  std::string proto = part.size() > 2 ? part[2] : "";
-  if (algo == "nccl_choice") proto = tables_->nccl_choice_protocol(part.back(), bytes0);
-  if (algo == "default") {
+  const std::string choice = "nccl/nccl_choice/";
+  std::string proto;
+  if (key.rfind(choice, 0) == 0) {
+    proto = tables_->nccl_choice_protocol(key.substr(choice.size()), bytes0);
+  } else if (key.rfind("nccl/default/", 0) == 0) {
     proto = bytes0 / tables_->nccl_ranks() <= kP2pLLThresholdBytes ? "ll" : "simple";
+  } else if (key.find("/ll128/") != std::string::npos) {
+    proto = "ll128";
+  } else if (key.find("/ll/") != std::string::npos) {
+    proto = "ll";
   }
   if (proto == "ll") return kNvlinkStepLatencyLL;
   if (proto == "ll128") return kNvlinkStepLatencyLL128;

@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, Heater, fmt, median, sleep_cycles_per_s, timed
+from probe_common import (CsvWriter, add_heat_argument, fmt, heater_from, median, sleep_cycles_per_s,
+                          timed)
 
 HEATER = None  # probe_common.Heater with --heat-s > 0
 
@@ -147,18 +148,14 @@ def main():
     ap.add_argument("--backends", default="cudnn,flash")
     ap.add_argument("--flash-max-seq", type=int, default=32768)
     ap.add_argument("--point-budget", type=float, default=1.5)
-    ap.add_argument("--heat-s", type=float, default=0.0,
-                    help="run BF16 matmuls for this many seconds first and queue every batch "
-                         "behind matmuls instead of a one-SM spin (sustained power state)")
+    add_heat_argument(ap)
     args = ap.parse_args()
     dev = torch.device("cuda", args.device)
     torch.cuda.set_device(dev)
     torch.manual_seed(1234)
     cps = sleep_cycles_per_s(dev)
     global HEATER
-    if args.heat_s > 0:
-        HEATER = Heater(dev)
-        HEATER.warm(args.heat_s)
+    HEATER = heater_from(args, dev)
     csv = CsvWriter(args.out, "attention (PyTorch SDPA)", [args.device], {
         "backends": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph); "
                     "flash = SDPBackend.FLASH_ATTENTION (FlashAttention-2 in PyTorch)",

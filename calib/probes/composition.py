@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, Heater, fmt, sleep_cycles_per_s, timed
+from probe_common import CsvWriter, add_heat_argument, heater_from, fmt, sleep_cycles_per_s, timed
 
 # name: (tokens, hidden, q heads, kv heads, head_dim, ffn, gated, tp)
 SHARDS = {
@@ -115,18 +115,14 @@ def main():
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--shards", default=",".join(SHARDS))
-    ap.add_argument("--heat-s", type=float, default=0.0,
-                    help="run BF16 matmuls for this many seconds first and queue every timed "
-                         "batch behind matmuls instead of a one-SM spin (sustained power state)")
+    add_heat_argument(ap)
     args = ap.parse_args()
     dev = torch.device("cuda", args.device)
     torch.cuda.set_device(dev)
     torch.manual_seed(1234)
     cps = sleep_cycles_per_s(dev)
     global HEATER
-    if args.heat_s > 0:
-        HEATER = Heater(dev)
-        HEATER.warm(args.heat_s)
+    HEATER = heater_from(args, dev)
     csv = CsvWriter(args.out, "composition (PyTorch: torch.matmul BF16, SDPA cuDNN causal)", [args.device], {
         "method": f"{args.layers} layers with their own tensors; forward of all then backward of "
                   "all, queued behind " + (f"BF16 8192^3 heater matmuls after {args.heat_s} s of them "

@@ -125,6 +125,22 @@ class Heater:
             torch.cuda.synchronize()
 
 
+def add_heat_argument(ap):
+    """The --heat-s option of the probes that can queue behind a Heater."""
+    ap.add_argument("--heat-s", type=float, default=0.0,
+                    help="run BF16 matmuls for this many seconds first and queue every timed "
+                         "batch behind matmuls instead of a one-SM spin (sustained power state)")
+
+
+def heater_from(args, dev):
+    """A Heater on `dev` already run for args.heat_s seconds, or None without --heat-s."""
+    if args.heat_s <= 0:
+        return None
+    heater = Heater(dev)
+    heater.warm(args.heat_s)
+    return heater
+
+
 def queued(enqueue, spin_s, cps, heater=None):
     """GPU seconds of the work `enqueue()` puts on the stream, measured behind a GPU spin.
 

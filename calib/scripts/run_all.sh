@@ -16,23 +16,11 @@ set -uo pipefail
 
 OUT_DIR=${1:?usage: run_all.sh RESULTS_DIR [full|smoke]}
 GRID=${2:-full}
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
+source "$(dirname "$0")/common.sh"
 PROBES=$ROOT/calib/probes
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
 export CUBLASLT_LOG_MASK=5  # cuBLASLt errors and hints (why an algorithm is refused)
 export CUBLASLT_LOG_FILE=${1:-.}/cublaslt_%i.log
-mkdir -p "$OUT_DIR"
-LOG=$OUT_DIR/run_all.log
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
-step() {  # step NAME TIMEOUT_S CMD... : runs CMD with a time limit, logs its status
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1
-  local rc=$?
-  log "$name: rc=$rc in $((SECONDS - t0)) s"
-}
+calib_start run_all
 
 # ---- Phase 0 --------------------------------------------------------------------------------
 log "run_all $GRID start"
@@ -45,19 +33,8 @@ log "run_all $GRID start"
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
   env | grep -E '^(NCCL|CUDA|TORCH|NVSHMEM)_' | sort
 } >"$OUT_DIR/environment.txt" 2>&1
-TELE_FIELDS=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_event_reasons.active
-nvidia-smi --query-gpu=$TELE_FIELDS --format=csv -lms 500 >"$OUT_DIR/telemetry.csv" 2>&1 &
-TELE_PID=$!
-
-cmake -S "$PROBES" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT_DIR/build.log" 2>&1 &&
-  cmake --build "$BUILD" -j 16 >>"$OUT_DIR/build.log" 2>&1
-rc=$?
-log "build: rc=$rc"
-if [[ $rc -ne 0 ]]; then
-  tail -30 "$OUT_DIR/build.log" >&2
-  kill "$TELE_PID"
-  exit 1
-fi
+start_telemetry "$OUT_DIR/telemetry.csv" 500
+build_probes
 
 if [[ $GRID == smoke ]]; then
   GEMM_GRID=(--m 1024,4096 --nk 1024,4096); CUBES=4096; SUSTAIN=2; IDLE=0.5
@@ -108,25 +85,13 @@ gpu1 & P1=$!
 wait $P0 $P1
 
 # ---- Phase 2: NCCL, one process per algorithm/protocol --------------------------------------
-nccl() {  # nccl TAG "ENV..." COLLECTIVES
-  local tag=$1 envs=$2 colls=$3
-  step "nccl_$tag" 150 env $envs "$BUILD/probe_nccl" --collectives "$colls" "${NCCL_BYTES[@]}" \
-    --out "$OUT_DIR/nccl_$tag.csv"
-}
-nccl default "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING" \
-  all_reduce,all_gather,reduce_scatter,all_to_all,sendrecv,send
-for proto in LL LL128 Simple; do
-  p=$(echo $proto | tr 'A-Z' 'a-z')
-  nccl "ring_$p" "NCCL_ALGO=Ring NCCL_PROTO=$proto" all_reduce,all_gather,reduce_scatter
-  [[ $GRID == smoke && $proto != LL ]] && continue
-  nccl "tree_$p" "NCCL_ALGO=Tree NCCL_PROTO=$proto" all_reduce
-done
+nccl_suite "$GRID" "${NCCL_BYTES[@]}"
 
 # ---- Phase 3: interference ------------------------------------------------------------------
 step interference 180 python3 "$PROBES/interference.py" "${INT_ARGS[@]}" \
   --out "$OUT_DIR/interference.csv"
 
-kill "$TELE_PID" 2>/dev/null
+stop_telemetry
 python3 "$ROOT/calib/scripts/summarize.py" "$OUT_DIR" | tee "$OUT_DIR/summary.txt"
 FAILED=$(grep -c 'rc=[1-9]' "$LOG")
 log "run_all done in $SECONDS s; failed steps: $FAILED"

@@ -8,23 +8,10 @@
 # Usage: calib/scripts/run_followup.sh RESULTS_DIR
 set -uo pipefail
 OUT_DIR=${1:?usage: run_followup.sh RESULTS_DIR}
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p "$OUT_DIR"
-LOG=$OUT_DIR/run_followup.log
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
-step() {
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1
-  log "$name: rc=$? in $((SECONDS - t0)) s"
-}
-nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_event_reasons.active \
-  --format=csv -lms 500 >"$OUT_DIR/telemetry_followup.csv" 2>&1 &
-TELE_PID=$!
-cmake -S "$ROOT/calib/probes" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT_DIR/build.log" 2>&1 &&
-  cmake --build "$BUILD" -j 16 >>"$OUT_DIR/build.log" 2>&1 || { log "build failed"; kill "$TELE_PID"; exit 1; }
+source "$(dirname "$0")/common.sh"
+calib_start run_followup
+start_telemetry "$OUT_DIR/telemetry_followup.csv" 500
+build_probes
 CATALOG=$(python3 "$ROOT/calib/scripts/catalog_shapes.py")
 MEM_BYTES=$(python3 -c 'print(",".join(str(65536 << i) for i in range(17)))')
 G="$BUILD/probe_gemm --device 0"
@@ -40,5 +27,5 @@ gpu1() {
 gpu0 & P0=$!
 gpu1 & P1=$!
 wait $P0 $P1
-kill "$TELE_PID" 2>/dev/null
+stop_telemetry
 log "followup done in $SECONDS s; failed steps: $(grep -c 'rc=[1-9]' "$LOG")"

@@ -10,23 +10,10 @@
 # Usage: calib/scripts/run_gemm_dense.sh RESULTS_DIR. Never changes GPU clocks or settings.
 set -uo pipefail
 OUT_DIR=${1:?usage: run_gemm_dense.sh RESULTS_DIR}
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-mkdir -p "$OUT_DIR"
-LOG=$OUT_DIR/run_gemm_dense.log
-log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
-step() {
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1
-  log "$name: rc=$? in $((SECONDS - t0)) s"
-}
-nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_event_reasons.active \
-  --format=csv -lms 1000 >"$OUT_DIR/telemetry_gemm_dense.csv" 2>&1 &
-TELE_PID=$!
-cmake -S "$ROOT/calib/probes" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT_DIR/build.log" 2>&1 &&
-  cmake --build "$BUILD" -j 16 >>"$OUT_DIR/build.log" 2>&1 || { log "build failed"; kill "$TELE_PID"; exit 1; }
+source "$(dirname "$0")/common.sh"
+calib_start run_gemm_dense
+start_telemetry "$OUT_DIR/telemetry_gemm_dense.csv" 1000
+build_probes
 NK=$(python3 "$ROOT/calib/scripts/sizes.py" 512 32768)
 CATALOG=$(python3 "$ROOT/calib/scripts/catalog_shapes.py")
 G="$BUILD/probe_gemm --mode grid"
@@ -45,5 +32,5 @@ gpu1() {
 gpu0 & P0=$!
 gpu1 & P1=$!
 wait $P0 $P1
-kill "$TELE_PID" 2>/dev/null
+stop_telemetry
 log "run_gemm_dense done in $SECONDS s"

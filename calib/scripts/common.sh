@@ -1,0 +1,69 @@
+# Shared pieces of the calibration run scripts; sourced, not run. After setting OUT_DIR:
+#   source "$(dirname "$0")/common.sh"; calib_start NAME
+# gives ROOT, BUILD, the NVLS-off environment, log, step, telemetry, build_probes and nccl_suite.
+# Nothing here changes GPU clocks or settings.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+TELE_FIELDS=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_event_reasons.active
+TELE_PID=
+
+# calib_start NAME: creates OUT_DIR; the run's log is OUT_DIR/NAME.log.
+calib_start() {
+  mkdir -p "$OUT_DIR"
+  LOG=$OUT_DIR/$1.log
+}
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
+
+# step NAME TIMEOUT_S CMD...: runs CMD with a time limit, its output in OUT_DIR/NAME.log, and
+# logs its exit status and duration.
+step() {
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1
+  log "$name: rc=$? in $((SECONDS - t0)) s"
+}
+
+# start_telemetry FILE INTERVAL_MS [nvidia-smi args]: clocks, power and temperature in the
+# background until stop_telemetry.
+start_telemetry() {
+  local file=$1 ms=$2; shift 2
+  nvidia-smi --query-gpu=$TELE_FIELDS --format=csv -lms "$ms" "$@" >"$file" 2>&1 &
+  TELE_PID=$!
+}
+stop_telemetry() { [[ -n $TELE_PID ]] && kill "$TELE_PID" 2>/dev/null; TELE_PID=; }
+
+# build_probes: configures and builds calib/probes into BUILD (log: OUT_DIR/build.log); on
+# failure prints the log's tail, stops the telemetry and exits.
+build_probes() {
+  if cmake -S "$ROOT/calib/probes" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$OUT_DIR/build.log" 2>&1 &&
+     cmake --build "$BUILD" -j 16 >>"$OUT_DIR/build.log" 2>&1; then
+    log "build: rc=0"
+    return
+  fi
+  log "build failed"
+  tail -30 "$OUT_DIR/build.log" >&2
+  stop_telemetry
+  exit 1
+}
+
+# nccl_suite full|smoke [probe args...]: the NCCL probe over both GPUs, one process per setting:
+# NCCL's default (all collectives, with its TUNING log), Ring x LL/LL128/Simple (all_reduce,
+# all_gather, reduce_scatter) and Tree x LL/LL128/Simple (all_reduce; smoke: Tree/LL only).
+nccl_suite() {
+  local grid=$1; shift
+  step nccl_default 150 env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING \
+    "$BUILD/probe_nccl" --collectives all_reduce,all_gather,reduce_scatter,all_to_all,sendrecv,send \
+    "$@" --out "$OUT_DIR/nccl_default.csv"
+  local proto p
+  for proto in LL LL128 Simple; do
+    p=$(echo "$proto" | tr 'A-Z' 'a-z')
+    step "nccl_ring_$p" 150 env NCCL_ALGO=Ring NCCL_PROTO=$proto "$BUILD/probe_nccl" \
+      --collectives all_reduce,all_gather,reduce_scatter "$@" --out "$OUT_DIR/nccl_ring_$p.csv"
+    [[ $grid == smoke && $proto != LL ]] && continue
+    step "nccl_tree_$p" 150 env NCCL_ALGO=Tree NCCL_PROTO=$proto "$BUILD/probe_nccl" \
+      --collectives all_reduce "$@" --out "$OUT_DIR/nccl_tree_$p.csv"
+  done
+}
