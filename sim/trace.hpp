@@ -58,6 +58,11 @@ enum class MemKernel : std::uint8_t {
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
   DType dtype = DType::BF16;
+  /// How Transformer Engine's userbuffers TP overlap runs the GEMM (docs/trace-format.md):
+  /// as `splits` chunk GEMMs of m/splits rows (ring exchange: tp; pipeline: num_splits), and
+  /// with `sm_margin` SMs left to its communication kernel. 1 and 0: a plain GEMM.
+  std::int32_t splits = 1;
+  std::int32_t sm_margin = 0;
 };
 
 /// Fused (flash) attention on one GPU. FLOPs follow the causal mask when `causal`.

@@ -133,7 +133,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "account_for_loss_in_pipeline_split", "zero_stage", "fsdp",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
                           "grad_reduce_in_fp32", "precision_aware_optimizer",
-                          "tp_comm_overlap", "optimizer_offload", "cp_comm_type"});
+                          "tp_comm_overlap", "tp_comm_overlap_cfg", "optimizer_offload",
+                          "cp_comm_type"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -157,6 +158,12 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
   s.precision_aware_optimizer = p.get_bool_or("precision_aware_optimizer", false);
   s.tp_comm_overlap = p.get_bool_or("tp_comm_overlap", false);
+  if (auto cfg = p.get_map_opt("tp_comm_overlap_cfg")) {
+    if (!s.tp_comm_overlap) {
+      throw p.error("tp_comm_overlap_cfg", "is given but tp_comm_overlap is not true");
+    }
+    s.tp_overlap_cfg = read_tp_overlap_cfg(*cfg);
+  }
   s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
                                                    : OptimizerOffload::None;
   s.cp_comm_type = p.has("cp_comm_type") ? read_enum(p, "cp_comm_type", kCpCommNames) : CpCommType::P2p;

@@ -10,6 +10,7 @@
 #include "sim/rank_layout.hpp"
 #include "sim/trace.hpp"
 #include "sim/yaml_spec.hpp"
+#include "workloads/tp_overlap.hpp"
 
 namespace clustersim::workloads {
 
@@ -122,6 +123,8 @@ struct ParallelSpec {
   /// lacks, so Adam holds 10 B per parameter instead of 12.
   bool precision_aware_optimizer = false;
   bool tp_comm_overlap = false;         ///< TE userbuffers: TP collectives overlapped with GEMMs
+  /// How TE runs each overlapped GEMM (tp_comm_overlap_cfg; TE's defaults when absent).
+  TpOverlapConfig tp_overlap_cfg = TpOverlapConfig::te_defaults();
   OptimizerOffload optimizer_offload = OptimizerOffload::None;
   CpCommType cp_comm_type = CpCommType::P2p;  ///< context-parallel K/V exchange
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
+#include <variant>
 
 #include "workloads/flops.hpp"
 
@@ -50,6 +51,14 @@ std::uint32_t ProgramBuilder::gemm(const std::string& label, std::int64_t m, std
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
   const double bytes = (md * kd + kd * nd) * sim::dtype_bytes(dtype) + md * nd * out_bytes;
   return add(shape, sim::Stream::Compute, label, gemm_flops(shape), bytes, std::move(deps));
+}
+
+void ProgramBuilder::set_gemm_execution(std::uint32_t op, int splits, int sm_margin) {
+  auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;
+  if (g == nullptr) throw std::logic_error("set_gemm_execution on an op that is not a GEMM");
+  if (splits < 1 || sm_margin < 0) throw std::logic_error("set_gemm_execution: bad splits or margin");
+  g->splits = splits;
+  g->sm_margin = sm_margin;
 }
 
 std::uint32_t ProgramBuilder::attention(const std::string& label, const sim::AttentionShape& shape,

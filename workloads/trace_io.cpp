@@ -53,6 +53,8 @@ struct ShapeWriter {
     j["n"] = g.n;
     j["k"] = g.k;
     j["dtype"] = sim::to_string(g.dtype);
+    if (g.splits != 1) j["splits"] = g.splits;
+    if (g.sm_margin != 0) j["sm_margin"] = g.sm_margin;
   }
   void operator()(const sim::AttentionShape& a) const {
     j["batch"] = a.batch;
@@ -254,8 +256,8 @@ std::size_t read_header(const Json& j, const std::string& origin, int line, Rank
     throw h.error("format", std::string("expected '") + kFormatName + "'");
   }
   const auto version = static_cast<int>(h.get_int("version", 0, kMaxInt32));
-  if (version != 1 && version != kTraceFormatVersion) {
-    throw h.error("version", "unsupported version (this reader reads 1 and " +
+  if (version < 1 || version > kTraceFormatVersion) {
+    throw h.error("version", "unsupported version (this reader reads 1 to " +
                                  std::to_string(kTraceFormatVersion) + ")");
   }
   trace.layout = read_layout(h, h.get("layout"), origin, line, version);
@@ -279,8 +281,12 @@ std::size_t read_header(const Json& j, const std::string& origin, int line, Rank
 
 sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
   if (kind == "gemm") {
-    return sim::GemmShape{f.get_int("m", 1, kMaxDim), f.get_int("n", 1, kMaxDim),
-                          f.get_int("k", 1, kMaxDim), f.get_enum("dtype", kDTypes)};
+    sim::GemmShape g{f.get_int("m", 1, kMaxDim), f.get_int("n", 1, kMaxDim),
+                     f.get_int("k", 1, kMaxDim), f.get_enum("dtype", kDTypes)};
+    // Version 3: how TE's TP overlap runs the GEMM (optional; a plain GEMM without them).
+    if (f.has("splits")) g.splits = static_cast<std::int32_t>(f.get_int("splits", 1, g.m));
+    if (f.has("sm_margin")) g.sm_margin = static_cast<std::int32_t>(f.get_int("sm_margin", 0, 1024));
+    return g;
   }
   if (kind == "attention") {
     sim::AttentionShape a;

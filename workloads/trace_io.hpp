@@ -17,7 +17,7 @@ namespace clustersim::workloads {
 /// Version written in the header line. Version 2 added ep, etp and the five-dimension order to
 /// the layout, and the expert, dp_cp and emb groups, the cp_comm stream and the host memory
 /// kernels; the reader also accepts version 1 files (ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 2;
+inline constexpr int kTraceFormatVersion = 3;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <utility>
 
 #include "workloads/flops.hpp"
@@ -119,9 +121,37 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
   } else {
     gather_sequence(k);
   }
-  b_.gemm(label, s_.tokens, n, k, dtype, kOutBytes);
+  tp_overlap_gemm(b_.gemm(label, s_.tokens, n, k, dtype, kOutBytes), label, LinearPass::Fprop);
   fp8_quantize(label + "_fp8_transpose", s_.tokens, k, kFp8TransposeBytes, dtype);
   if (overlapped) b_.defer(*overlapped);
+}
+
+// With tp_comm_overlap, the GEMMs of the layer linears that Transformer Engine overlaps (its
+// userbuffers names qkv, proj, fc1, fc2; the shared experts' MLP runs as fc1/fc2) carry how TE
+// runs them (workloads/tp_overlap.hpp). The MLA projections and the output layer are not among
+// TE's ten overlaps and stay plain GEMMs.
+void TransformerOps::tp_overlap_gemm(std::uint32_t gemm, const std::string& label, LinearPass pass) {
+  if (!s_.tp_overlap) return;
+  using R = TpOverlapRole;
+  struct Roles {
+    std::optional<R> fprop, dgrad, wgrad;
+  };
+  static const std::map<std::string, Roles> kRoles = {
+      {"qkv", {R::QkvFprop, R::QkvDgrad, R::QkvWgrad}},
+      {"proj", {R::ProjFprop, R::ProjDgrad, std::nullopt}},
+      {"fc1", {R::Fc1Fprop, R::Fc1Dgrad, R::Fc1Wgrad}},
+      {"fc2", {R::Fc2Fprop, R::Fc2Dgrad, std::nullopt}},
+      {"shared_fc1", {R::Fc1Fprop, R::Fc1Dgrad, R::Fc1Wgrad}},
+      {"shared_fc2", {R::Fc2Fprop, R::Fc2Dgrad, std::nullopt}},
+  };
+  const auto it = kRoles.find(label);
+  if (it == kRoles.end()) return;
+  const std::optional<R>& role = pass == LinearPass::Fprop   ? it->second.fprop
+                                 : pass == LinearPass::Dgrad ? it->second.dgrad
+                                                             : it->second.wgrad;
+  if (!role) return;
+  const GemmExecution e = gemm_execution(spec_.parallel.tp_overlap_cfg, *role, spec_.parallel.tp);
+  b_.set_gemm_execution(gemm, e.splits, e.sm_margin);
 }
 
 // The FP8 quantization kernel of a GEMM operand [rows, cols] (transformer_constants.hpp);
@@ -138,7 +168,8 @@ void TransformerOps::linear_out(const std::string& label, std::int64_t n, std::i
   fp8_quantize(label + "_fp8_cast", s_.tokens, k, kFp8CastTransposeBytes, s_.linear_dtype);
   std::vector<std::uint32_t> launch;
   if (auto last = b_.last_compute()) launch.push_back(*last);
-  b_.gemm(label, s_.tokens, n, k, s_.linear_dtype, kOutBytes);
+  tp_overlap_gemm(b_.gemm(label, s_.tokens, n, k, s_.linear_dtype, kOutBytes), label,
+                  LinearPass::Fprop);
   if (s_.tp_overlap) {
     b_.defer(b_.collective("tp_rs", CollectiveKind::ReduceScatter, sim::GroupKind::TP,
                            sim::Stream::TpComm, act_bytes(s_.tokens, s_.hidden), std::move(launch)));
@@ -167,6 +198,7 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
                                        sim::Stream::TpComm, full, std::move(launch)));
   }
   const std::uint32_t dgrad = b_.gemm(name + "_dgrad", s_.tokens, in, out, dtype, kOutBytes);
+  tp_overlap_gemm(dgrad, name, LinearPass::Dgrad);
   std::vector<std::uint32_t> consumer_deps;
   if (s_.tp_comm) {
     const auto kind = s_.sequence_parallel ? CollectiveKind::ReduceScatter : CollectiveKind::AllReduce;
@@ -175,6 +207,7 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
   }
   const std::uint32_t wgrad =
       b_.gemm(name + "_wgrad", in, out, s_.tokens, dtype, kWgradOutBytes, std::move(wgrad_deps));
+  tp_overlap_gemm(wgrad, name, LinearPass::Wgrad);
   if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
   return consumer_deps;
 }
@@ -194,7 +227,8 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
     gather_sequence();
   }
   fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, s_.linear_dtype);
-  b_.gemm(name + "_dgrad", s_.tokens, in, out, s_.linear_dtype, kOutBytes);
+  tp_overlap_gemm(b_.gemm(name + "_dgrad", s_.tokens, in, out, s_.linear_dtype, kOutBytes), name,
+                  LinearPass::Dgrad);
   if (overlapped) b_.defer(*overlapped);
   const std::uint32_t wgrad =
       b_.gemm(name + "_wgrad", in, out, s_.tokens, s_.linear_dtype, kWgradOutBytes);

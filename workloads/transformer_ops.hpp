@@ -103,6 +103,9 @@ class TransformerOps {
   void reduce_output();
   void linear_in(const std::string& label, std::int64_t n, std::int64_t k, sim::DType dtype);
   void linear_out(const std::string& label, std::int64_t n, std::int64_t k);
+  /// Pass of a linear layer's GEMM: forward, data gradient, weight gradient.
+  enum class LinearPass : std::uint8_t { Fprop, Dgrad, Wgrad };
+  void tp_overlap_gemm(std::uint32_t gemm, const std::string& label, LinearPass pass);
   void fp8_quantize(const std::string& label, std::int64_t rows, std::int64_t cols,
                     double bytes_per_element, sim::DType dtype);
   std::vector<std::uint32_t> column_backward(const std::string& name, std::int64_t in,

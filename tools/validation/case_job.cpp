@@ -104,6 +104,8 @@ void apply_grad_accum(const ReferenceSet& set, const ReferenceCase& rc, std::int
 }
 
 std::string yaml_scalar(const std::string& v) {
+  // A YAML flow mapping (a recipe default such as tp_comm_overlap_cfg) is written as it is.
+  if (v.size() >= 2 && v.front() == '{' && v.back() == '}') return v;
   const bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-' ||
            c == '+' || c == '/';

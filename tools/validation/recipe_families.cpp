@@ -24,6 +24,49 @@ constexpr DgxcLayout kDgxcLayouts[] = {
     {"gpt3_175b", 4, 8, 1, 12, 2, 1, "DGXC-GPT3"},
 };
 
+// NeMo's userbuffers configurations for H100 (nemo/collections/llm/recipes/tp_overlap_configs/
+// userbuffers.py), as the performance scripts pick them per model and precision
+// (scripts/performance/llm/pretrain_<model>.py): userbuffers_{bf16,fp8}_h100_h8192_tp4_mbs1_
+// seqlen8192 (Llama3-70B), _h16384_tp8_cp2_mbs1_seqlen8192 (405B), _h12288_tp4_mbs1_seqlen2048
+// (GPT-3 175B). Ring-exchange roles keep TE's defaults (num_sm 1, no margin) and are not listed.
+struct UserbuffersCfg {
+  const char* model;
+  const char* precision;
+  const char* yaml;  // tp_comm_overlap_cfg as a YAML flow mapping
+};
+constexpr UserbuffersCfg kUserbuffers[] = {
+    {"llama3_70b", "bf16",
+     "{qkv_dgrad: {num_sm: 4, set_sm_margin: false}, qkv_wgrad: {num_sm: 24, set_sm_margin: false}, "
+     "fc1_dgrad: {num_sm: 2, set_sm_margin: false}, fc1_wgrad: {num_sm: 4, set_sm_margin: false}, "
+     "proj_fprop: {method: pipeline, num_sm: 24, num_splits: 4, set_sm_margin: true}, "
+     "fc2_fprop: {method: pipeline, num_sm: 16, num_splits: 4, set_sm_margin: true}}"},
+    {"llama3_70b", "fp8",
+     "{qkv_dgrad: {num_sm: 4, set_sm_margin: false}, qkv_wgrad: {num_sm: 24, set_sm_margin: false}, "
+     "fc1_dgrad: {num_sm: 2, set_sm_margin: false}, fc1_wgrad: {num_sm: 4, set_sm_margin: false}, "
+     "proj_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}, "
+     "fc2_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}}"},
+    {"llama3_405b", "bf16",
+     "{qkv_dgrad: {num_sm: 2, set_sm_margin: false}, qkv_wgrad: {num_sm: 24, set_sm_margin: false}, "
+     "fc1_dgrad: {num_sm: 2, set_sm_margin: false}, fc1_wgrad: {num_sm: 2, set_sm_margin: false}, "
+     "proj_fprop: {method: pipeline, num_sm: 24, num_splits: 4, set_sm_margin: true}, "
+     "fc2_fprop: {method: pipeline, num_sm: 8, num_splits: 4, set_sm_margin: true}}"},
+    {"llama3_405b", "fp8",
+     "{qkv_dgrad: {num_sm: 2, set_sm_margin: false}, qkv_wgrad: {num_sm: 24, set_sm_margin: false}, "
+     "fc1_dgrad: {num_sm: 2, set_sm_margin: false}, fc1_wgrad: {num_sm: 2, set_sm_margin: false}, "
+     "proj_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}, "
+     "fc2_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}}"},
+    {"gpt3_175b", "bf16",
+     "{qkv_dgrad: {num_sm: 4, set_sm_margin: false}, qkv_wgrad: {num_sm: 4, set_sm_margin: false}, "
+     "fc1_dgrad: {num_sm: 2, set_sm_margin: false}, fc1_wgrad: {num_sm: 4, set_sm_margin: false}, "
+     "proj_fprop: {method: pipeline, num_sm: 24, num_splits: 4, set_sm_margin: true}, "
+     "fc2_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}}"},
+    {"gpt3_175b", "fp8",
+     "{qkv_dgrad: {num_sm: 4, set_sm_margin: false}, qkv_wgrad: {num_sm: 4, set_sm_margin: false}, "
+     "fc1_dgrad: {num_sm: 2, set_sm_margin: false}, fc1_wgrad: {num_sm: 4, set_sm_margin: false}, "
+     "proj_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}, "
+     "fc2_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}}"},
+};
+
 // Llama 3 paper, Table 4: 16M tokens per batch at every scale (2,048 x 8,192).
 constexpr std::int64_t kLlama3TokensPerBatch = std::int64_t{2048} * 8192;
 
@@ -94,6 +137,12 @@ void apply_nemo_dgxc(const FamilyInput& in, DraftJob& j) {
   if (j.get_int("parallelism", "tp", 1) > 1) {
     j.fill("parallelism", "sequence_parallel", "true", "NEMO-PERF", line);
     j.fill("parallelism", "tp_comm_overlap", "true", "NEMO-PERF", line);
+    const JobField* prec = j.find("training", "precision");
+    for (const auto& ub : kUserbuffers) {
+      if (in.rc.config.model.value == ub.model && prec != nullptr && prec->value == ub.precision) {
+        j.fill("parallelism", "tp_comm_overlap_cfg", ub.yaml, "NEMO-UB", line);
+      }
+    }
   }
   j.fill("training", "expandable_segments", "true", "NEMO-PERF-ENV", line);
   j.fill("training", "cross_entropy", "fused", "NEMO-PERF-CE", line);
@@ -236,6 +285,11 @@ const std::vector<Citation>& citations() {
       {"NEMO-PERF-BF16", "NeMo scripts/performance/helpers.py, set_primary_perf_configs(): with "
                          "compute dtype bf16, optim.config.use_precision_aware_optimizer = True "
                          "(Megatron OptimizerConfig.store_param_remainders defaults to True)"},
+      {"NEMO-UB", "NeMo nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py, the "
+                  "H100 configuration the performance scripts (scripts/performance/llm/"
+                  "pretrain_{llama3_70b,llama3_405b,gpt3_175b}.py) pass as tp_comm_overlap_cfg "
+                  "for the model and precision: userbuffers_{bf16,fp8}_h100_h8192_tp4_mbs1_"
+                  "seqlen8192, _h16384_tp8_cp2_mbs1_seqlen8192, _h12288_tp4_mbs1_seqlen2048"},
       {"NEMO-405B-SPLIT", "NVIDIA/cloudai src/cloudai/workloads/nemo_run/cloudai_nemorun.py, "
                           "cloudai_llama3_405b_recipe (NeMo; TP8 PP8 CP2 VP8): "
                           "account_for_embedding_in_pipeline_split and "
