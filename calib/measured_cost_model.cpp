@@ -91,7 +91,8 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
     : gpu_(std::move(gpu)),
       rule_(derivation_rule(gpu_.name)),
       tables_(std::move(tables)),
-      roofline_(gpu_) {
+      roofline_(gpu_),
+      tp_overlap_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
   overlap_points_ = {interference_points("gemm"), interference_points("attention")};
 }
@@ -109,6 +110,13 @@ double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) c
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
     throw std::invalid_argument("GEMM with a non-positive dimension");
   }
+  const double t = plain_gemm_time(g, phase);
+  if (g.splits == 1 && g.sm_margin == 0) return t;
+  // The measured ratio applies unchanged to derived GPUs: their rule divided t above.
+  return t * tp_overlap_(g, phase, [this](const std::string& what) { note_out_of_grid(what); });
+}
+
+double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase phase) const {
   const double m = d(g.m), n = d(g.n), k = d(g.k);
   if (g.dtype == sim::DType::FP8) {
     // Transformer Engine runs the forward FP8 GEMM with fast accumulation and the two backward
@@ -411,10 +419,20 @@ std::string fmt_cores(double cores) {
 std::vector<std::string> MeasuredCostModel::table_sources() const {
   const std::string how = rule_.measured ? "measured" : "derived from H200 (" + rule_.basis + ")";
   const std::string dir = tables_->dir();
-  return {
+  std::vector<std::string> out = {
       "GEMM BF16: " + dir + "/gemm_bf16.csv, fwd table for forward GEMMs, geometric mean of "
           "dgrad and wgrad tables for backward; " + how,
       "GEMM FP8: " + dir + "/gemm_fp8.csv (TN, per-tensor scales); " + how,
+  };
+  if (tp_overlap_.loaded()) {
+    std::string files;
+    for (const auto& f : tp_overlap_.files()) files += (files.empty() ? "" : ", ") + f;
+    out.push_back("GEMM under TP overlap (splits, sm_margin): " + files + " (ratio to the plain "
+                  "GEMM, chunk GEMMs on up to 3 streams, cuBLASLt planned for 132 - S SMs) x "
+                  "the plain GEMM time; measured on H200" +
+                  (rule_.measured ? "" : ", ratios applied unchanged"));
+  }
+  const std::vector<std::string> rest = {
       "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets); " + how,
       "memory-bound: " + dir + "/membound.csv (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, "
           "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw); " + how,
@@ -431,6 +449,8 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           "default channels vs BF16 GEMM and cuDNN attention); measured on H200" +
           (rule_.measured ? "" : ", ratios applied unchanged"),
   };
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
 }
 
 std::string MeasuredCostModel::describe() const {

@@ -14,6 +14,7 @@
 
 #include "calib/measured_tables.hpp"
 #include "calib/roofline_cost_model.hpp"
+#include "calib/tp_overlap_factor.hpp"
 #include "sim/cost_model.hpp"
 
 namespace clustersim::calib {
@@ -80,7 +81,11 @@ class MeasuredCostModel : public sim::CostModel {
   const DerivationRule& rule() const { return rule_; }
 
  private:
+  /// The plain GEMM time x the measured TP-overlap factor when g.splits or g.sm_margin say
+  /// that TE's userbuffers overlap runs it (calib/tp_overlap_factor.hpp).
   double gemm_time(const sim::GemmShape& g, sim::Phase phase) const;
+  /// The GEMM run plainly: the tables at (m, n, k) for its dtype and phase.
+  double plain_gemm_time(const sim::GemmShape& g, sim::Phase phase) const;
   double gemm_lookup(const std::string& key, double m, double n, double k, double elem_bytes,
                      const std::string& label) const;
   double attention_time(const sim::AttentionShape& a) const;
@@ -100,6 +105,7 @@ class MeasuredCostModel : public sim::CostModel {
   const DerivationRule& rule_;
   std::shared_ptr<const MeasuredTables> tables_;
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
+  TpOverlapFactor tp_overlap_;  ///< GEMMs split or planned for fewer SMs by TE's TP overlap
   std::array<std::vector<InterferencePoint>, 2> overlap_points_;  ///< gemm, attention
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::size_t> out_of_grid_;

@@ -27,6 +27,10 @@ const std::vector<TableFile>& table_files() {
       {"gemm_fp8.csv", load_gemm_series, true},
       // FP8 with fast accumulation (Transformer Engine's forward GEMMs); older data lack it.
       {"gemm_fp8_fastacc.csv", load_gemm_series, true, true},
+      // GEMMs as Transformer Engine's TP overlap runs them (split into chunks, planned for
+      // fewer SMs; run 12, calib/probes/gemm_tp_overlap.cu); older data lack them.
+      {"gemm_tp_overlap_fwd_wgrad.csv", load_tp_overlap_series, true, true},
+      {"gemm_tp_overlap_dgrad_fp8.csv", load_tp_overlap_series, true, true},
       {"attention.csv", load_attention_series, true},
       {"membound.csv", load_membound_series, true},
       {"nccl_default.csv", load_nccl_series, true},

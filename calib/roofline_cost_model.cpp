@@ -86,6 +86,9 @@ double RooflineCostModel::memory_time(double bytes) const {
   return bytes / (gpu_.hbm_bandwidth.value * eff_.hbm);
 }
 
+// max(FLOPs at the MAMF rate, operand and output bytes at the HBM rate). GemmShape::splits and
+// sm_margin (Transformer Engine's TP overlap) are ignored: the roofline has no measurement of
+// split or SM-limited GEMMs, so such a GEMM costs as much as the plain one (docs/cost-model.md).
 double RooflineCostModel::gemm_time(const sim::GemmShape& g, double flops) const {
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);

@@ -77,6 +77,33 @@ std::vector<MeasuredSeries> group(const CsvTable& t, const std::vector<std::stri
   return out;
 }
 
+// A cell that must be an integer of at least `min` (a count of chunks or SMs).
+int count_cell(const CsvTable& t, std::size_t row, std::size_t col, int min) {
+  const double v = t.number(row, col);
+  if (v != std::floor(v) || v < min || v > 1e6) {
+    throw SpecError(t.path, t.lines[row], t.columns[col],
+                    "'" + t.text(row, col) + "' is not an integer >= " + std::to_string(min));
+  }
+  return static_cast<int>(v);
+}
+
+// "<variant>_<chunks>_<sm_margin>" of a TP-overlap row, checking that the variant agrees with
+// its chunks and margin (full: 1 and 0; margin: 1 and > 0; split: > 1).
+std::string tp_variant(const CsvTable& t, std::size_t r, std::size_t var, std::size_t ch,
+                       std::size_t sm) {
+  const std::string& v = t.text(r, var);
+  const int chunks = count_cell(t, r, ch, 1), margin = count_cell(t, r, sm, 0);
+  const bool ok = (v == "full" && chunks == 1 && margin == 0) ||
+                  (v == "margin" && chunks == 1 && margin > 0) || (v == "split" && chunks > 1);
+  if (!ok) {
+    throw SpecError(t.path, t.lines[r], "variant",
+                    "'" + v + "' with chunks " + std::to_string(chunks) + " and sm_margin " +
+                        std::to_string(margin) +
+                        " (full: 1 and 0; margin: 1 and > 0; split: chunks > 1)");
+  }
+  return v + "_" + std::to_string(chunks) + "_" + std::to_string(margin);
+}
+
 }  // namespace
 
 std::size_t CsvTable::column(const std::string& name) const {
@@ -144,6 +171,21 @@ std::vector<MeasuredSeries> load_gemm_series(const std::string& path) {
   return group(
       t, {"m", "n", "k"}, 0.02,
       [&](std::size_t r) { return "gemm/" + t.text(r, dt) + "/" + t.text(r, lay); },
+      [&](std::size_t r) {
+        return std::vector<double>{t.number(r, m), t.number(r, n), t.number(r, k)};
+      });
+}
+
+std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t dt = t.column("dtype"), lay = t.column("layout"), var = t.column("variant");
+  const std::size_t ch = t.column("chunks"), sm = t.column("sm_margin");
+  const std::size_t m = t.column("m"), n = t.column("n"), k = t.column("k");
+  return group(
+      t, {"m", "n", "k"}, 0.02,
+      [&](std::size_t r) {
+        return "gemm_tp/" + t.text(r, dt) + "/" + t.text(r, lay) + "/" + tp_variant(t, r, var, ch, sm);
+      },
       [&](std::size_t r) {
         return std::vector<double>{t.number(r, m), t.number(r, n), t.number(r, k)};
       });

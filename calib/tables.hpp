@@ -56,6 +56,14 @@ struct MeasuredSeries {
 /// "gemm/<dtype>/<layout>", axes m, n, k. Rows whose spot check exceeds 2% relative error are
 /// an error. @throws SpecError.
 std::vector<MeasuredSeries> load_gemm_series(const std::string& path);
+/// GEMMs as Transformer Engine's userbuffers TP overlap runs them (gemm_tp_overlap_*.csv,
+/// calib/probes/gemm_tp_overlap.cu): one series per (dtype, layout, variant, chunks, sm_margin),
+/// key "gemm_tp/<dtype>/<layout>/<variant>_<chunks>_<sm_margin>" ("gemm_tp/bf16/fwd/full_1_0",
+/// "gemm_tp/bf16/fwd/margin_1_24", "gemm_tp/fp8/tn/split_4_16"), axes m, n, k, value time_s.
+/// Variants: "full" (chunks 1, margin 0), "margin" (chunks 1, margin > 0), "split" (chunks > 1,
+/// any margin); chunks and sm_margin must be integers. Spot-check tolerance 2%.
+/// @throws SpecError.
+std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path);
 /// Attention table (attention.csv): one series per (backend, set, direction), key
 /// "attention/<backend>/<set>/<direction>" (e.g. "attention/cudnn/gqa/fwd"), axes seq and
 /// heads (batch x heads). Spot-check tolerance 2%. @throws SpecError.
