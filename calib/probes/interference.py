@@ -21,7 +21,23 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, fmt, median
+from probe_common import CsvWriter, add_heat_argument, fmt, heater_from, median
+
+HEATER = None  # probe_common.Heater of this rank with --heat-s > 0
+HEAT_S = 0.1   # matmuls queued before every timed span with --heat-s (sustained power state)
+
+
+def heat(stream):
+    """With --heat-s: queues HEAT_S of heater matmuls on `stream`, so that the timed span after
+    them starts at the sustained power state of back-to-back GEMMs and after the host has
+    enqueued it. Returns an event recorded after them (None without --heat-s)."""
+    if HEATER is None:
+        return None
+    with torch.cuda.stream(stream):
+        HEATER(HEAT_S)
+        ev = torch.cuda.Event()
+        ev.record(stream)
+    return ev
 
 
 def make_compute(kind, dev):
@@ -63,6 +79,7 @@ def alone(stream, fn, count, reps=5):
     for _ in range(reps):
         dist.barrier()
         torch.cuda.synchronize()
+        heat(stream)
         ev = span(stream, fn, count)
         torch.cuda.synchronize()
         t.append(per_call(ev, count))
@@ -78,6 +95,9 @@ def together(cover_stream, cover_fn, cover_count, stream, fn, count, reps=3):
         dist.barrier()
         torch.cuda.synchronize()
         lead = max(1, cover_count // (count + 1))
+        warm = heat(stream)
+        if warm is not None:
+            cover_stream.wait_event(warm)
         with torch.cuda.stream(cover_stream):
             for _ in range(lead):
                 cover_fn()
@@ -152,9 +172,11 @@ def measure(fn, t_c, group, size, args, dev, comp_stream, comm_stream):
 
 
 def worker(rank, args, rows):
+    global HEATER
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     dev = torch.device("cuda", rank)
     torch.cuda.set_device(dev)
+    HEATER = heater_from(args, dev)
     dist.init_process_group("nccl", rank=rank, world_size=2, init_method=args.init,
                             device_id=dev)
     comp_stream, comm_stream = torch.cuda.Stream(dev), torch.cuda.Stream(dev)
@@ -190,6 +212,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--init", default="tcp://127.0.0.1:29533")
     ap.add_argument("--timeout", type=float, default=300.0)
+    add_heat_argument(ap)
     args = ap.parse_args()
     os.environ["NCCL_NVLS_ENABLE"] = "0"
     ctx = mp.get_context("spawn")
@@ -214,7 +237,10 @@ def main():
     csv = CsvWriter(args.out, "interference (torch.distributed NCCL + cuBLAS GEMM / cuDNN SDPA)",
                     [0, 1], {
                         "method": "side alone vs side while the other covers its whole span; "
-                                  "CUDA events; medians",
+                                  "CUDA events; medians" + (
+                                      f"; every span queued behind {HEAT_S} s of BF16 8192^3 "
+                                      f"heater matmuls on its stream, after {args.heat_s} s of "
+                                      "them (sustained power state)" if args.heat_s > 0 else ""),
                         "collective": "all_reduce, BF16, bytes per rank; channels via NCCL config "
                                       "min_ctas=max_ctas",
                         "compute": "gemm = bf16 8192^3 torch.matmul; attention = SDPA cuDNN "
