@@ -1,5 +1,6 @@
 #include "workloads/generator.hpp"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -128,6 +129,58 @@ void pipeline_exchange(const ScheduleStep& step, ProgramBuilder& b, double bytes
   b.defer(fwd);
 }
 
+// Megatron's interleaved schedule with overlap_p2p_comm (the default of Megatron-LM's training
+// arguments for that schedule, --no-overlap-p2p-communication to turn it off; NeMo sets it for
+// vp > 1): each transfer is posted asynchronously (isend/irecv on NCCL's stream) once the pass
+// that produced it is done, and waited for only right before the pass that consumes it. The
+// activation half of a step starts after the last forward pass and the next forward pass waits
+// for it; the gradient half starts after the last backward pass and the next backward waits.
+// Both go on the pp_comm stream in the schedule's order (NCCL runs them in order on its stream).
+class OverlappedExchange {
+ public:
+  explicit OverlappedExchange(ProgramBuilder& b) : b_(b) {}
+  void forward_done() { last_fwd_ = b_.last_compute(); }
+  void backward_done() { last_bwd_ = b_.last_compute(); }
+  /// Before a forward (backward) pass: it waits for the transfers it consumes.
+  void before_forward() { take(pending_fwd_); }
+  void before_backward() { take(pending_bwd_); }
+
+  void exchange(const ScheduleStep& step, double bytes) {
+    using sim::Peer;
+    const std::uint8_t t = step.transfers;
+    if (t == 0) return;
+    const int mb = step.microbatch >= 0 ? step.microbatch : step.recv_microbatch;
+    const Peer send_next = (t & kSendForward) ? Peer::NextStage : Peer::None;
+    const Peer recv_prev = (t & kRecvForward) ? Peer::PrevStage : Peer::None;
+    const Peer send_prev = (t & kSendBackward) ? Peer::PrevStage : Peer::None;
+    const Peer recv_next = (t & kRecvBackward) ? Peer::NextStage : Peer::None;
+    if (send_next != Peer::None || recv_prev != Peer::None) {
+      b_.set_context(sim::Phase::Forward, -1, mb);
+      pending_fwd_.push_back(post("pp_exchange_fwd", send_next, recv_prev, bytes, last_fwd_));
+    }
+    if (send_prev != Peer::None || recv_next != Peer::None) {
+      b_.set_context(sim::Phase::Backward, -1, mb);
+      pending_bwd_.push_back(post("pp_exchange_bwd", send_prev, recv_next, bytes, last_bwd_));
+    }
+  }
+
+ private:
+  std::uint32_t post(const char* label, sim::Peer send, sim::Peer recv, double bytes,
+                     std::optional<std::uint32_t> after) {
+    std::vector<std::uint32_t> launch;
+    if (after) launch.push_back(*after);
+    return b_.p2p(label, send, recv, bytes, sim::Stream::PpComm, std::move(launch));
+  }
+  void take(std::vector<std::uint32_t>& pending) {
+    for (std::uint32_t op : pending) b_.defer(op);
+    pending.clear();
+  }
+
+  ProgramBuilder& b_;
+  std::optional<std::uint32_t> last_fwd_, last_bwd_;
+  std::vector<std::uint32_t> pending_fwd_, pending_bwd_;
+};
+
 std::string describe(const WorkloadSpec& w) {
   const ParallelSpec& p = w.parallel;
   const TrainingSpec& t = w.training;
@@ -146,6 +199,7 @@ std::string describe(const WorkloadSpec& w) {
   }
   if (t.recompute != Recompute::None) out += std::string(" recompute-") + to_string(t.recompute);
   if (p.tp_comm_overlap) out += " tp-overlap";
+  if (p.overlap_p2p_comm) out += " p2p-overlap";
   if (p.optimizer_offload == OptimizerOffload::Cpu) out += " cpu-offload";
   return out;
 }
@@ -170,14 +224,22 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   TransformerOps ops(builder, spec);
   const auto sync = make_param_sync(builder, spec, stage);
   const double message_bytes = ops.pipeline_message_bytes();
+  std::optional<OverlappedExchange> overlapped;
+  if (p.overlap_p2p_comm) overlapped.emplace(builder);
   sync->begin_step();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const ScheduleStep& step = steps[i];
     if (step.kind == StepKind::Forward) {
+      if (overlapped) overlapped->before_forward();
       forward_pass(st, step.chunk, step.microbatch, builder, ops, *sync);
+      if (overlapped) overlapped->forward_done();
     } else if (step.kind == StepKind::Backward) {
       const bool last = i == last_backward[static_cast<std::size_t>(step.chunk)];
+      if (overlapped) overlapped->before_backward();
       backward_pass(st, step.chunk, step.microbatch, builder, ops, *sync, sync->backward_sink(last));
+      if (overlapped) overlapped->backward_done();
+    } else if (overlapped) {
+      overlapped->exchange(step, message_bytes);
     } else {
       pipeline_exchange(step, builder, message_bytes);
     }

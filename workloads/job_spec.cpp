@@ -133,8 +133,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "account_for_loss_in_pipeline_split", "zero_stage", "fsdp",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
                           "grad_reduce_in_fp32", "precision_aware_optimizer",
-                          "tp_comm_overlap", "tp_comm_overlap_cfg", "optimizer_offload",
-                          "cp_comm_type"});
+                          "tp_comm_overlap", "tp_comm_overlap_cfg", "overlap_p2p_comm",
+                          "optimizer_offload", "cp_comm_type"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -163,6 +163,13 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
       throw p.error("tp_comm_overlap_cfg", "is given but tp_comm_overlap is not true");
     }
     s.tp_overlap_cfg = read_tp_overlap_cfg(*cfg);
+  }
+  // Megatron-LM's training arguments overlap P2P by default (--no-overlap-p2p-communication
+  // turns it off) and force it off outside the interleaved schedule (arguments.py).
+  s.overlap_p2p_comm = p.get_bool_or("overlap_p2p_comm", s.schedule == "interleaved");
+  if (s.overlap_p2p_comm && s.schedule != "interleaved") {
+    throw p.error("overlap_p2p_comm", "Megatron overlaps pipeline transfers only in the "
+                                      "interleaved schedule (1f1b batches them)");
   }
   s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
                                                    : OptimizerOffload::None;

@@ -123,6 +123,9 @@ struct ParallelSpec {
   /// lacks, so Adam holds 10 B per parameter instead of 12.
   bool precision_aware_optimizer = false;
   bool tp_comm_overlap = false;         ///< TE userbuffers: TP collectives overlapped with GEMMs
+  /// Megatron overlap_p2p_comm: pipeline transfers posted asynchronously and waited for by the
+  /// pass that consumes them (interleaved schedule only; its default there).
+  bool overlap_p2p_comm = false;
   /// How TE runs each overlapped GEMM (tp_comm_overlap_cfg; TE's defaults when absent).
   TpOverlapConfig tp_overlap_cfg = TpOverlapConfig::te_defaults();
   OptimizerOffload optimizer_offload = OptimizerOffload::None;

@@ -295,5 +295,58 @@ TEST(Interleaved, ASwappedExchangeIsCaughtAsADeadlock) {
   EXPECT_FALSE(exchanges_complete(w));
 }
 
+TEST(Interleaved, OverlappedP2pIsTheDefaultAndLeavesTheComputeStream) {
+  std::string yaml = testing::small_llama_job(1, 2, 1, false, 4, 1);
+  yaml.insert(yaml.find("  dp: 1"), "  vp: 2\n");
+  const auto on = testing::parse_job(yaml, 2);
+  ASSERT_TRUE(on.parallel.overlap_p2p_comm);  // Megatron-LM's default for the interleaved schedule
+  std::string off_yaml = yaml;
+  off_yaml.insert(off_yaml.find("  dp: 1"), "  overlap_p2p_comm: false\n");
+  const auto off = testing::parse_job(off_yaml, 2);
+  ASSERT_FALSE(off.parallel.overlap_p2p_comm);
+  EXPECT_FALSE(testing::parse_job(testing::small_llama_job(1, 2, 1, false, 4, 1), 2)
+                   .parallel.overlap_p2p_comm);  // 1f1b batches its transfers
+  const sim::Workload w = generate_workload(on);
+  EXPECT_TRUE(exchanges_complete(w));
+  EXPECT_TRUE(exchanges_complete(generate_workload(off)));
+  for (const auto& prog : w.programs) {
+    int posted = 0;
+    for (std::size_t i = 0; i < prog.ops.size(); ++i) {
+      const sim::Op& op = prog.ops[i];
+      if (!std::holds_alternative<sim::P2PSpec>(op.shape)) continue;
+      EXPECT_EQ(op.stream, sim::Stream::PpComm);
+      ++posted;
+      // The activation half is consumed by a later forward op, the gradient half by a backward.
+      const sim::Phase want = prog.labels[op.label] == "pp_exchange_fwd" ? sim::Phase::Forward
+                                                                        : sim::Phase::Backward;
+      bool consumed = false;
+      for (std::size_t j = i + 1; j < prog.ops.size() && !consumed; ++j) {
+        const auto& d = prog.ops[j].deps;
+        consumed = prog.ops[j].stream == sim::Stream::Compute &&
+                   std::find(d.begin(), d.end(), i) != d.end();
+        if (consumed) {
+          EXPECT_EQ(prog.ops[j].phase, want) << prog.labels[op.label];
+        }
+      }
+      // Every receive is waited for by the pass that needs it (a lone send only ends the step).
+      const auto& x = std::get<sim::P2PSpec>(op.shape);
+      EXPECT_TRUE(consumed || x.recv_from == sim::Peer::None) << prog.labels[op.label] << " " << i;
+    }
+    EXPECT_GT(posted, 0);
+  }
+}
+
+TEST(Interleaved, OverlappedP2pOutsideTheInterleavedScheduleIsRejected) {
+  std::string yaml = testing::small_llama_job(1, 2, 1, false, 4, 1);
+  yaml.insert(yaml.find("  dp: 1"), "  overlap_p2p_comm: true\n");
+  try {
+    testing::parse_job(yaml, 2);
+    ADD_FAILURE() << "accepted overlap_p2p_comm with 1f1b";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.field(), "parallelism.overlap_p2p_comm");
+    EXPECT_NE(e.reason().find("interleaved"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace clustersim::workloads
