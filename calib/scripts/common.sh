@@ -18,9 +18,18 @@ calib_start() {
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 
 # step NAME TIMEOUT_S CMD...: runs CMD with a time limit, its output in OUT_DIR/NAME.log, and
-# logs its exit status and duration.
+# logs its exit status and duration. With CALIB_DEADLINE (epoch seconds) set, the limit shrinks
+# to the time left before it, and a step with none left is skipped (logged as rc=124).
 step() {
   local name=$1 limit=$2; shift 2
+  if [[ -n ${CALIB_DEADLINE:-} ]]; then
+    local left=$((CALIB_DEADLINE - $(date +%s)))
+    ((left < limit)) && limit=$left
+    if ((limit < 5)); then
+      log "$name: rc=124 in 0 s (skipped: deadline)"
+      return
+    fi
+  fi
   local t0=$SECONDS
   timeout "$limit" "$@" >>"$OUT_DIR/$name.log" 2>&1
   log "$name: rc=$? in $((SECONDS - t0)) s"
@@ -66,4 +75,21 @@ nccl_suite() {
     step "nccl_tree_$p" 150 env NCCL_ALGO=Tree NCCL_PROTO=$proto "$BUILD/probe_nccl" \
       --collectives all_reduce "$@" --out "$OUT_DIR/nccl_tree_$p.csv"
   done
+}
+
+# nccl_choice_table: NCCL's algorithm/protocol choice per call of the default run, read off its
+# TUNING log (calib/scripts/nccl_choices.py), into OUT_DIR/nccl_default_algo_choice.csv; keeps the
+# init part of the log and the first 2000 TUNING lines, and drops the rest (megabytes).
+nccl_choice_table() {
+  local raw=$OUT_DIR/nccl_default.log
+  [[ -f $raw ]] || return
+  grep -v ' Bytes -> Algo ' "$raw" >"$OUT_DIR/nccl_default_init.log"
+  if python3 "$ROOT/calib/scripts/nccl_choices.py" "$raw" "$(date -u +%F)" \
+    "$(grep -m1 -o 'NCCL version [0-9.]*' "$raw" | cut -d' ' -f3)" \
+    >"$OUT_DIR/nccl_default_algo_choice.csv"; then
+    grep -m 2000 ' Bytes -> Algo ' "$raw" >"$OUT_DIR/nccl_default_tuning_head.log"
+    rm -f "$raw"
+  else
+    log "nccl_choices failed; nccl_default.log kept"
+  fi
 }

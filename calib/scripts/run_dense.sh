@@ -24,15 +24,6 @@ step membound 120 "$BUILD/probe_membound" --device 0 --bytes "$MEM_BYTES" --out 
 wait $P1
 fi
 nccl_suite full --bytes "$NCCL_BYTES" --size-budget 0.5
-grep -v ' Bytes -> Algo ' "$OUT_DIR/nccl_default.log" >"$OUT_DIR/nccl_default_init.log"
-if python3 "$ROOT/calib/scripts/nccl_choices.py" "$OUT_DIR/nccl_default.log" "$(date -u +%F)" \
-  "$(grep -m1 -o 'NCCL version [0-9.]*' "$OUT_DIR/nccl_default.log" | cut -d' ' -f3)" \
-  >"$OUT_DIR/nccl_default_algo_choice.csv"; then
-  # The per-call TUNING lines run to megabytes: keep the first 2000 for the record.
-  grep -m 2000 ' Bytes -> Algo ' "$OUT_DIR/nccl_default.log" >"$OUT_DIR/nccl_default_tuning_head.log"
-  rm -f "$OUT_DIR/nccl_default.log"
-else
-  log "nccl_choices failed; nccl_default.log kept"
-fi
+nccl_choice_table
 stop_telemetry
 log "run_dense done in $SECONDS s"
