@@ -68,7 +68,9 @@ struct GemmExecution {
 /// pipeline: num_splits chunks, margin as ring exchange; bulk: one GEMM with num_sm SMs taken by
 /// the communication kernel for its whole duration (with set_sm_margin the GEMM is planned for
 /// the rest; without, it is planned for all SMs and finds num_sm of them busy until the
-/// communication ends: costed the same, an upper bound).
+/// communication ends: costed the same, an approximation not measured, which overstates the
+/// cost when the communication ends early and understates it if a persistent GEMM's CTAs
+/// wait for the busy SMs).
 GemmExecution gemm_execution(const TpOverlapConfig& cfg, TpOverlapRole role, int tp);
 
 }  // namespace clustersim::workloads
