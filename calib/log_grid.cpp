@@ -193,4 +193,12 @@ LooStats leave_one_out(const LogGrid& grid, double min_time_s) {
   return s;
 }
 
+std::string range_text(const LogGrid& g) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < g.dims(); ++i) {
+    s << (i ? ", " : "") << g.axis_name(i) << " " << g.axis(i).front() << "-" << g.axis(i).back();
+  }
+  return s.str();
+}
+
 }  // namespace clustersim::calib

@@ -62,6 +62,9 @@ class LogGrid {
   std::vector<int> lines_;
 };
 
+/// "m 1024-65536, n 512-32768, ..." : each axis' name and measured range, for messages.
+std::string range_text(const LogGrid& grid);
+
 /// Leave-one-out error of a table: every node predicted from the others.
 struct LooStats {
   std::string key, file;

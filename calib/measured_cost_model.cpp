@@ -77,14 +77,6 @@ std::string shape_text(const std::vector<double>& x) {
   return s.str();
 }
 
-std::string range_text(const LogGrid& g) {
-  std::ostringstream s;
-  for (std::size_t i = 0; i < g.dims(); ++i) {
-    s << (i ? ", " : "") << g.axis_name(i) << " " << g.axis(i).front() << "-" << g.axis(i).back();
-  }
-  return s.str();
-}
-
 }  // namespace
 
 MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const MeasuredTables> tables)

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -21,14 +20,6 @@ double piecewise(const std::vector<std::pair<double, double>>& pts, double x) {
   const auto& [x0, y0] = pts[j];
   const auto& [x1, y1] = pts[j + 1];
   return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
-}
-
-std::string range_text(const LogGrid& g) {
-  std::ostringstream s;
-  for (std::size_t i = 0; i < g.dims(); ++i) {
-    s << (i ? ", " : "") << g.axis_name(i) << " " << g.axis(i).front() << "-" << g.axis(i).back();
-  }
-  return s.str();
 }
 
 }  // namespace

@@ -95,6 +95,20 @@ const char* exchange_label(StepKind kind) {
   }
 }
 
+// The peers of a P2P step's active transfers: its activation half (send to the next stage,
+// receive from the previous one) and its gradient half (the other way); Peer::None where the
+// step does not move that transfer.
+struct ExchangePeers {
+  sim::Peer send_next, recv_prev, send_prev, recv_next;
+  explicit ExchangePeers(std::uint8_t t)
+      : send_next((t & kSendForward) ? sim::Peer::NextStage : sim::Peer::None),
+        recv_prev((t & kRecvForward) ? sim::Peer::PrevStage : sim::Peer::None),
+        send_prev((t & kSendBackward) ? sim::Peer::PrevStage : sim::Peer::None),
+        recv_next((t & kRecvBackward) ? sim::Peer::NextStage : sim::Peer::None) {}
+  bool activations() const { return send_next != sim::Peer::None || recv_prev != sim::Peer::None; }
+  bool gradients() const { return send_prev != sim::Peer::None || recv_next != sim::Peer::None; }
+};
+
 // A Megatron p2p_communication call as one batched exchange of its active transfers
 // (activations to the next stage and from the previous one, gradients the other way). A P2P
 // op holds one send and one receive; a call that sends (or receives) both ways is split into
@@ -109,10 +123,7 @@ void pipeline_exchange(const ScheduleStep& step, ProgramBuilder& b, double bytes
                         step.kind == StepKind::SendForwardRecvForward;
   const int mb = step.microbatch >= 0 ? step.microbatch : step.recv_microbatch;
   b.set_context(fwd_kind ? sim::Phase::Forward : sim::Phase::Backward, -1, mb);
-  const Peer send_next = (t & kSendForward) ? Peer::NextStage : Peer::None;
-  const Peer recv_prev = (t & kRecvForward) ? Peer::PrevStage : Peer::None;
-  const Peer send_prev = (t & kSendBackward) ? Peer::PrevStage : Peer::None;
-  const Peer recv_next = (t & kRecvBackward) ? Peer::NextStage : Peer::None;
+  const auto [send_next, recv_prev, send_prev, recv_next] = ExchangePeers(t);
   const bool two_sends = send_next != Peer::None && send_prev != Peer::None;
   const bool two_recvs = recv_prev != Peer::None && recv_next != Peer::None;
   if (!two_sends && !two_recvs) {
@@ -146,21 +157,16 @@ class OverlappedExchange {
   void before_backward() { take(pending_bwd_); }
 
   void exchange(const ScheduleStep& step, double bytes) {
-    using sim::Peer;
-    const std::uint8_t t = step.transfers;
-    if (t == 0) return;
+    if (step.transfers == 0) return;
     const int mb = step.microbatch >= 0 ? step.microbatch : step.recv_microbatch;
-    const Peer send_next = (t & kSendForward) ? Peer::NextStage : Peer::None;
-    const Peer recv_prev = (t & kRecvForward) ? Peer::PrevStage : Peer::None;
-    const Peer send_prev = (t & kSendBackward) ? Peer::PrevStage : Peer::None;
-    const Peer recv_next = (t & kRecvBackward) ? Peer::NextStage : Peer::None;
-    if (send_next != Peer::None || recv_prev != Peer::None) {
+    const ExchangePeers p(step.transfers);
+    if (p.activations()) {
       b_.set_context(sim::Phase::Forward, -1, mb);
-      pending_fwd_.push_back(post("pp_exchange_fwd", send_next, recv_prev, bytes, last_fwd_));
+      pending_fwd_.push_back(post("pp_exchange_fwd", p.send_next, p.recv_prev, bytes, last_fwd_));
     }
-    if (send_prev != Peer::None || recv_next != Peer::None) {
+    if (p.gradients()) {
       b_.set_context(sim::Phase::Backward, -1, mb);
-      pending_bwd_.push_back(post("pp_exchange_bwd", send_prev, recv_next, bytes, last_bwd_));
+      pending_bwd_.push_back(post("pp_exchange_bwd", p.send_prev, p.recv_next, bytes, last_bwd_));
     }
   }
 

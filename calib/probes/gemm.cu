@@ -29,12 +29,7 @@ void run_grid(Context& cx, const Args& args, CsvWriter& csv) {
   // Either the cartesian grid m x nk x nk or an explicit list "--shapes m:n:k,m:n:k,...".
   std::vector<std::array<long long, 3>> shapes;
   if (args.has("shapes")) {
-    for (const std::string& s : parse_list_names(args.get("shapes", ""))) {
-      std::array<long long, 3> v{};
-      if (std::sscanf(s.c_str(), "%lld:%lld:%lld", &v[0], &v[1], &v[2]) != 3)
-        throw std::runtime_error("bad shape " + s);
-      shapes.push_back(v);
-    }
+    shapes = parse_shapes(args.get("shapes", ""));
   } else {
     for (long long m : ms)
       for (long long n : nks)
@@ -135,17 +130,7 @@ void run_power(Context& cx, const Args& args, CsvWriter& csv) {
 int run(int argc, char** argv) {
   const Args args(argc, argv);
   Context cx;
-  cx.device = static_cast<int>(args.num("device", 0));
-  PROBE_CUDA(cudaSetDevice(cx.device));
-  cx.pool_bytes = static_cast<std::size_t>(args.num("pool-gib", 12.0) * (1ull << 30));
-  PROBE_CUDA(cudaMalloc(&cx.pool, cx.pool_bytes));
-  PROBE_CUDA(cudaMalloc(&cx.ws, cx.ws_bytes));
-  PROBE_CUDA(cudaMalloc(&cx.scales, 128 * sizeof(float)));
-  PROBE_CUDA(cudaMalloc(&cx.err, 1024 * sizeof(float)));
-  const float sa = 0.5f, sb = 0.25f;
-  PROBE_CUDA(cudaMemcpy(cx.scales, &sa, sizeof sa, cudaMemcpyHostToDevice));
-  PROBE_CUDA(cudaMemcpy(cx.scales + 64, &sb, sizeof sb, cudaMemcpyHostToDevice));
-  PROBE_LT(cublasLtCreate(&cx.lt));
+  open_context(cx, args);
   const std::string mode = args.get("mode", "grid");
   {
     CsvWriter csv(args.get("out", "gemm.csv"), "gemm (cuBLASLt)", {cx.device}, argc, argv,
@@ -163,22 +148,11 @@ int run(int argc, char** argv) {
     else
       run_power(cx, args, csv);
   }
-  cublasLtDestroy(cx.lt);
-  cudaFree(cx.pool);
-  cudaFree(cx.ws);
-  cudaFree(cx.scales);
-  cudaFree(cx.err);
+  close_context(cx);
   return 0;
 }
 
 }  // namespace
 }  // namespace probes
 
-int main(int argc, char** argv) {
-  try {
-    return probes::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "gemm probe: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return probes::probe_main("gemm", probes::run, argc, argv); }

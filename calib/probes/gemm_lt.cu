@@ -146,4 +146,37 @@ Heater::~Heater() { cudaFree(base_); }
 
 void Heater::run() const { plan_->run(base_, base_ + slots_.off_b, base_ + slots_.off_c, cx_.ws, nullptr); }
 
+void open_context(Context& cx, const Args& args) {
+  cx.device = static_cast<int>(args.num("device", 0));
+  PROBE_CUDA(cudaSetDevice(cx.device));
+  cx.pool_bytes = static_cast<std::size_t>(args.num("pool-gib", 12.0) * (1ull << 30));
+  PROBE_CUDA(cudaMalloc(&cx.pool, cx.pool_bytes));
+  PROBE_CUDA(cudaMalloc(&cx.ws, cx.ws_bytes));
+  PROBE_CUDA(cudaMalloc(&cx.scales, 128 * sizeof(float)));
+  PROBE_CUDA(cudaMalloc(&cx.err, 1024 * sizeof(float)));
+  const float sa = 0.5f, sb = 0.25f;
+  PROBE_CUDA(cudaMemcpy(cx.scales, &sa, sizeof sa, cudaMemcpyHostToDevice));
+  PROBE_CUDA(cudaMemcpy(cx.scales + 64, &sb, sizeof sb, cudaMemcpyHostToDevice));
+  PROBE_LT(cublasLtCreate(&cx.lt));
+}
+
+void close_context(Context& cx) {
+  cublasLtDestroy(cx.lt);
+  cudaFree(cx.pool);
+  cudaFree(cx.ws);
+  cudaFree(cx.scales);
+  cudaFree(cx.err);
+}
+
+std::vector<std::array<long long, 3>> parse_shapes(const std::string& text) {
+  std::vector<std::array<long long, 3>> shapes;
+  for (const std::string& s : parse_list_names(text)) {
+    std::array<long long, 3> v{};
+    if (std::sscanf(s.c_str(), "%lld:%lld:%lld", &v[0], &v[1], &v[2]) != 3)
+      throw std::runtime_error("bad shape " + s);
+    shapes.push_back(v);
+  }
+  return shapes;
+}
+
 }  // namespace probes

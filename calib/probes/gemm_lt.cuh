@@ -13,6 +13,7 @@
 #include <cublasLt.h>
 #include <cuda_fp8.h>
 
+#include <array>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -178,6 +179,15 @@ struct Slots {
   std::size_t stride = 0, off_b = 0, off_c = 0;
   int count = 1;
 };
+
+/// Selects the device of --device (default 0), allocates the operand pool (--pool-gib, default
+/// 12), the workspace, the FP8 per-tensor scales (B 0.5 at [0], A 0.25 at [64]) and the
+/// spot-check buffer, and creates the cuBLASLt handle. Throws on a CUDA or cuBLASLt error.
+void open_context(Context& cx, const Args& args);
+/// Releases what open_context acquired.
+void close_context(Context& cx);
+/// Parses a shape list "m:n:k,m:n:k,...". Throws std::runtime_error naming a malformed shape.
+std::vector<std::array<long long, 3>> parse_shapes(const std::string& text);
 
 /// Places A, B, C back to back and repeats that block so that a run cycles through at least
 /// 512 MiB (8x the 60 MB L2): consecutive calls never find their operands in L2.

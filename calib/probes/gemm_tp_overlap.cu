@@ -155,17 +155,7 @@ void run_shape(Context& cx, const Problem& p, const std::vector<Variant>& varian
 int run(int argc, char** argv) {
   const Args args(argc, argv);
   Context cx;
-  cx.device = static_cast<int>(args.num("device", 0));
-  PROBE_CUDA(cudaSetDevice(cx.device));
-  cx.pool_bytes = static_cast<std::size_t>(args.num("pool-gib", 12.0) * (1ull << 30));
-  PROBE_CUDA(cudaMalloc(&cx.pool, cx.pool_bytes));
-  PROBE_CUDA(cudaMalloc(&cx.ws, cx.ws_bytes));
-  PROBE_CUDA(cudaMalloc(&cx.scales, 128 * sizeof(float)));
-  PROBE_CUDA(cudaMalloc(&cx.err, 1024 * sizeof(float)));
-  const float sa = 0.5f, sb = 0.25f;
-  PROBE_CUDA(cudaMemcpy(cx.scales, &sa, sizeof sa, cudaMemcpyHostToDevice));
-  PROBE_CUDA(cudaMemcpy(cx.scales + 64, &sb, sizeof sb, cudaMemcpyHostToDevice));
-  PROBE_LT(cublasLtCreate(&cx.lt));
+  open_context(cx, args);
   cx.fast_accum = args.num("fast-accum", 0) != 0;
   const int sms = sm_count(cx.device);
   std::vector<Variant> variants;
@@ -173,13 +163,7 @@ int run(int argc, char** argv) {
     variants.push_back(parse_variant(s));
   if (variants.empty() || variants.front().name != "full")
     throw std::runtime_error("--variants must start with full (the ratios' reference)");
-  std::vector<std::array<long long, 3>> shapes;
-  for (const std::string& s : parse_list_names(args.get("shapes", "8192:8192:8192"))) {
-    std::array<long long, 3> v{};
-    if (std::sscanf(s.c_str(), "%lld:%lld:%lld", &v[0], &v[1], &v[2]) != 3)
-      throw std::runtime_error("bad shape " + s);
-    shapes.push_back(v);
-  }
+  const auto shapes = parse_shapes(args.get("shapes", "8192:8192:8192"));
   const std::string combos = args.get("combos", "bf16:fwd,bf16:dgrad,bf16:wgrad,fp8:tn");
   const double budget = args.num("point-budget", 0.15);
   {
@@ -205,22 +189,11 @@ int run(int argc, char** argv) {
       std::cerr << "gemm_tp_overlap " << combo << " done\n";
     }
   }
-  cublasLtDestroy(cx.lt);
-  cudaFree(cx.pool);
-  cudaFree(cx.ws);
-  cudaFree(cx.scales);
-  cudaFree(cx.err);
+  close_context(cx);
   return 0;
 }
 
 }  // namespace
 }  // namespace probes
 
-int main(int argc, char** argv) {
-  try {
-    return probes::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "gemm_tp_overlap probe: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return probes::probe_main("gemm_tp_overlap", probes::run, argc, argv); }

@@ -317,11 +317,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace probes
 
-int main(int argc, char** argv) {
-  try {
-    return probes::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "membound probe: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return probes::probe_main("membound", probes::run, argc, argv); }

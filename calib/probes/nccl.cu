@@ -252,11 +252,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace probes
 
-int main(int argc, char** argv) {
-  try {
-    return probes::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "nccl probe: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return probes::probe_main("nccl", probes::run, argc, argv); }

@@ -1,6 +1,8 @@
 // Implementation of the probes' shared helpers (see probe_common.cuh).
 #include "probe_common.cuh"
 
+#include <iostream>
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -282,6 +284,15 @@ std::vector<std::string> parse_list_names(const std::string& text) {
   while (std::getline(s, item, ','))
     if (!item.empty()) v.push_back(item);
   return v;
+}
+
+int probe_main(const char* name, int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << name << " probe: " << e.what() << "\n";
+    return 1;
+  }
 }
 
 }  // namespace probes

@@ -166,4 +166,8 @@ std::vector<long long> parse_list(const std::string& text);
 /// Splits a comma-separated list of names ("copy,gelu").
 std::vector<std::string> parse_list_names(const std::string& text);
 
+/// A probe's main(): runs `run`; an exception is reported as "NAME probe: what" on stderr and
+/// gives exit status 1.
+int probe_main(const char* name, int (*run)(int, char**), int argc, char** argv);
+
 }  // namespace probes

@@ -2,7 +2,13 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
+#include <gtest/gtest.h>
+
+#include "calib/measured_tables.hpp"
+#include "calib/tables.hpp"
 #include "sim/cost_model.hpp"
 
 namespace clustersim::calib::testing {
@@ -25,6 +31,20 @@ inline sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
   g.host_cores_per_gpu = 14.0;
   g.host_memory_bandwidth_per_gpu = {614.4e9 / 8};
   return g;
+}
+
+/// The time_s of the first row of `file` (in the measured H200 directory) whose listed columns
+/// have the listed values; a test failure and 0 when no row matches.
+inline double measured_time(const std::string& file,
+                            const std::vector<std::pair<std::string, std::string>>& match) {
+  const CsvTable t = read_csv(default_measured_dir() + "/" + file);
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    bool ok = true;
+    for (const auto& [col, val] : match) ok = ok && t.text(r, t.column(col)) == val;
+    if (ok) return t.number(r, t.column("time_s"));
+  }
+  ADD_FAILURE() << "no such row in " << file;
+  return 0.0;
 }
 
 }  // namespace clustersim::calib::testing

@@ -16,6 +16,7 @@ namespace clustersim::calib {
 namespace {
 
 using testing::gpu;
+using testing::measured_time;
 
 class MeasuredModel : public ::testing::Test {
  protected:
@@ -54,25 +55,13 @@ sim::Op mem(sim::MemKernel k, double bytes) {
   return op;
 }
 
-// The time_s of the first row of `file` whose listed columns have the listed values.
-double measured(const std::string& file, const std::vector<std::pair<std::string, std::string>>& match) {
-  const CsvTable t = read_csv(default_measured_dir() + "/" + file);
-  for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    bool ok = true;
-    for (const auto& [col, val] : match) ok = ok && t.text(r, t.column(col)) == val;
-    if (ok) return t.number(r, t.column("time_s"));
-  }
-  ADD_FAILURE() << "no such row in " << file;
-  return 0.0;
-}
-
 TEST_F(MeasuredModel, GemmAtAGridNodeIsTheMeasuredTime) {
-  const double t = measured("gemm_bf16.csv", {{"layout", "fwd"}, {"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  const double t = measured_time("gemm_bf16.csv", {{"layout", "fwd"}, {"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
   EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::BF16)) / t, 1.0, 1e-12);
   // FP8: the forward GEMM from the fast-accumulation table, the backward ones from the split-
   // accumulation table (Transformer Engine's _2X_ACC_FPROP = False, _2X_ACC_DGRAD/WGRAD = True).
-  const double f8 = measured("gemm_fp8.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
-  const double f8_fast = measured("gemm_fp8_fastacc.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  const double f8 = measured_time("gemm_fp8.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  const double f8_fast = measured_time("gemm_fp8_fastacc.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
   EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8)) / f8_fast, 1.0, 1e-12);
   EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8, sim::Phase::Backward)) / f8,
               1.0, 1e-12);
@@ -91,15 +80,15 @@ TEST_F(MeasuredModel, WithoutAFastAccumulationTableForwardFp8UsesTheSplitAccumul
   const auto older = MeasuredTables::load(dir.string());
   EXPECT_FALSE(older->has("gemm/fp8/tn_fastacc"));
   const MeasuredCostModel model(gpu("H200-SXM", 4.8), older);
-  const double f8 = measured("gemm_fp8.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
+  const double f8 = measured_time("gemm_fp8.csv", {{"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
   EXPECT_NEAR(model.compute_time(gemm(8192, 8192, 8192, sim::DType::FP8)) / f8, 1.0, 1e-12);
   fs::remove_all(dir);
 }
 
 TEST_F(MeasuredModel, BackwardGemmIsTheMeanOfDgradAndTransposedWgrad) {
-  const double dg = measured("gemm_bf16.csv", {{"layout", "dgrad"}, {"m", "4096"}, {"n", "2048"}, {"k", "8192"}});
+  const double dg = measured_time("gemm_bf16.csv", {{"layout", "dgrad"}, {"m", "4096"}, {"n", "2048"}, {"k", "8192"}});
   // The trace writes wgrad as (in, out, tokens); the table as (out, in, tokens).
-  const double wg = measured("gemm_bf16.csv", {{"layout", "wgrad"}, {"m", "2048"}, {"n", "4096"}, {"k", "8192"}});
+  const double wg = measured_time("gemm_bf16.csv", {{"layout", "wgrad"}, {"m", "2048"}, {"n", "4096"}, {"k", "8192"}});
   const double t = h200_.compute_time(gemm(4096, 2048, 8192, sim::DType::BF16, sim::Phase::Backward));
   EXPECT_NEAR(t / std::sqrt(dg * wg), 1.0, 1e-12);
 }
@@ -128,7 +117,7 @@ TEST_F(MeasuredModel, GemmOutsideTheGridUsesTheEdgeRateAndIsListed) {
 }
 
 TEST_F(MeasuredModel, AttentionFollowsTheTableAndTheMask) {
-  const double f = measured("attention.csv", {{"backend", "cudnn"}, {"set", "gqa"}, {"direction", "fwd"}, {"heads", "64"}, {"seq", "8192"}});
+  const double f = measured_time("attention.csv", {{"backend", "cudnn"}, {"set", "gqa"}, {"direction", "fwd"}, {"heads", "64"}, {"seq", "8192"}});
   EXPECT_NEAR(h200_.compute_time(attention(64, 8192, false)) / f, 1.0, 1e-12);
   EXPECT_GT(h200_.compute_time(attention(64, 8192, true)), 1.5 * f);  // backward ~2.5x the work
   EXPECT_NEAR(h200_.compute_time(attention(64, 8192, false, false)) / f, 2.0, 1e-12);
@@ -143,11 +132,11 @@ TEST_F(MeasuredModel, AttentionFollowsTheTableAndTheMask) {
 }
 
 TEST_F(MeasuredModel, MemoryBoundKernelsUseTheirFamilies) {
-  const double copy = measured("membound.csv", {{"kernel", "copy"}, {"shape", "268435456"}});
+  const double copy = measured_time("membound.csv", {{"kernel", "copy"}, {"shape", "268435456"}});
   const double copy_bytes = 1073741824.0;  // 2 x 2^29 BF16 values read and written
   EXPECT_NEAR(h200_.compute_time(mem(sim::MemKernel::Copy, copy_bytes)) / copy, 1.0, 1e-12);
-  const double rms = measured("membound.csv", {{"kernel", "rmsnorm"}, {"shape", "8192x8192"}});
-  const double ln = measured("membound.csv", {{"kernel", "layernorm"}, {"shape", "8192x8192"}});
+  const double rms = measured_time("membound.csv", {{"kernel", "rmsnorm"}, {"shape", "8192x8192"}});
+  const double ln = measured_time("membound.csv", {{"kernel", "layernorm"}, {"shape", "8192x8192"}});
   // Norm is the geometric mean of the RMSNorm and LayerNorm curves at the op's bytes.
   const double bytes = 4.0 * 8192 * 8192;
   const auto& rg = tables_->grid("membound/rmsnorm");
@@ -189,7 +178,7 @@ TEST_F(MeasuredModel, NvlinkParametersReproduceTheMeasuredCollective) {
   // NCCL chose Ring/Simple from 2 MiB on (nccl_default_algo_choice.csv).
   for (const char* size : {"67108864", "1073741824", "4294967296"}) {
     const double bytes = std::stod(size);
-    const double t = measured("nccl_ring_simple.csv", {{"collective", "all_reduce"}, {"bytes", size}});
+    const double t = measured_time("nccl_ring_simple.csv", {{"collective", "all_reduce"}, {"bytes", size}});
     const auto p = h200_.collective_params(sim::CollectiveKind::AllReduce, bytes, 2, sim::LinkClass::NVLink);
     EXPECT_NEAR((p.base_latency_s + 2 * p.step_latency_s + bytes / (450e9 * p.bandwidth_efficiency)) / t, 1.0, 1e-9);
     EXPECT_LE(p.bandwidth_efficiency, 1.0);
@@ -197,7 +186,7 @@ TEST_F(MeasuredModel, NvlinkParametersReproduceTheMeasuredCollective) {
   // Small messages: NCCL chose Ring/LL, whose per-step latency is NCCL's 0.6 us, and the forced
   // Ring/LL run gives the time (one ring step, half the buffer per step for 2 ranks).
   const auto small = h200_.collective_params(sim::CollectiveKind::AllGather, 1024, 2, sim::LinkClass::NVLink);
-  const double t_small = measured("nccl_ring_ll.csv", {{"collective", "all_gather"}, {"bytes", "1024"}});
+  const double t_small = measured_time("nccl_ring_ll.csv", {{"collective", "all_gather"}, {"bytes", "1024"}});
   EXPECT_DOUBLE_EQ(small.step_latency_s, 0.6e-6);
   EXPECT_NEAR((small.base_latency_s + small.step_latency_s + 512.0 / (450e9 * small.bandwidth_efficiency)) / t_small,
               1.0, 1e-9);
@@ -208,7 +197,7 @@ TEST_F(MeasuredModel, NvlinkParametersReproduceTheMeasuredCollective) {
   const auto p2 = h200_.collective_params(sim::CollectiveKind::AllReduce, 1073741824.0, 2, sim::LinkClass::NVLink);
   EXPECT_DOUBLE_EQ(p8.bandwidth_efficiency, p2.bandwidth_efficiency);
   const auto send = h200_.p2p_params(268435456.0, sim::LinkClass::NVLink);
-  const double t_send = measured("nccl_default.csv", {{"collective", "send"}, {"bytes", "268435456"}});
+  const double t_send = measured_time("nccl_default.csv", {{"collective", "send"}, {"bytes", "268435456"}});
   EXPECT_NEAR((send.base_latency_s + send.step_latency_s + 268435456.0 / (450e9 * send.bandwidth_efficiency)) / t_send, 1.0, 1e-9);
 }
 

@@ -39,18 +39,10 @@ fs::path temp_dir(const std::string& name) {
 // time_s of the row of a TP-overlap table with these values.
 double tp_time(const std::string& file, const std::string& dtype, const std::string& layout,
                int m, int n, int k, const std::string& variant, int chunks, int margin) {
-  const CsvTable t = read_csv(default_measured_dir() + "/" + file);
-  const std::vector<std::pair<std::string, std::string>> match = {
-      {"dtype", dtype}, {"layout", layout}, {"m", std::to_string(m)}, {"n", std::to_string(n)},
-      {"k", std::to_string(k)}, {"variant", variant}, {"chunks", std::to_string(chunks)},
-      {"sm_margin", std::to_string(margin)}};
-  for (std::size_t r = 0; r < t.rows.size(); ++r) {
-    bool ok = true;
-    for (const auto& [col, val] : match) ok = ok && t.text(r, t.column(col)) == val;
-    if (ok) return t.number(r, t.column("time_s"));
-  }
-  ADD_FAILURE() << "no such row in " << file;
-  return 0.0;
+  return testing::measured_time(
+      file, {{"dtype", dtype}, {"layout", layout}, {"m", std::to_string(m)}, {"n", std::to_string(n)},
+             {"k", std::to_string(k)}, {"variant", variant}, {"chunks", std::to_string(chunks)},
+             {"sm_margin", std::to_string(margin)}});
 }
 
 sim::Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, sim::DType dt, int splits,
