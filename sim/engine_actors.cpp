@@ -33,6 +33,15 @@ int collective_slot(GroupKind group, Stream stream, int phase, int lane) {
 
 int payload_token = 0;  // flows carry no data; mailboxes need a pointer
 
+// Collectives charged the time of the chosen algorithm's NCCL-tuner estimate (latency plus
+// bytes over algorithm bandwidth) instead of being played as flows: the FP8 amax all-reduces
+// (tens of bytes, so latency only; GroupKind::AMAX). Their members run the same stage program,
+// so they arrive together and the estimate is the time each waits; playing them would cost
+// every rank one synchronisation over tp*cp*dp ranks per model-chunk pass (30x the events of
+// the rest of a 2,048-GPU GPT-3 step) and tie the data-parallel replicas together, which the
+// identical-replica reduction could then not mirror.
+bool costed_not_played(GroupKind group) { return group == GroupKind::AMAX; }
+
 }  // namespace
 
 // Latency of the platform route between two ranks' GPUs (cached per pair).
@@ -220,6 +229,12 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const CollectiveAlgorithm& algo =
       choose_algorithm(call, sh_->options->nccl_algo, sh_->platform->nvlink_bandwidth,
                        sh_->platform->network_bandwidth);
+  if (costed_not_played(spec.group)) {
+    sg4::this_actor::sleep_for(
+        algo.estimate(call, sh_->platform->nvlink_bandwidth, sh_->platform->network_bandwidth));
+    last_algorithm_ = algo.name;
+    return;
+  }
   const CollectivePlan plan = algo.plan(call);
   std::vector<int*> sink;
   // NCCL's latency terms (measured or from its tuning model) include the wire latency, which
@@ -313,10 +328,10 @@ std::string describe_blocked(const Shared& sh) {
 
 
 // True if the op is a collective whose group spans data-parallel replicas (DP, DP x CP,
-// expert-DP groups, or any group a layout places across replicas).
+// expert-DP groups, or any group a layout places across replicas) and is played as flows.
 bool spans_replicas(const Workload& w, int rank, const Op& op) {
   const auto* c = std::get_if<CollectiveSpec>(&op.shape);
-  if (c == nullptr) return false;
+  if (c == nullptr || costed_not_played(c->group)) return false;
   const int dp = w.layout.coord(rank, GroupKind::DP);
   for (int m : w.layout.group(rank, c->group)) {
     if (w.layout.coord(m, GroupKind::DP) != dp) return true;

@@ -93,6 +93,7 @@ int RankLayout::size(GroupKind kind) const {
     case GroupKind::EDP: return edp_;
     case GroupKind::DPCP: return dp_ * cp_;
     case GroupKind::EMB: return pp_ > 1 ? 2 : 1;
+    case GroupKind::AMAX: return tp_ * cp_ * dp_;
   }
   return 1;
 }
@@ -161,6 +162,7 @@ int RankLayout::coord(int rank, GroupKind kind) const {
     case GroupKind::EDP: return digit(expert_, rank, kDp);
     case GroupKind::DPCP: return index_in(dense_, rank, ordered_slots({kCp, kDp}));
     case GroupKind::EMB: return pp_ > 1 && digit(dense_, rank, kPp) == pp_ - 1 ? 1 : 0;
+    case GroupKind::AMAX: return index_in(dense_, rank, ordered_slots({kTp, kCp, kDp}));
   }
   return 0;
 }
@@ -176,6 +178,7 @@ std::vector<int> RankLayout::group(int rank, GroupKind kind) const {
     case GroupKind::ETP: return vary(expert_, rank, {kTp});
     case GroupKind::EDP: return vary(expert_, rank, {kDp});
     case GroupKind::DPCP: return vary(dense_, rank, ordered_slots({kCp, kDp}));
+    case GroupKind::AMAX: return vary(dense_, rank, ordered_slots({kTp, kCp, kDp}));
     case GroupKind::EMB: {
       const int stage = digit(dense_, rank, kPp);
       if (pp_ == 1 || (stage != 0 && stage != pp_ - 1)) return {rank};

@@ -36,8 +36,9 @@ class RankLayout {
   ///        dense and expert pipeline groups differ (Megatron-core asserts the same).
   RankLayout(int tp, int cp, int dp, int pp, int ep, int etp, std::array<GroupKind, 5> order);
 
-  /// Size of a dimension or group kind: tp, cp, dp, pp, ep, etp, edp; DPCP is dp*cp; EMB is
-  /// 2 with pipelining (first and last stage), else 1 (middle stages form groups of one).
+  /// Size of a dimension or group kind: tp, cp, dp, pp, ep, etp, edp; DPCP is dp*cp; AMAX is
+  /// tp*cp*dp; EMB is 2 with pipelining (first and last stage), else 1 (middle stages form
+  /// groups of one).
   int size(GroupKind kind) const;
   /// Number of ranks: tp * cp * dp * pp.
   int world() const { return world_; }

@@ -29,6 +29,7 @@ const char* to_string(Stream v) {
     case Stream::PpComm: return "pp_comm";
     case Stream::DpComm: return "dp_comm";
     case Stream::CpComm: return "cp_comm";
+    case Stream::AmaxComm: return "amax_comm";
   }
   return "?";
 }
@@ -53,6 +54,7 @@ const char* to_string(GroupKind v) {
     case GroupKind::EDP: return "edp";
     case GroupKind::DPCP: return "dp_cp";
     case GroupKind::EMB: return "emb";
+    case GroupKind::AMAX: return "amax";
   }
   return "?";
 }

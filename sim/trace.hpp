@@ -19,9 +19,12 @@ enum class DType : std::uint8_t { BF16, FP8, FP32 };
 /// Execution streams. Ops of one stream run one after another in program order, as kernels
 /// on one CUDA stream do; ops of different streams overlap unless a dependency orders them.
 /// CpComm carries the context-parallel ring exchange of K/V blocks (Transformer Engine runs it
-/// on a stream of its own, overlapped with the attention compute).
-enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, CpComm };
-inline constexpr int kStreamCount = 5;
+/// on a stream of its own, overlapped with the attention compute). AmaxComm carries Transformer
+/// Engine's FP8 amax all-reduces, which TE issues on the compute stream and the compute stream
+/// waits for (a program makes the next compute op depend on each); a stream of their own lets
+/// the identical-replica reduction of the engine mirror them like other data-parallel collectives.
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, CpComm, AmaxComm };
+inline constexpr int kStreamCount = 6;
 
 /// Training phase an op belongs to (for breakdowns and the timeline).
 enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
@@ -30,10 +33,12 @@ enum class Phase : std::uint8_t { Forward, Backward, Optimizer };
 /// (EP, ETP, EDP) are carved from the same ranks as Megatron-core's expert rank generator does;
 /// DPCP is Megatron's data-parallel group with context parallelism (gradients and the
 /// distributed optimizer span dp x cp); EMB is the embedding group (first and last pipeline
-/// stage, for the tied word-embedding gradient).
-enum class GroupKind : std::uint8_t { TP, CP, DP, PP, EP, ETP, EDP, DPCP, EMB };
+/// stage, for the tied word-embedding gradient); AMAX is Megatron's amax reduction group with
+/// context parallelism (the tp x cp x dp ranks of a pipeline stage, over which Transformer
+/// Engine reduces FP8 amaxes: megatron/core/parallel_state.py, get_amax_reduction_group).
+enum class GroupKind : std::uint8_t { TP, CP, DP, PP, EP, ETP, EDP, DPCP, EMB, AMAX };
 /// Number of GroupKind values (the engine sizes per-communicator tables with it).
-inline constexpr int kGroupKindCount = 9;
+inline constexpr int kGroupKindCount = 10;
 
 /// Collective operations (NCCL semantics).
 enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };

@@ -50,19 +50,66 @@ void defer_all(ProgramBuilder& b, const std::vector<std::uint32_t>& deps) {
   for (std::uint32_t d : deps) b.defer(d);
 }
 
+// The amax reductions of Transformer Engine's delayed-scaling FP8 recipe. TE reduces the amaxes
+// of every FP8 tensor of an fp8_autocast region over the region's fp8_group (MAX all-reduce)
+// when the region's forward ends and when its backward ends
+// (transformer_engine/pytorch/fp8.py, FP8GlobalStateManager.reduce_and_update_fp8_tensors;
+// DelayedScaling.reduce_amax defaults to True). Megatron-core puts each model chunk's layers in
+// one region (TransformerBlock.forward; the output layer is outside) with fp8_group = its amax
+// reduction group, the tp x cp x dp ranks of the pipeline stage (parallel_state.py,
+// get_amax_reduction_group). The buffer holds one FP32 amax per FP8 tensor: input, weight and
+// output of each FP8 GEMM in the forward (3), gradient in and out in the backward (2). TE
+// launches the all-reduce on the compute stream and the scale update waits for it, so the next
+// compute op depends on it; recomputed forwards reuse the saved scales and reduce nothing.
+class AmaxReductions {
+ public:
+  AmaxReductions(ProgramBuilder& b, const WorkloadSpec& spec, int chunks)
+      : b_(b),
+        on_(spec.training.precision == Precision::FP8 && spec.training.fp8_reduce_amax &&
+            spec.parallel.tp * spec.parallel.cp * spec.parallel.dp > 1),
+        gemms_(static_cast<std::size_t>(chunks), 0) {}
+  // Marks the start of a chunk's layers in the forward.
+  void begin_forward() { first_ = b_.size(); }
+  void forward_done(int chunk) {
+    if (!on_) return;
+    const std::size_t n = b_.gemms_since(first_, sim::DType::FP8);
+    gemms_[static_cast<std::size_t>(chunk)] = n;
+    emit("fp8_amax_fwd", 3.0 * static_cast<double>(n));
+  }
+  void backward_done(int chunk) {
+    if (on_) emit("fp8_amax_bwd", 2.0 * static_cast<double>(gemms_[static_cast<std::size_t>(chunk)]));
+  }
+
+ private:
+  void emit(const char* label, double amaxes) {
+    if (amaxes <= 0.0) return;
+    std::vector<std::uint32_t> after;
+    if (auto last = b_.last_compute()) after.push_back(*last);
+    b_.defer(b_.collective(label, sim::CollectiveKind::AllReduce, sim::GroupKind::AMAX,
+                           sim::Stream::AmaxComm, amaxes * kAmaxBytes, std::move(after)));
+  }
+  static constexpr double kAmaxBytes = 4.0;  // FP32
+  ProgramBuilder& b_;
+  bool on_;
+  std::vector<std::size_t> gemms_;
+  std::size_t first_ = 0;
+};
+
 void forward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
-                  ParamSync& sync) {
+                  ParamSync& sync, AmaxReductions& amax) {
   b.set_context(sim::Phase::Forward, -1, mb);
   const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
   if (st.first(chunk)) ops.embedding_forward(sync.forward_deps(kEmbeddingUnit, mb));
+  amax.begin_forward();
   for (int layer = range.begin; layer < range.end; ++layer) {
     ops.layer_forward(layer, sync.forward_deps(layer, mb));
   }
+  amax.forward_done(chunk);
   if (st.last(chunk)) ops.head_forward(sync.forward_deps(kHeadUnit, mb));
 }
 
 void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
-                   ParamSync& sync, GradSink* sink) {
+                   ParamSync& sync, GradSink* sink, AmaxReductions& amax) {
   b.set_context(sim::Phase::Backward, -1, mb);
   const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
   if (st.last(chunk)) {
@@ -74,6 +121,7 @@ void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, Transf
     ops.layer_backward(layer, sink, sync.backward_deps(layer));
     sync.unit_backward_done(layer);
   }
+  amax.backward_done(chunk);
   if (st.first(chunk)) {
     defer_all(b, sync.backward_deps(kEmbeddingUnit));
     ops.embedding_backward(sink);
@@ -232,17 +280,19 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   const double message_bytes = ops.pipeline_message_bytes();
   std::optional<OverlappedExchange> overlapped;
   if (p.overlap_p2p_comm) overlapped.emplace(builder);
+  AmaxReductions amax(builder, spec, p.vp);
   sync->begin_step();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const ScheduleStep& step = steps[i];
     if (step.kind == StepKind::Forward) {
       if (overlapped) overlapped->before_forward();
-      forward_pass(st, step.chunk, step.microbatch, builder, ops, *sync);
+      forward_pass(st, step.chunk, step.microbatch, builder, ops, *sync, amax);
       if (overlapped) overlapped->forward_done();
     } else if (step.kind == StepKind::Backward) {
       const bool last = i == last_backward[static_cast<std::size_t>(step.chunk)];
       if (overlapped) overlapped->before_backward();
-      backward_pass(st, step.chunk, step.microbatch, builder, ops, *sync, sync->backward_sink(last));
+      backward_pass(st, step.chunk, step.microbatch, builder, ops, *sync, sync->backward_sink(last),
+                    amax);
       if (overlapped) overlapped->backward_done();
     } else if (overlapped) {
       overlapped->exchange(step, message_bytes);

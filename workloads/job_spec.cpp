@@ -184,7 +184,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
 // factor) is Megatron-core's default (moe_expert_capacity_factor None).
 TrainingSpec read_training(YamlMap& t, int dp) {
   reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
-                          "gradient_accumulation_steps", "precision", "fp8_attention", "recompute",
+                          "gradient_accumulation_steps", "precision", "fp8_attention",
+                          "fp8_reduce_amax", "recompute",
                           "cross_entropy", "mfu_convention", "moe_imbalance",
                           "moe_capacity_factor", "expandable_segments"});
   TrainingSpec s;
@@ -202,6 +203,10 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   }
   s.precision = read_enum(t, "precision", kPrecisionNames);
   s.fp8_attention = t.get_bool_or("fp8_attention", false);
+  s.fp8_reduce_amax = t.get_bool_or("fp8_reduce_amax", true);
+  if (t.has("fp8_reduce_amax") && s.precision != Precision::FP8) {
+    throw t.error("fp8_reduce_amax", "needs precision: fp8");
+  }
   if (t.has("recompute")) s.recompute = read_enum(t, "recompute", kRecomputeNames);
   if (t.has("cross_entropy")) s.cross_entropy = read_enum(t, "cross_entropy", kCrossEntropyNames);
   s.mfu_convention = t.get_enum_or("mfu_convention", "megatron", {"megatron", "causal"});

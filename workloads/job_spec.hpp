@@ -139,6 +139,7 @@ struct TrainingSpec {
   std::int64_t global_batch_size = 0;   ///< sequences per optimizer step, whole job
   Precision precision = Precision::BF16;
   bool fp8_attention = false;           ///< TE fp8_dot_product_attention (with precision fp8)
+  bool fp8_reduce_amax = true;          ///< TE DelayedScaling.reduce_amax (with precision fp8)
   Recompute recompute = Recompute::None;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   std::string mfu_convention = "megatron";  ///< "megatron" or "causal" (workloads/flops.hpp)

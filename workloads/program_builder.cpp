@@ -61,6 +61,15 @@ void ProgramBuilder::set_gemm_execution(std::uint32_t op, int splits, int sm_mar
   g->sm_margin = sm_margin;
 }
 
+std::size_t ProgramBuilder::gemms_since(std::size_t first, sim::DType dtype) const {
+  std::size_t n = 0;
+  for (std::size_t i = first; i < program_.ops.size(); ++i) {
+    const auto* g = std::get_if<sim::GemmShape>(&program_.ops[i].shape);
+    if (g != nullptr && g->dtype == dtype && !program_.ops[i].recompute) ++n;
+  }
+  return n;
+}
+
 std::uint32_t ProgramBuilder::attention(const std::string& label, const sim::AttentionShape& shape,
                                         double bytes) {
   return add(shape, sim::Stream::Compute, label, attention_flops(shape), bytes);

@@ -54,6 +54,8 @@ class ProgramBuilder {
   std::optional<std::uint32_t> last_compute() const { return last_compute_; }
   /// Number of ops so far.
   std::size_t size() const { return program_.ops.size(); }
+  /// Number of GEMMs in `dtype` among the ops from index `first` on (recomputed ones excluded).
+  std::size_t gemms_since(std::size_t first, sim::DType dtype) const;
 
  private:
   sim::Program& program_;

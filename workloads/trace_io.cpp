@@ -23,12 +23,15 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr const char* kFormatName = "clustersim-trace";
 constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
-                              sim::Stream::DpComm, sim::Stream::CpComm};
+                              sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm};
 constexpr std::array kPhases{sim::Phase::Forward, sim::Phase::Backward, sim::Phase::Optimizer};
 // Every group kind (op lines); the first four plus EP are the layout's dimensions.
 constexpr std::array kGroups{sim::GroupKind::TP,  sim::GroupKind::CP,  sim::GroupKind::DP,
                              sim::GroupKind::PP,  sim::GroupKind::EP,  sim::GroupKind::ETP,
-                             sim::GroupKind::EDP, sim::GroupKind::DPCP, sim::GroupKind::EMB};
+                             sim::GroupKind::EDP, sim::GroupKind::DPCP, sim::GroupKind::EMB,
+                             sim::GroupKind::AMAX};
+// Group kinds whose coordinates a header of version 1, 2-3 and 4 carries.
+constexpr std::size_t kCoordKindsV1 = 4, kCoordKindsV3 = 9;
 constexpr std::array kLayoutSizes{sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::DP,
                                   sim::GroupKind::PP, sim::GroupKind::EP, sim::GroupKind::ETP};
 constexpr std::array kOrderDims{sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::EP,
@@ -265,7 +268,8 @@ std::size_t read_header(const Json& j, const std::string& origin, int line, Rank
   trace.program_index = static_cast<int>(h.get_int("program", 0, kMaxInt32));
   trace.description = h.get_string("description");
   JsonFields coords(h.get("coords"), origin, line, "coords");
-  const std::size_t coord_kinds = version == 1 ? 4 : kGroups.size();
+  const std::size_t coord_kinds =
+      version == 1 ? kCoordKindsV1 : version <= 3 ? kCoordKindsV3 : kGroups.size();
   for (std::size_t i = 0; i < coord_kinds; ++i) {
     const sim::GroupKind kind = kGroups[i];
     if (coords.get_int(sim::to_string(kind), 0, kMaxInt32) != trace.layout.coord(trace.rank, kind)) {

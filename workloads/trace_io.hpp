@@ -16,8 +16,10 @@ namespace clustersim::workloads {
 
 /// Version written in the header line. Version 2 added ep, etp and the five-dimension order to
 /// the layout, and the expert, dp_cp and emb groups, the cp_comm stream and the host memory
-/// kernels; the reader also accepts version 1 files (ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 3;
+/// kernels; version 3 the optional GEMM `splits` and `sm_margin`; version 4 the amax group
+/// (and its coordinate in the header) and the amax_comm stream. The reader accepts versions 1
+/// to 4 (version 1: ep = etp = 1).
+inline constexpr int kTraceFormatVersion = 4;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

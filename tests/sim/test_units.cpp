@@ -122,6 +122,10 @@ TEST(RankLayout, DataParallelWithContextParallelAndEmbeddingGroups) {
   EXPECT_EQ(layout.group(21, sim::GroupKind::EMB), (std::vector<int>{5, 21}));
   EXPECT_EQ(layout.coord(21, sim::GroupKind::EMB), 1);
   EXPECT_EQ(layout.group(13, sim::GroupKind::EMB), (std::vector<int>{13}));
+  // Amax group: every tp x cp x dp rank of the stage.
+  EXPECT_EQ(layout.size(sim::GroupKind::AMAX), 8);
+  EXPECT_EQ(layout.group(13, sim::GroupKind::AMAX), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(layout.coord(13, sim::GroupKind::AMAX), 5);
   // Every rank sits at its own coordinate in each of its groups.
   for (int rank = 0; rank < layout.world(); ++rank) {
     for (int k = 0; k < sim::kGroupKindCount; ++k) {

@@ -1,7 +1,7 @@
-// End-to-end effects of the two overlaps that follow Megatron/Transformer Engine defaults
-// (docs/trace-format.md): the interleaved schedule's pipeline transfers posted asynchronously
-// (overlap_p2p_comm), and the GEMM costs of TE's TP overlap settings (tp_comm_overlap_cfg,
-// docs/cost-model.md). Small jobs on 8 H100s, measured cost model: seconds.
+// End-to-end effects of Megatron/Transformer Engine defaults (docs/trace-format.md): the
+// interleaved schedule's pipeline transfers posted asynchronously (overlap_p2p_comm), the GEMM
+// costs of TE's TP overlap settings (tp_comm_overlap_cfg, docs/cost-model.md) and TE's FP8 amax
+// reductions (fp8_reduce_amax). Small jobs on 8-16 H100s, measured cost model: seconds.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -51,6 +51,30 @@ TEST(OverlapEffects, TpOverlapSettingsChangeTheGemmTime) {
   EXPECT_GT(wide.step.breakdown.compute_s, ub.step.breakdown.compute_s);
   // Ring exchanges without margins and 2-SM bulk overlaps cost less than the defaults.
   EXPECT_LT(ring.step.breakdown.compute_s, ub.step.breakdown.compute_s);
+}
+
+// Two nodes, tp 4 x pp 2 x dp 2, interleaved: every chunk pass ends with an amax all-reduce over
+// the 8 ranks of its stage, which spans both nodes.
+TEST(OverlapEffects, Fp8AmaxReductionsWaitOnTheComputeStream) {
+  auto fp8_run = [](const std::string& name, const std::string& extra) {
+    const std::string path = ::testing::TempDir() + "/overlap_" + name + ".yaml";
+    std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 16}\n"
+                           "model: {catalog: llama3_70b, layers: 8}\n"
+                           "parallelism: {tp: 4, pp: 2, vp: 2, sequence_parallel: true}\n"
+                           "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 8, "
+                           "precision: fp8" + extra + "}\n";
+    return simulate_job(load_job(path), SimulateOptions{});
+  };
+  const RunReport on = fp8_run("amax_on", "");
+  const RunReport off = fp8_run("amax_off", ", fp8_reduce_amax: false");
+  EXPECT_NEAR(on.step.breakdown.compute_s, off.step.breakdown.compute_s,
+              1e-6 * off.step.breakdown.compute_s);
+  // 4 microbatches x 2 chunks x (forward + backward) = 16 reductions of a few bytes across the
+  // network: each costs NCCL's latency, some microseconds to tens of them.
+  const double added = on.step.step_time_s - off.step.step_time_s;
+  EXPECT_GT(added, 16 * 5e-6);
+  EXPECT_LT(added, 16 * 200e-6);
+  EXPECT_GT(on.step.breakdown.exposed_comm_s, off.step.breakdown.exposed_comm_s);
 }
 
 }  // namespace
