@@ -2,26 +2,45 @@
 // cost per million tokens of GPT-3 175B on 128 H100 (BF16, FP8) and Llama3-405B on H100, from
 // the simulated throughput and the power and cost model. Nothing is fitted to these figures.
 //
+// Each check simulates the job `clustersim validate` builds for the same case and GPU count
+// (the reference set's copy, tests/validation/measured.yaml, with its recipe family's defaults:
+// docs/validation.md), so the energy and the MFU comparisons judge one and the same run.
+//
 // The checked figure is the model's headline J/token (`energy.joules_per_token`: the activity
 // view, what the job draws). S0's J/token times S0's throughput is the same ~1.8 kW per GPU in
 // all three cases, so a miss splits into a throughput part and a power part; the messages
 // print both, and docs/energy.md ("S0 checks") discusses them.
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 
-#include "sim/yaml_spec.hpp"
 #include "tools/job.hpp"
 #include "tools/simulate.hpp"
+#include "tools/validation/case_job.hpp"
+#include "tools/validation/reference_set.hpp"
 
 namespace clustersim::tools {
 namespace {
 
 constexpr double kTolerance = 0.10;
 
-RunReport simulate(const std::string& yaml) {
-  Job job = load_job(std::string(ENERGY_TEST_DATA_DIR) + "/" + yaml);
+// The job of case `id` at `gpus` GPUs, as `clustersim validate` builds it.
+Job case_job(const std::string& id, std::int64_t gpus) {
+  const validation::ReferenceSet set = validation::load_reference_set(REFERENCE_FILE);
+  for (const auto& rc : set.cases) {
+    if (rc.id != id) continue;
+    for (const auto& point : rc.points) {
+      if (validation::point_gpus(rc, point) != gpus) continue;
+      return validation::load_case_job(set, rc, validation::build_case_job(set, rc, point));
+    }
+  }
+  throw std::runtime_error("no point of case " + id + " at " + std::to_string(gpus) + " GPUs");
+}
+
+RunReport simulate(const std::string& id, std::int64_t gpus) {
+  const Job job = case_job(id, gpus);
   SimulateOptions options = options_from_job(job);
   options.replicas = "identical";  // exact for these jobs (docs/engine.md), and fast
   return simulate_job(job, options);
@@ -56,20 +75,19 @@ void check_cost(const RunReport& r, double s0_usd_per_million) {
 }
 
 TEST(S0Reference, Gpt3_175b_128H100_Bf16_JoulesPerToken) {
-  check_joules_per_token(simulate("s0_gpt3_175b_128_bf16.yaml"), 3.63);
+  check_joules_per_token(simulate("s0_gpt3_175b_128_bf16", 128), 3.63);
 }
 
 TEST(S0Reference, Gpt3_175b_128H100_Fp8_JoulesPerTokenAndCost) {
-  const RunReport r = simulate("s0_gpt3_175b_128_fp8.yaml");
+  const RunReport r = simulate("s0_gpt3_175b_128_fp8", 128);
   check_joules_per_token(r, 2.46);
   check_cost(r, 0.542);
 }
 
-// S0 runs 576 to 2,304 GPUs with TP8 PP8 CP2 VP8 (DGXC recipe). 126 layers do not split into 8
-// even stages and context parallelism is not simulated yet, so this runs TP8 PP9 DP8 (14 layers
-// a stage) at 576 GPUs, global batch gpus/2 as the recipe.
+// S0 runs 576 to 2,304 GPUs and states no layout: the DGX Cloud recipe's (TP8 PP9 CP2 VP7 at
+// 576 GPUs, [DGXC-405B]), as validate builds it.
 TEST(S0Reference, Llama3_405b_576H100_Bf16_JoulesPerTokenAndCost) {
-  const RunReport r = simulate("s0_llama3_405b_576_bf16.yaml");
+  const RunReport r = simulate("s0_llama3_405b_576_2304_bf16", 576);
   check_joules_per_token(r, 8.8);
   check_cost(r, 1.95);  // S0 quotes it at 2,304 GPUs; its MFU is flat from 576 to 2,304
 }
