@@ -32,6 +32,8 @@ const std::vector<TableFile>& table_files() {
       {"gemm_tp_overlap_fwd_wgrad.csv", load_tp_overlap_series, true, true},
       {"gemm_tp_overlap_dgrad_fp8.csv", load_tp_overlap_series, true, true},
       {"attention.csv", load_attention_series, true},
+      // Unmasked context-parallel attention blocks (run 16, calib/probes/attention_cp.py).
+      {"attention_cp.csv", load_attention_cp_series, true, true},
       {"membound.csv", load_membound_series, true},
       {"nccl_default.csv", load_nccl_series, true},
       {"nccl_ring_ll.csv", load_nccl_series, true},

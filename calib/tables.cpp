@@ -205,6 +205,25 @@ std::vector<MeasuredSeries> load_attention_series(const std::string& path) {
       });
 }
 
+std::vector<MeasuredSeries> load_attention_cp_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t be = t.column("backend"), set = t.column("set"), dir = t.column("direction");
+  const std::size_t sq = t.column("seq_q"), skv = t.column("seq_kv"), heads = t.column("heads");
+  const std::size_t batch = t.column("batch"), causal = t.column("causal");
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    if (t.number(r, causal) != 0.0) throw SpecError(path, t.lines[r], "causal", "expected 0 (unmasked)");
+  }
+  return group(
+      t, {"seq_q", "kv_ratio", "heads"}, 0.02,
+      [&](std::size_t r) {
+        return "attention_cp/" + t.text(r, be) + "/" + t.text(r, set) + "/" + t.text(r, dir);
+      },
+      [&](std::size_t r) {
+        return std::vector<double>{t.number(r, sq), t.number(r, skv) / t.number(r, sq),
+                                   t.number(r, batch) * t.number(r, heads)};
+      });
+}
+
 std::vector<MeasuredSeries> load_membound_series(const std::string& path) {
   const CsvTable t = read_csv(path);
   const std::size_t kernel = t.column("kernel"), bytes = t.column("bytes");

@@ -68,6 +68,12 @@ std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path);
 /// "attention/<backend>/<set>/<direction>" (e.g. "attention/cudnn/gqa/fwd"), axes seq and
 /// heads (batch x heads). Spot-check tolerance 2%. @throws SpecError.
 std::vector<MeasuredSeries> load_attention_series(const std::string& path);
+/// Unmasked attention blocks of context parallelism (attention_cp.csv,
+/// calib/probes/attention_cp.py): one series per (backend, set, direction), key
+/// "attention_cp/<backend>/<set>/<direction>", axes seq_q, kv_ratio (seq_kv / seq_q) and
+/// batch x heads. Rows of causal blocks are an error (the file holds unmasked ones). Spot-check
+/// tolerance 2%. @throws SpecError.
+std::vector<MeasuredSeries> load_attention_cp_series(const std::string& path);
 /// Memory-bound table (membound.csv): one series per kernel, key "membound/<kernel>", axis
 /// bytes (moved per call). Spot-check tolerance 3%. @throws SpecError.
 std::vector<MeasuredSeries> load_membound_series(const std::string& path);

@@ -120,7 +120,9 @@ TEST_F(MeasuredModel, AttentionFollowsTheTableAndTheMask) {
   const double f = measured_time("attention.csv", {{"backend", "cudnn"}, {"set", "gqa"}, {"direction", "fwd"}, {"heads", "64"}, {"seq", "8192"}});
   EXPECT_NEAR(h200_.compute_time(attention(64, 8192, false)) / f, 1.0, 1e-12);
   EXPECT_GT(h200_.compute_time(attention(64, 8192, true)), 1.5 * f);  // backward ~2.5x the work
-  EXPECT_NEAR(h200_.compute_time(attention(64, 8192, false, false)) / f, 2.0, 1e-12);
+  // Unmasked beyond the context-parallel table (seq_q <= 16k): the causal table x the pairs.
+  const double f32k = measured_time("attention.csv", {{"backend", "cudnn"}, {"set", "gqa"}, {"direction", "fwd"}, {"heads", "64"}, {"seq", "32768"}});
+  EXPECT_NEAR(h200_.compute_time(attention(64, 32768, false, false)) / f32k, 2.0, 1e-12);
   const double r = h200_.compute_time(attention(16, 65536, false)) /
                    h200_.compute_time(attention(16, 32768, false));
   EXPECT_GT(r, 3.5);  // quadratic in the sequence once the GPU is full
@@ -129,6 +131,22 @@ TEST_F(MeasuredModel, AttentionFollowsTheTableAndTheMask) {
   const double edge = h200_.compute_time(attention(16, 131072, false));
   EXPECT_NEAR(h200_.compute_time(attention(16, 262144, false)) / edge, 4.0, 1e-9);
   EXPECT_EQ(h200_.out_of_grid().size(), 1u);
+}
+
+// Context parallelism's unmasked blocks come from their own table (attention_cp.csv, run 16),
+// which the causal table scaled by pairs overestimates.
+TEST_F(MeasuredModel, UnmaskedBlocksUseTheContextParallelTable) {
+  for (const char* dir : {"fwd", "bwd"}) {
+    const bool bwd = std::string(dir) == "bwd";
+    const double t = measured_time("attention_cp.csv", {{"direction", dir}, {"heads", "16"}, {"seq_q", "4096"}, {"seq_kv", "2048"}});
+    sim::Op op = attention(16, 4096, bwd, false);
+    auto& a = std::get<sim::AttentionShape>(op.shape);
+    a.seq_kv = 2048;
+    EXPECT_NEAR(h200_.compute_time(op) / t, 1.0, 1e-12) << dir;
+    // The old rule (the causal table x pairs) is slower for this block.
+    EXPECT_GT(h200_.compute_time(attention(16, 4096, bwd)), 1.05 * t) << dir;
+  }
+  EXPECT_TRUE(h200_.out_of_grid().empty());
 }
 
 TEST_F(MeasuredModel, MemoryBoundKernelsUseTheirFamilies) {

@@ -80,6 +80,17 @@ TEST(CsvTable, FailedSpotCheckIsAnError) {
   expect_spec_error([&] { load_gemm_series(p); }, p, 2, "max_rel_err");
 }
 
+TEST(CsvTable, ContextParallelTableHoldsOnlyUnmaskedBlocks) {
+  const std::string head = "backend,set,direction,batch,heads,seq_q,seq_kv,causal,time_s,max_rel_err\n";
+  const std::string ok = write_temp("cp_ok.csv", head + "cudnn,gqa,fwd,1,8,4096,2048,0,5e-05,0.002\n");
+  const auto series = load_attention_cp_series(ok);
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_EQ(series[0].key, "attention_cp/cudnn/gqa/fwd");
+  EXPECT_EQ(series[0].points[0].coords, (std::vector<double>{4096, 0.5, 8}));
+  const std::string bad = write_temp("cp_causal.csv", head + "cudnn,gqa,fwd,1,8,4096,2048,1,5e-05,0.002\n");
+  expect_spec_error([&] { load_attention_cp_series(bad); }, bad, 2, "causal");
+}
+
 TEST(CsvTable, NonPositiveTimeIsAnError) {
   const std::string p = write_temp("time.csv", std::string(kGemmHeader) +
                                                    "bf16,fwd,1024,512,512,0,0.001\n");
@@ -176,10 +187,12 @@ TEST(MeasuredTables, LoadsEveryTableOfTheH200Directory) {
                           "attention/flash/gqa/fwd", "membound/copy", "membound/adamw",
                           "nccl/default/default/all_reduce", "nccl/default/default/send",
                           "nccl/ring/ll128/all_gather", "nccl/tree/simple/all_reduce",
-                          "nccl/nccl_choice/all_reduce", "nccl/nccl_choice/reduce_scatter"}) {
+                          "nccl/nccl_choice/all_reduce", "nccl/nccl_choice/reduce_scatter",
+                          "attention_cp/cudnn/gqa/fwd", "attention_cp/cudnn/gqa/bwd"}) {
     EXPECT_TRUE(t->has(key)) << key;
   }
   EXPECT_EQ(t->grid("gemm/bf16/fwd").size(), 7u * 13u * 13u);  // m 2x steps; n, k with 1.5x points
+  EXPECT_EQ(t->grid("attention_cp/cudnn/gqa/bwd").size(), 5u * 3u * 5u);  // seq_q, kv_ratio, heads
   EXPECT_EQ(t->nccl_ranks(), 2);
   EXPECT_EQ(t->catalog().size(), 2u);
   EXPECT_NE(t->provenance().find("NVIDIA H200"), std::string::npos) << t->provenance();

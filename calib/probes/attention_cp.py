@@ -1,0 +1,133 @@
+"""Context-parallel attention probe: the non-causal blocks of Transformer Engine's context
+parallelism, forward and backward, through PyTorch's SDPA with the cuDNN backend (as
+attention.py; cuDNN's SDPA graph cannot be built from C++ on the GPU machine).
+
+With load-balanced causal chunks (each rank holds chunks i and 2cp-1-i of the sequence), every
+step of TE's context-parallel attention after the first is unmasked: the rank's queries against
+half of a K/V block, or half of its queries against a whole block (TE's
+AttnFuncWithCPAndKVP2P, and the all-gather variant per step). The main attention table
+(attention.py) is causal with seq_kv = seq_q; the cost model used to scale it by the attended
+(query, key) pairs for these blocks. This probe measures them: BF16, batch 1, head_dim 128,
+heads h with kv_heads h/8 (the main table's GQA set), seq_q 1k-16k (the local tokens, seq/cp),
+seq_kv = seq_q/2, seq_q and 2 seq_q, unmasked.
+
+FLOP convention: forward 2*b*h*s_q*s_kv*(d + d_v); backward 2.5x forward.
+"""
+
+import argparse
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from probe_common import (CsvWriter, add_heat_argument, fmt, heater_from, median, sleep_cycles_per_s,
+                          timed)
+
+HEATER = None  # probe_common.Heater with --heat-s > 0
+
+
+def grid(name):
+    """[(heads, kv_heads)], [seq_q], [seq_kv / seq_q] of a named grid."""
+    if name == "smoke":
+        return [(8, 1), (32, 4)], [1024, 4096], [0.5, 1.0]
+    return ([(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64)], [1024, 2048, 4096, 8192, 16384],
+            [0.5, 1.0, 2.0])
+
+
+def sdpa(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=False, enable_gqa=True)
+
+
+def check(q, k, v, o):
+    """Relative error of the first 256 queries of head 0 against float64."""
+    n = min(256, q.shape[2])
+    s = torch.matmul(q[:, :1, :n].double(), k[:, :1].double().transpose(-1, -2))
+    want = torch.matmul(torch.softmax(s / math.sqrt(q.shape[-1]), -1), v[:, :1].double())
+    got = o[:, :1, :n].double()
+    return ((got - want).norm() / want.norm()).item()
+
+
+def measure(h, kv, sq, skv, dev, budget, cps):
+    """Median forward and backward seconds per call, batches, calls, and the forward error."""
+    d = 128
+    q = torch.randn(1, h, sq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(1, kv, skv, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(1, kv, skv, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    do = torch.randn(1, h, sq, d, device=dev, dtype=torch.bfloat16)
+    fw, bw = [], []
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        for _ in range(2):  # warm-up: graph build, caches; host-timed upper bound
+            t0 = time.perf_counter()
+            o = sdpa(q, k, v)
+            torch.autograd.grad(o, (q, k, v), do)
+            torch.cuda.synchronize()
+            est = time.perf_counter() - t0
+        calls = max(1, min(16, int(4e-3 / est)))
+        batches = max(3, min(12, int(budget / max(est * calls, 1e-6))))
+        spin = 1e-3
+        for _ in range(batches):
+            tf, spin, outs = timed(lambda: [sdpa(q, k, v) for _ in range(calls)], spin, cps,
+                                   heater=HEATER)
+            tb, spin, _ = timed(lambda: [torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+                                          for o in outs], spin, cps, heater=HEATER)
+            del outs
+            fw.append(tf / calls)
+            bw.append(tb / calls)
+        err = check(q.detach(), k.detach(), v.detach(), sdpa(q, k, v).detach())
+    del q, k, v, do
+    return median(fw), median(bw), len(fw), calls, err
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="attention_cp.csv")
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--grid", default="full")
+    ap.add_argument("--point-budget", type=float, default=0.4)
+    add_heat_argument(ap)
+    args = ap.parse_args()
+    dev = torch.device("cuda", args.device)
+    torch.cuda.set_device(dev)
+    torch.manual_seed(1234)
+    cps = sleep_cycles_per_s(dev)
+    global HEATER
+    HEATER = heater_from(args, dev)
+    csv = CsvWriter(args.out, "attention_cp (PyTorch SDPA, unmasked context-parallel blocks)",
+                    [args.device], {
+        "backend": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph), enable_gqa",
+        "timing": "CUDA events around batches of `calls` forward (then backward, "
+                  "torch.autograd.grad) calls queued behind " +
+                  (f"BF16 8192^3 heater matmuls, after {args.heat_s} s of them (sustained power "
+                   "state)" if args.heat_s > 0 else "a GPU spin (torch.cuda._sleep)") +
+                  "; time_s = median over `reps` batches of batch time / calls, after 2 warm-ups",
+        "flops": "fwd 2*b*h*s_q*s_kv*(d+dv) (no mask); bwd 2.5 x fwd",
+        "data": "standard normal BF16; spot check: first 256 queries of head 0 vs float64"})
+    csv.header(["backend", "set", "direction", "batch", "heads", "kv_heads", "head_dim", "head_dim_v",
+                "seq_q", "seq_kv", "causal", "flops", "time_s", "tflops", "reps", "calls",
+                "max_rel_err"])
+    heads, seqs, ratios = grid(args.grid)
+    for h, kv in heads:
+        for sq in seqs:
+            for r in ratios:
+                skv = int(sq * r)
+                try:
+                    f, b, reps, calls, err = measure(h, kv, sq, skv, dev, args.point_budget, cps)
+                except RuntimeError as e:
+                    print(f"h={h} kv={kv} sq={sq} skv={skv}: {str(e).splitlines()[0]}",
+                          file=sys.stderr, flush=True)
+                    torch.cuda.empty_cache()
+                    continue
+                fl = 2.0 * h * sq * skv * 256
+                for direction, t, fl_d in (("fwd", f, fl), ("bwd", b, 2.5 * fl)):
+                    csv.row(["cudnn", "gqa", direction, 1, h, kv, 128, 128, sq, skv, 0, fmt(fl_d),
+                             fmt(t), fmt(fl_d / t * 1e-12, 5), reps, calls, fmt(err, 3)])
+                torch.cuda.empty_cache()
+        print(f"attention_cp heads {h} done", file=sys.stderr, flush=True)
+    csv.close()
+
+
+if __name__ == "__main__":
+    main()
