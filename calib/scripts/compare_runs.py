@@ -20,6 +20,7 @@ TABLES = {
     "gemm_fp8_fastacc.csv": (("dtype", "layout", "m", "n", "k"), "time_s"),
     "gemm_catalog.csv": (("dtype", "layout", "m", "n", "k"), "time_s"),
     "attention.csv": (("backend", "set", "direction", "seq", "heads", "batch"), "time_s"),
+    "attention_cp.csv": (("backend", "set", "direction", "seq_q", "seq_kv", "heads", "batch"), "time_s"),
     "membound.csv": (("kernel", "bytes"), "time_s"),
     "nccl_default.csv": (("collective", "algo", "proto", "bytes"), "time_s"),
     "nccl_ring_simple.csv": (("collective", "algo", "proto", "bytes"), "time_s"),

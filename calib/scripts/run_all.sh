@@ -7,8 +7,9 @@
 #
 # Phase 0: environment (nvidia-smi, topology, versions) and a telemetry log every 500 ms.
 # Phase 1, in parallel: GPU 0 runs the GEMM probe (burst; BF16 fwd/dgrad and FP8 grids; catalog
-#          shapes; sustained), the TP-overlap GEMMs (BF16 fwd and wgrad) and the composition
-#          probe; GPU 1 runs the attention probe (PyTorch SDPA, cuDNN and flash backends), the
+#          shapes; sustained), the TP-overlap GEMMs (BF16 fwd and wgrad), the composition
+#          probe and the context-parallel attention blocks (in GPU 0's ~55 s of slack against
+#          GPU 1, run 14's timings); GPU 1 runs the attention probe (PyTorch SDPA, cuDNN and flash backends), the
 #          BF16 wgrad and FP8 fast-accumulation grids, the memory-bound probe and the TP-overlap
 #          GEMMs (BF16 dgrad and FP8).
 # Phase 2: NCCL probe over both GPUs, one process per NCCL_ALGO/NCCL_PROTO setting.
@@ -78,6 +79,8 @@ gpu0() {
     --out "$OUT_DIR/gemm_tp_overlap_fwd_wgrad.csv"
   step composition 180 python3 "$PROBES/composition.py" --device 0 --heat-s 10 "${COMP_ARGS[@]}" \
     --out "$OUT_DIR/composition.csv"
+  step attention_cp 120 python3 "$PROBES/attention_cp.py" --device 0 --grid "$ATT_GRID" \
+    --heat-s 10 --point-budget 0.2 --out "$OUT_DIR/attention_cp.csv"
 }
 gpu1() {
   step attention 300 python3 "$PROBES/attention.py" --device 1 --grid "$ATT_GRID" --point-budget 0.3 \
