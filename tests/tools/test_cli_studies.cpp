@@ -64,6 +64,21 @@ TEST(ValidateCli, JsonFollowsTheDocumentedSchemaAndStatistics) {
   EXPECT_NE(r.output.find("Not simulated (1 points)"), std::string::npos) << r.output;
 }
 
+// A point whose job does not fit is simulated (it ran, so the model errs) and flagged.
+TEST(ValidateCli, PointsOverTheGpuMemoryAreSimulatedAndFlagged) {
+  const auto r = run_cli("validate " + data("oom_reference.yaml") + " -j 1 --json " + tmp("oom.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(slurp(tmp("oom.json")));
+  ASSERT_EQ(j["cases"].size(), 1u) << j.dump(2);
+  EXPECT_GT(j["cases"][0]["estimated_peak_gib"].get<double>(), j["cases"][0]["capacity_gib"].get<double>());
+  EXPECT_DOUBLE_EQ(j["cases"][0]["capacity_gib"].get<double>(), 80.0);
+  EXPECT_NE(r.output.find("Over the GPU's memory by the memory model"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("eight_gpus_8b @ 8 GPUs: "), std::string::npos) << r.output;
+  // The tiny set fits: no such block.
+  const auto fits = run_cli("validate " + data("tiny_reference.yaml") + " -j 2");
+  EXPECT_EQ(fits.output.find("Over the GPU's memory"), std::string::npos) << fits.output;
+}
+
 TEST(ValidateCli, BadReferenceFileExitsWithTwoAndFileLine) {
   std::ofstream(tmp("bad_ref.yaml")) << "models: {}\ncases:\n  - id: x\n    source: S0\n    colour: red\n";
   const auto r = run_cli("validate " + tmp("bad_ref.yaml"));

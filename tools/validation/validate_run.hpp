@@ -32,6 +32,7 @@ struct PointOutcome {
   double cpu_s = 0.0;        ///< CPU time of the point's worker (job build and simulation)
   std::optional<double> measured_peak_gib;
   std::optional<double> estimated_peak_gib;  ///< the memory model's per-GPU peak, if available
+  std::optional<double> capacity_gib;        ///< HBM of one GPU of the job's platform, GiB
   std::string job_yaml;      ///< the job the point became (empty if it could not be built)
 };
 
