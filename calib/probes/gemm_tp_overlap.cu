@@ -12,6 +12,14 @@
 // with a margin ("split" with both), and writes each time with its ratio to "full". No
 // communication runs: the ring exchange's copy-engine transfers and the pipeline's
 // reduce-scatter kernels are the engine's business (they are timed as collectives there).
+// Variants "busy:S" and "busymargin:S" (run 18) time the GEMM while S SMs are held by another
+// kernel for its whole duration, as TE's userbuffers kernels hold num_sm SMs: planned for all
+// SMs (set_sm_margin false, the bulk overlaps of NeMo's configurations) or for sm_count - S.
+// A holding block takes a whole SM (all its shared memory), so no GEMM CTA (which needs most of
+// an SM's registers and shared memory) can share it. Each call also runs two one-thread
+// kernels (wait until the S blocks run; release them after the GEMM) and a hand-over from a
+// side stream; "busy:0" does the same hand-over with one block that holds nothing, and is the
+// reference of the busy ratios (busy:S / busy:0).
 //
 // Usage: probe_gemm_tp_overlap --shapes m:n:k,... --combos bf16:fwd,bf16:dgrad,bf16:wgrad,fp8:tn
 //        --variants full,margin:8,split:4,split:4:16,... --out FILE
@@ -26,9 +34,10 @@ namespace {
 constexpr int kMaxStreams = 3;  // TE's default num_max_streams (NVTE_COMM_OVERLAP_MAX_STREAMS)
 
 struct Variant {
-  std::string name;  // "full", "margin" or "split"
+  std::string name;  // "full", "margin", "split" or "busy"
   int chunks = 1;
   int margin = 0;
+  int busy = 0;      // SMs held by another kernel during the GEMM ("busy")
 };
 
 Variant parse_variant(const std::string& s) {
@@ -46,8 +55,15 @@ Variant parse_variant(const std::string& s) {
   } else if (std::sscanf(s.c_str(), "split:%d", &a) == 1) {
     v.name = "split";
     v.chunks = a;
+  } else if (std::sscanf(s.c_str(), "busymargin:%d", &a) == 1) {
+    v.name = "busy";
+    v.busy = v.margin = a;
+  } else if (std::sscanf(s.c_str(), "busy:%d", &a) == 1) {
+    v.name = "busy";
+    v.busy = a;
   } else {
-    throw std::runtime_error("bad variant " + s + " (full, margin:S, split:N, split:N:S)");
+    throw std::runtime_error("bad variant " + s +
+                             " (full, margin:S, split:N, split:N:S, busy:S, busymargin:S)");
   }
   return v;
 }
@@ -80,6 +96,63 @@ struct Streams {
   Streams& operator=(const Streams&) = delete;
 };
 
+// Holds an SM until *stop is set: one block with all of the SM's shared memory.
+__global__ void hold_sm(int* started, volatile int* stop) {
+  extern __shared__ char reserve[];
+  if (threadIdx.x == 0) {
+    reserve[0] = 0;
+    atomicAdd(started, 1);
+    while (*stop == 0) __nanosleep(200);
+  }
+}
+// Waits until `count` holding blocks run, then rearms the counter for the next call.
+__global__ void wait_held(volatile int* started, int count) {
+  while (*started < count) __nanosleep(100);
+  *started = 0;
+}
+__global__ void set_flag(int* flag, int value) { *flag = value; }
+__global__ void tick(int* started) { atomicAdd(started, 1); }
+
+// The kernels and flags of the busy variants: holders on a side stream, released on the
+// timed stream after the GEMM.
+struct Holder {
+  int* flags = nullptr;  // [0] started, [1] stop
+  cudaStream_t side{};
+  cudaEvent_t released{};
+  int smem = 0;
+  explicit Holder(int device) {
+    PROBE_CUDA(cudaMalloc(&flags, 2 * sizeof(int)));
+    PROBE_CUDA(cudaMemset(flags, 0, 2 * sizeof(int)));
+    PROBE_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    PROBE_CUDA(cudaEventCreateWithFlags(&released, cudaEventDisableTiming));
+    PROBE_CUDA(cudaEventRecord(released, nullptr));
+    PROBE_CUDA(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    PROBE_CUDA(cudaFuncSetAttribute(hold_sm, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  }
+  ~Holder() {
+    cudaFree(flags);
+    cudaStreamDestroy(side);
+    cudaEventDestroy(released);
+  }
+  Holder(const Holder&) = delete;
+  Holder& operator=(const Holder&) = delete;
+  // Around `gemm` on the legacy stream: `count` SMs held from before it starts to after it ends.
+  void around(int count, const std::function<void()>& gemm) {
+    // The same hand-over with no SM held (count 0): one block that counts itself and leaves.
+    PROBE_CUDA(cudaStreamWaitEvent(side, released, 0));
+    set_flag<<<1, 1, 0, side>>>(flags + 1, 0);
+    if (count > 0) {
+      hold_sm<<<count, 32, smem, side>>>(flags, flags + 1);
+    } else {
+      tick<<<1, 1, 0, side>>>(flags);
+    }
+    wait_held<<<1, 1, 0, nullptr>>>(flags, std::max(count, 1));
+    gemm();
+    set_flag<<<1, 1, 0, nullptr>>>(flags + 1, 1);
+    PROBE_CUDA(cudaEventRecord(released, nullptr));
+  }
+};
+
 int sm_count(int device) {
   int n = 0;
   PROBE_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
@@ -90,7 +163,11 @@ int sm_count(int device) {
 // (rows [i m/N, (i+1) m/N) of A and C) round-robin on the compute streams, forked from and
 // joined back to the legacy stream.
 void launch(const Context& cx, const Problem& p, const Variant& v, const LtPlan& plan,
-            Streams& st, char* base, const Slots& sl) {
+            Streams& st, Holder& holder, char* base, const Slots& sl) {
+  if (v.name == "busy") {
+    holder.around(v.busy, [&] { plan.run(base, base + sl.off_b, base + sl.off_c, cx.ws, nullptr); });
+    return;
+  }
   if (v.chunks == 1) {
     plan.run(base, base + sl.off_b, base + sl.off_c, cx.ws, nullptr);
     return;
@@ -119,7 +196,8 @@ Problem planned(const Problem& p, const Variant& v) {
 }
 
 void run_shape(Context& cx, const Problem& p, const std::vector<Variant>& variants, Streams& st,
-               const std::function<void()>& heater, double budget, int sms, CsvWriter& csv) {
+               Holder& holder, const std::function<void()>& heater, double budget, int sms,
+               CsvWriter& csv) {
   const Slots sl = make_slots(cx, p);
   prepare(cx, p, sl);
   double full_s = 0.0;
@@ -136,13 +214,13 @@ void run_shape(Context& cx, const Problem& p, const std::vector<Variant>& varian
     // and dgrad layouts the index of A and C does not depend on m.
     const float err = spot_check(cx, cp, *plan, sl);
     const Timing t = time_calls(nullptr, [&](int i) {
-      launch(cx, p, v, *plan, st, cx.pool + (i % sl.count) * sl.stride, sl);
+      launch(cx, p, v, *plan, st, holder, cx.pool + (i % sl.count) * sl.stride, sl);
     }, 15, 5, 5e-4, budget, &heater);
     if (v.name == "full") full_s = t.median_s;
     const Telemetry tel = read_telemetry(cx.device);
     csv.row({name(p.dt), std::string(name(p.dt, p.layout)) + (cx.fast_accum ? "_fastacc" : ""),
              std::to_string(p.m), std::to_string(p.n), std::to_string(p.k), v.name,
-             std::to_string(v.chunks), std::to_string(v.margin), std::to_string(std::min(v.chunks, kMaxStreams)),
+             std::to_string(v.chunks), std::to_string(v.margin), std::to_string(v.busy), std::to_string(std::min(v.chunks, kMaxStreams)),
              fmt(t.median_s), fmt(full_s > 0 ? t.median_s / full_s : 0.0, 5),
              fmt(flops(p) / t.median_s * 1e-12, 5), std::to_string(t.samples),
              std::to_string(t.calls_per_sample), fmt(err, 3), std::to_string(tel.sm_mhz),
@@ -174,10 +252,11 @@ int run(int argc, char** argv) {
                    {"compute_streams", std::to_string(kMaxStreams)},
                    {"timing", "CUDA events; median of samples of back-to-back calls, each sample queued behind BF16 8192^3 heater GEMMs; split variants fork to and join from the compute streams inside each call"},
                    {"data", "uniform random in [-1,1); FP8 scales A=0.25 B=0.5"}});
-    csv.header({"dtype", "layout", "m", "n", "k", "variant", "chunks", "sm_margin", "streams",
+    csv.header({"dtype", "layout", "m", "n", "k", "variant", "chunks", "sm_margin", "sm_busy", "streams",
                 "time_s", "ratio", "tflops", "samples", "calls", "max_rel_err", "sm_mhz",
                 "power_w", "temp_c", "plan_variant"});
     Streams st(cx.ws_bytes);
+    Holder holder(cx.device);
     const Heater heat(cx);
     const std::function<void()> heater = [&] { heat.run(); };
     for (const char* combo : {"bf16:fwd", "bf16:dgrad", "bf16:wgrad", "fp8:tn"}) {
@@ -185,7 +264,7 @@ int run(int argc, char** argv) {
       const std::string c = combo;
       const Dt dt = c.rfind("fp8", 0) == 0 ? Dt::FP8 : Dt::BF16;
       const Layout l = c == "bf16:dgrad" ? Layout::Dgrad : (c == "bf16:wgrad" ? Layout::Wgrad : Layout::Fwd);
-      for (const auto& [m, n, k] : shapes) run_shape(cx, {dt, l, m, n, k}, variants, st, heater, budget, sms, csv);
+      for (const auto& [m, n, k] : shapes) run_shape(cx, {dt, l, m, n, k}, variants, st, holder, heater, budget, sms, csv);
       std::cerr << "gemm_tp_overlap " << combo << " done\n";
     }
   }
