@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import (CsvWriter, add_heat_argument, fmt, heater_from, median, sleep_cycles_per_s,
+from probe_common import (CsvWriter, add_heat_argument, fmt, median, open_device,
                           timed)
 
 HEATER = None  # probe_common.Heater with --heat-s > 0
@@ -150,12 +150,8 @@ def main():
     ap.add_argument("--point-budget", type=float, default=1.5)
     add_heat_argument(ap)
     args = ap.parse_args()
-    dev = torch.device("cuda", args.device)
-    torch.cuda.set_device(dev)
-    torch.manual_seed(1234)
-    cps = sleep_cycles_per_s(dev)
     global HEATER
-    HEATER = heater_from(args, dev)
+    dev, cps, HEATER = open_device(args)
     csv = CsvWriter(args.out, "attention (PyTorch SDPA)", [args.device], {
         "backends": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph); "
                     "flash = SDPBackend.FLASH_ATTENTION (FlashAttention-2 in PyTorch)",

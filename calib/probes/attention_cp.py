@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import (CsvWriter, add_heat_argument, fmt, heater_from, median, sleep_cycles_per_s,
+from probe_common import (CsvWriter, add_heat_argument, fmt, median, open_device,
                           timed)
 
 HEATER = None  # probe_common.Heater with --heat-s > 0
@@ -89,12 +89,8 @@ def main():
     ap.add_argument("--point-budget", type=float, default=0.4)
     add_heat_argument(ap)
     args = ap.parse_args()
-    dev = torch.device("cuda", args.device)
-    torch.cuda.set_device(dev)
-    torch.manual_seed(1234)
-    cps = sleep_cycles_per_s(dev)
     global HEATER
-    HEATER = heater_from(args, dev)
+    dev, cps, HEATER = open_device(args)
     csv = CsvWriter(args.out, "attention_cp (PyTorch SDPA, unmasked context-parallel blocks)",
                     [args.device], {
         "backend": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph), enable_gqa",

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import CsvWriter, add_heat_argument, heater_from, fmt, sleep_cycles_per_s, timed
+from probe_common import CsvWriter, add_heat_argument, fmt, open_device, timed
 
 # name: (tokens, hidden, q heads, kv heads, head_dim, ffn, gated, tp)
 SHARDS = {
@@ -117,12 +117,8 @@ def main():
     ap.add_argument("--shards", default=",".join(SHARDS))
     add_heat_argument(ap)
     args = ap.parse_args()
-    dev = torch.device("cuda", args.device)
-    torch.cuda.set_device(dev)
-    torch.manual_seed(1234)
-    cps = sleep_cycles_per_s(dev)
     global HEATER
-    HEATER = heater_from(args, dev)
+    dev, cps, HEATER = open_device(args)
     csv = CsvWriter(args.out, "composition (PyTorch: torch.matmul BF16, SDPA cuDNN causal)", [args.device], {
         "method": f"{args.layers} layers with their own tensors; forward of all then backward of "
                   "all, queued behind " + (f"BF16 8192^3 heater matmuls after {args.heat_s} s of them "

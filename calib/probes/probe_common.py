@@ -141,6 +141,16 @@ def heater_from(args, dev):
     return heater
 
 
+def open_device(args):
+    """Selects GPU args.device and seeds PyTorch (1234); returns the device, the spin kernel's
+    cycles per second (measured before any heating) and heater_from(args, device)."""
+    dev = torch.device("cuda", args.device)
+    torch.cuda.set_device(dev)
+    torch.manual_seed(1234)
+    cps = sleep_cycles_per_s(dev)
+    return dev, cps, heater_from(args, dev)
+
+
 def queued(enqueue, spin_s, cps, heater=None):
     """GPU seconds of the work `enqueue()` puts on the stream, measured behind a GPU spin.
 
