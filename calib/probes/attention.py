@@ -12,14 +12,12 @@ causal mask; backward 2.5x forward (five matmuls against two).
 import argparse
 import math
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import (CsvWriter, add_heat_argument, fmt, median, open_device,
-                          timed)
+from probe_common import CsvWriter, add_heat_argument, fmt, open_device, time_fwd_bwd
 
 HEATER = None  # probe_common.Heater with --heat-s > 0
 
@@ -94,26 +92,9 @@ def measure(backend, h, kv, s, d, dv, gqa, dev, budget, cps):
     """Median forward and backward seconds per call, batches, calls per batch, and the forward
     error on a causal prefix. Calls run in batches of `calls` behind a GPU spin (see queued)."""
     q, k, v, do = make_inputs(h, kv, s, d, dv, gqa, dev)
-    fw, bw = [], []
     with sdpa_kernel([BACKENDS[backend]]):
-        for _ in range(2):  # warm-up: cuDNN graph build, caches; host-timed upper bound
-            t0 = time.perf_counter()
-            o = sdpa(q, k, v, gqa)
-            torch.autograd.grad(o, (q, k, v), do)
-            torch.cuda.synchronize()
-            est = time.perf_counter() - t0
-        calls = max(1, min(16, int(4e-3 / est)))
-        batches = max(3, min(12, int(budget / max(est * calls, 1e-6))))
-        spin = 1e-3
-        for _ in range(batches):
-            tf, spin, outs = timed(lambda: [sdpa(q, k, v, gqa) for _ in range(calls)], spin, cps,
-                                   heater=HEATER)
-            tb, spin, _ = timed(lambda: [torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
-                                          for o in outs],
-                                spin, cps, heater=HEATER)
-            del outs
-            fw.append(tf / calls)
-            bw.append(tb / calls)
+        f, b, reps, calls = time_fwd_bwd(lambda: sdpa(q, k, v, gqa), (q, k, v), do, budget, cps,
+                                         HEATER)
         # Causal prefix check: the first 256 queries see only the first 256 keys.
         n = min(256, s)
         o = sdpa(q, k, v, gqa).detach()
@@ -123,7 +104,7 @@ def measure(backend, h, kv, s, d, dv, gqa, dev, budget, cps):
                      vv.detach().expand(-1, r, -1, -1))
     err = rel_err(o[:, :r, :n], want)
     del q, k, v, do, o
-    return median(fw), median(bw), len(fw), calls, err
+    return f, b, reps, calls, err
 
 
 def run_point(backend, h, kv, s, d, dv, mode, dev, budget, checked, cps):

@@ -17,14 +17,12 @@ FLOP convention: forward 2*b*h*s_q*s_kv*(d + d_v); backward 2.5x forward.
 import argparse
 import math
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from probe_common import (CsvWriter, add_heat_argument, fmt, median, open_device,
-                          timed)
+from probe_common import CsvWriter, add_heat_argument, fmt, open_device, time_fwd_bwd
 
 HEATER = None  # probe_common.Heater with --heat-s > 0
 
@@ -57,28 +55,11 @@ def measure(h, kv, sq, skv, dev, budget, cps):
     k = torch.randn(1, kv, skv, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
     v = torch.randn(1, kv, skv, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
     do = torch.randn(1, h, sq, d, device=dev, dtype=torch.bfloat16)
-    fw, bw = [], []
     with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-        for _ in range(2):  # warm-up: graph build, caches; host-timed upper bound
-            t0 = time.perf_counter()
-            o = sdpa(q, k, v)
-            torch.autograd.grad(o, (q, k, v), do)
-            torch.cuda.synchronize()
-            est = time.perf_counter() - t0
-        calls = max(1, min(16, int(4e-3 / est)))
-        batches = max(3, min(12, int(budget / max(est * calls, 1e-6))))
-        spin = 1e-3
-        for _ in range(batches):
-            tf, spin, outs = timed(lambda: [sdpa(q, k, v) for _ in range(calls)], spin, cps,
-                                   heater=HEATER)
-            tb, spin, _ = timed(lambda: [torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
-                                          for o in outs], spin, cps, heater=HEATER)
-            del outs
-            fw.append(tf / calls)
-            bw.append(tb / calls)
+        f, b, reps, calls = time_fwd_bwd(lambda: sdpa(q, k, v), (q, k, v), do, budget, cps, HEATER)
         err = check(q.detach(), k.detach(), v.detach(), sdpa(q, k, v).detach())
     del q, k, v, do
-    return median(fw), median(bw), len(fw), calls, err
+    return f, b, reps, calls, err
 
 
 def main():

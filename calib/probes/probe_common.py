@@ -183,3 +183,29 @@ def timed(enqueue, spin_s, cps, tries=5, heater=None):
             return t, spin_s, out
         spin_s *= 2
     raise RuntimeError("host dispatch never got ahead of the GPU")
+
+
+def time_fwd_bwd(forward, inputs, grad_out, budget, cps, heater=None):
+    """Median seconds per call of `forward()` and of its backward (torch.autograd.grad of the
+    output to `inputs`, given `grad_out`), the number of batches and the calls per batch. Two
+    host-timed warm-ups size the batches (at most 16 calls, 3-12 batches within `budget`
+    seconds); every batch is queued behind a GPU spin or the heater (timed). Run it inside the
+    caller's backend context (e.g. sdpa_kernel)."""
+    fw, bw = [], []
+    for _ in range(2):  # warm-up: graph build, caches; host-timed upper bound
+        t0 = time.perf_counter()
+        o = forward()
+        torch.autograd.grad(o, inputs, grad_out)
+        torch.cuda.synchronize()
+        est = time.perf_counter() - t0
+    calls = max(1, min(16, int(4e-3 / est)))
+    batches = max(3, min(12, int(budget / max(est * calls, 1e-6))))
+    spin = 1e-3
+    for _ in range(batches):
+        tf, spin, outs = timed(lambda: [forward() for _ in range(calls)], spin, cps, heater=heater)
+        tb, spin, _ = timed(lambda: [torch.autograd.grad(o, inputs, grad_out, retain_graph=True)
+                                      for o in outs], spin, cps, heater=heater)
+        del outs
+        fw.append(tf / calls)
+        bw.append(tb / calls)
+    return median(fw), median(bw), len(fw), calls
