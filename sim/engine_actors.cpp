@@ -213,10 +213,6 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const GroupInfo& g = sh_->group(rank_, spec.group);
   if (g.size <= 1) return;
   const CommParams& prm = sh_->params(rank_, op);
-  RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
-  const bool overlap = sh_->options->interference && interference_applies(stream);
-  const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
-  if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   CollectiveCall call;
   call.kind = spec.kind;
   call.bytes = op.bytes;
@@ -235,6 +231,10 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
     last_algorithm_ = algo.name;
     return;
   }
+  RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
+  const bool overlap = sh_->options->interference && interference_applies(stream);
+  const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
+  if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   const CollectivePlan plan = algo.plan(call);
   std::vector<int*> sink;
   // NCCL's latency terms (measured or from its tuning model) include the wire latency, which

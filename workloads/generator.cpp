@@ -64,10 +64,7 @@ void defer_all(ProgramBuilder& b, const std::vector<std::uint32_t>& deps) {
 class AmaxReductions {
  public:
   AmaxReductions(ProgramBuilder& b, const WorkloadSpec& spec, int chunks)
-      : b_(b),
-        on_(spec.training.precision == Precision::FP8 && spec.training.fp8_reduce_amax &&
-            spec.parallel.tp * spec.parallel.cp * spec.parallel.dp > 1),
-        gemms_(static_cast<std::size_t>(chunks), 0) {}
+      : b_(b), on_(fp8_amax_reduced(spec)), gemms_(static_cast<std::size_t>(chunks), 0) {}
   // Marks the start of a chunk's layers in the forward.
   void begin_forward() { first_ = b_.size(); }
   void forward_done(int chunk) {

@@ -236,6 +236,12 @@ sim::DType compute_dtype(const WorkloadSpec& spec) {
   return spec.training.precision == Precision::FP8 ? sim::DType::FP8 : sim::DType::BF16;
 }
 
+bool fp8_amax_reduced(const WorkloadSpec& spec) {
+  const ParallelSpec& p = spec.parallel;
+  return spec.training.precision == Precision::FP8 && spec.training.fp8_reduce_amax &&
+         p.tp * p.cp * p.dp > 1;
+}
+
 const char* to_string(Activation v) { return name_of(v, kActivationNames); }
 const char* to_string(NormKind v) { return name_of(v, kNormNames); }
 const char* to_string(PositionKind v) { return name_of(v, kPositionNames); }

@@ -180,6 +180,10 @@ WorkloadSpec parse_workload_spec(YamlMap& root, int gpus);
 /// whose dense peak is the MFU denominator.
 sim::DType compute_dtype(const WorkloadSpec& spec);
 
+/// Whether Transformer Engine reduces FP8 amaxes over Megatron's amax group (tp x cp x dp of a
+/// stage): precision fp8 with training.fp8_reduce_amax and a group of more than one rank.
+bool fp8_amax_reduced(const WorkloadSpec& spec);
+
 /// Names for reports and traces ("gelu", "rmsnorm", "rope", "fp8", ...).
 const char* to_string(Activation v);
 const char* to_string(NormKind v);

@@ -215,8 +215,7 @@ double nccl_bytes(const WorkloadSpec& spec, int stage) {
   collective += spec.dp_cp() > 1;
   // Megatron's amax reduction group (tp x cp x dp), a process group of its own that Transformer
   // Engine's FP8 amax all-reduces use (generator.cpp, AmaxReductions).
-  collective += spec.training.precision == Precision::FP8 && spec.training.fp8_reduce_amax &&
-                p.tp * p.cp * p.dp > 1;
+  collective += fp8_amax_reduced(spec);
   p2p += p.cp > 1;    // ring attention exchanges K/V point to point
   p2p += p.pp > 1;
   if (moe) {

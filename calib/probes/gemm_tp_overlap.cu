@@ -164,12 +164,13 @@ int sm_count(int device) {
 // joined back to the legacy stream.
 void launch(const Context& cx, const Problem& p, const Variant& v, const LtPlan& plan,
             Streams& st, Holder& holder, char* base, const Slots& sl) {
+  const auto whole = [&] { plan.run(base, base + sl.off_b, base + sl.off_c, cx.ws, nullptr); };
   if (v.name == "busy") {
-    holder.around(v.busy, [&] { plan.run(base, base + sl.off_b, base + sl.off_c, cx.ws, nullptr); });
+    holder.around(v.busy, whole);
     return;
   }
   if (v.chunks == 1) {
-    plan.run(base, base + sl.off_b, base + sl.off_c, cx.ws, nullptr);
+    whole();
     return;
   }
   const long long rows = p.m / v.chunks;
