@@ -84,7 +84,8 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       rule_(derivation_rule(gpu_.name)),
       tables_(std::move(tables)),
       roofline_(gpu_),
-      tp_overlap_(*tables_) {
+      tp_overlap_(*tables_),
+      held_sms_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
   overlap_points_ = {interference_points("gemm"), interference_points("attention")};
 }
@@ -96,6 +97,13 @@ double MeasuredCostModel::compute_time(const sim::Op& op) const {
     return membound_time(mb->kernel, op.bytes);
   }
   throw std::invalid_argument("compute_time called on a communication op");
+}
+
+double MeasuredCostModel::held_sm_slowdown(const sim::Op& op) const {
+  if (!op.is_compute()) throw std::invalid_argument("held_sm_slowdown called on a communication op");
+  const auto* g = std::get_if<sim::GemmShape>(&op.shape);
+  if (g == nullptr || g->busy_sms == 0) return 1.0;
+  return held_sms_(*g, op.phase, [this](const std::string& what) { note_out_of_grid(what); });
 }
 
 double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) const {
@@ -432,6 +440,14 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
     out.push_back("GEMM under TP overlap (splits, sm_margin): " + files + " (ratio to the plain "
                   "GEMM, chunk GEMMs on up to 3 streams, cuBLASLt planned for 132 - S SMs) x "
                   "the plain GEMM time; measured on H200" +
+                  (rule_.measured ? "" : ", ratios applied unchanged"));
+  }
+  if (held_sms_.loaded()) {
+    std::string files;
+    for (const auto& f : held_sms_.files()) files += (files.empty() ? "" : ", ") + f;
+    out.push_back("GEMM beside SMs held by TE's communication kernels (busy_sms): " + files +
+                  " (time with S SMs held by a spinning kernel / time with the same hand-over and "
+                  "none held), applied while the TP communication is in flight; measured on H200" +
                   (rule_.measured ? "" : ", ratios applied unchanged"));
   }
   const std::vector<std::string> rest = {

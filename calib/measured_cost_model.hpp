@@ -14,6 +14,7 @@
 
 #include "calib/measured_tables.hpp"
 #include "calib/roofline_cost_model.hpp"
+#include "calib/held_sm_factor.hpp"
 #include "calib/tp_overlap_factor.hpp"
 #include "sim/cost_model.hpp"
 
@@ -67,6 +68,10 @@ class MeasuredCostModel : public sim::CostModel {
   /// every kind and point-to-point transfers take the all_reduce factor at the same buffer size.
   /// Derived GPUs (H100, B200, GB200) take the H200 ratios unchanged (docs/cost-model.md).
   sim::Interference interference(sim::ComputeClass compute, double comm_bytes) const override;
+  /// GEMMs with busy_sms: the held-SM ratio measured in run 18 (calib/held_sm_factor.hpp),
+  /// applied unchanged to derived GPUs; 1 for other compute ops and without the table.
+  /// @throws std::invalid_argument for a communication op.
+  double held_sm_slowdown(const sim::Op& op) const override;
   /// One line: measured or derived, the tables' provenance, the rule for derived GPUs.
   std::string describe() const override;
 
@@ -106,6 +111,7 @@ class MeasuredCostModel : public sim::CostModel {
   std::shared_ptr<const MeasuredTables> tables_;
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
   TpOverlapFactor tp_overlap_;  ///< GEMMs split or planned for fewer SMs by TE's TP overlap
+  HeldSmFactor held_sms_;       ///< GEMMs beside SMs held by TE's communication kernels
   std::array<std::vector<InterferencePoint>, 2> overlap_points_;  ///< gemm, attention
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::size_t> out_of_grid_;

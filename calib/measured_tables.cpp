@@ -31,6 +31,9 @@ const std::vector<TableFile>& table_files() {
       // fewer SMs; run 12, calib/probes/gemm_tp_overlap.cu); older data lack them.
       {"gemm_tp_overlap_fwd_wgrad.csv", load_tp_overlap_series, true, true},
       {"gemm_tp_overlap_dgrad_fp8.csv", load_tp_overlap_series, true, true},
+      // GEMMs beside SMs held by another kernel, as TE's userbuffers communication kernels
+      // hold them (run 18, calib/probes/gemm_tp_overlap.cu busy variants); older data lack it.
+      {"gemm_busy_sms.csv", load_busy_sms_series, true, true},
       {"attention.csv", load_attention_series, true},
       // Unmasked context-parallel attention blocks (run 16, calib/probes/attention_cp.py).
       {"attention_cp.csv", load_attention_cp_series, true, true},

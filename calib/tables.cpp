@@ -191,6 +191,36 @@ std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path) {
       });
 }
 
+std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t dt = t.column("dtype"), lay = t.column("layout"), var = t.column("variant");
+  const std::size_t ch = t.column("chunks"), sm = t.column("sm_margin"), busy = t.column("sm_busy");
+  const std::size_t m = t.column("m"), n = t.column("n"), k = t.column("k");
+  const auto variant = [&](std::size_t r) {
+    const std::string& v = t.text(r, var);
+    const int chunks = count_cell(t, r, ch, 1), margin = count_cell(t, r, sm, 0),
+              held = count_cell(t, r, busy, 0);
+    const bool ok = chunks == 1 && ((v == "full" && margin == 0 && held == 0) ||
+                                    (v == "margin" && margin > 0 && held == 0) || v == "busy");
+    if (!ok) {
+      throw SpecError(t.path, t.lines[r], "variant",
+                      "'" + v + "' with chunks " + std::to_string(chunks) + ", sm_margin " +
+                          std::to_string(margin) + " and sm_busy " + std::to_string(held) +
+                          " (chunks 1; full: margin 0 and busy 0; margin: margin > 0 and busy 0; "
+                          "busy: any)");
+    }
+    return v + "_" + std::to_string(margin) + "_" + std::to_string(held);
+  };
+  return group(
+      t, {"m", "n", "k"}, 0.02,
+      [&](std::size_t r) {
+        return "gemm_busy/" + t.text(r, dt) + "/" + t.text(r, lay) + "/" + variant(r);
+      },
+      [&](std::size_t r) {
+        return std::vector<double>{t.number(r, m), t.number(r, n), t.number(r, k)};
+      });
+}
+
 std::vector<MeasuredSeries> load_attention_series(const std::string& path) {
   const CsvTable t = read_csv(path);
   const std::size_t be = t.column("backend"), set = t.column("set"), dir = t.column("direction");

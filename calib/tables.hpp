@@ -64,6 +64,14 @@ std::vector<MeasuredSeries> load_gemm_series(const std::string& path);
 /// any margin); chunks and sm_margin must be integers. Spot-check tolerance 2%.
 /// @throws SpecError.
 std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path);
+/// GEMMs beside SMs held by another kernel (gemm_busy_sms.csv, run 18 of
+/// calib/probes/gemm_tp_overlap.cu): one series per (dtype, layout, variant, sm_margin, sm_busy),
+/// key "gemm_busy/<dtype>/<layout>/<variant>_<sm_margin>_<sm_busy>" ("gemm_busy/bf16/fwd/
+/// busy_0_4": planned for every SM while 4 are held; "busy_16_16": planned for 132 - 16 while 16
+/// are held; "full_0_0", "margin_16_0": the same GEMM alone), axes m, n, k, value time_s.
+/// Variants: "full" (margin 0, busy 0), "margin" (margin > 0, busy 0), "busy" (busy >= 0, any
+/// margin); chunks must be 1. Spot-check tolerance 2%. @throws SpecError.
+std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path);
 /// Attention table (attention.csv): one series per (backend, set, direction), key
 /// "attention/<backend>/<set>/<direction>" (e.g. "attention/cudnn/gqa/fwd"), axes seq and
 /// heads (batch x heads). Spot-check tolerance 2%. @throws SpecError.

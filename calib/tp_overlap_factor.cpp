@@ -13,8 +13,10 @@ const std::string kPrefix = "gemm_tp/";
 const std::string kNoTable =
     "GEMM under TP overlap: no gemm_tp_overlap table, costed as a plain GEMM";
 
-// Piecewise linear through `pts` (sorted by x, x within their range).
-double piecewise(const std::vector<std::pair<double, double>>& pts, double x) {
+}  // namespace
+
+double piecewise_linear(const std::vector<std::pair<double, double>>& pts, double x) {
+  if (pts.size() < 2) throw std::invalid_argument("piecewise_linear needs two points");
   std::size_t j = 0;
   while (j + 2 < pts.size() && pts[j + 1].first < x) ++j;
   const auto& [x0, y0] = pts[j];
@@ -22,7 +24,15 @@ double piecewise(const std::vector<std::pair<double, double>>& pts, double x) {
   return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
 }
 
-}  // namespace
+std::vector<std::pair<std::string, std::vector<double>>> overlap_layouts(const sim::GemmShape& g,
+                                                                         sim::Phase phase) {
+  const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
+               k = static_cast<double>(g.k);
+  if (g.dtype == sim::DType::FP8) return {{"fp8/tn", {m, n, k}}};
+  if (phase != sim::Phase::Backward) return {{"bf16/fwd", {m, n, k}}};
+  if (g.splits > 1) return {{"bf16/dgrad", {m, n, k}}};  // TE never splits a wgrad
+  return {{"bf16/dgrad", {m, n, k}}, {"bf16/wgrad", {n, m, k}}};
+}
 
 TpOverlapFactor::TpOverlapFactor(const MeasuredTables& tables) {
   // Keys: "gemm_tp/<dtype>/<layout>/<variant>_<chunks>_<margin>" (load_tp_overlap_series).
@@ -81,20 +91,7 @@ double TpOverlapFactor::operator()(const sim::GemmShape& g, sim::Phase phase,
                                 " (the measured H200 has 132 SMs)");
   }
   if (g.splits == 1 && g.sm_margin == 0) return 1.0;
-  const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
-               k = static_cast<double>(g.k);
-  // (layout, coordinates in that table): the trace writes wgrad as (in, out, tokens), the table
-  // as (out, in, tokens), as in MeasuredCostModel::gemm_time.
-  std::vector<std::pair<std::string, std::vector<double>>> parts;
-  if (g.dtype == sim::DType::FP8) {
-    parts = {{"fp8/tn", {m, n, k}}};
-  } else if (phase != sim::Phase::Backward) {
-    parts = {{"bf16/fwd", {m, n, k}}};
-  } else if (g.splits > 1) {
-    parts = {{"bf16/dgrad", {m, n, k}}};  // TE never splits a wgrad
-  } else {
-    parts = {{"bf16/dgrad", {m, n, k}}, {"bf16/wgrad", {n, m, k}}};
-  }
+  const auto parts = overlap_layouts(g, phase);
   double log_sum = 0.0;
   for (const auto& [name, x] : parts) {
     const Layout* l = usable(name, g.splits, g.sm_margin);
@@ -130,7 +127,7 @@ double TpOverlapFactor::margin_factor(const Layout& l, const std::vector<double>
   if (margin > s_max) {
     return r_max * (kMeasuredSmCount - s_max) / (kMeasuredSmCount - margin);
   }
-  return piecewise(pts, margin);
+  return piecewise_linear(pts, margin);
 }
 
 // Split only: linear in log2 N through (1, 1) and the measured chunk counts; above the largest
@@ -146,7 +143,7 @@ double TpOverlapFactor::split_factor(const Layout& l, const std::vector<double>&
          " splits: ratio of " + std::to_string(n_max));
     return pts.back().second;
   }
-  return piecewise(pts, std::log2(splits));
+  return piecewise_linear(pts, std::log2(splits));
 }
 
 // What a margin adds to a split GEMM: I(S) = R(split_4_S) / R(split_4_0), piecewise linear in S
@@ -162,7 +159,7 @@ double TpOverlapFactor::pipeline_margin_impact(const Layout& l, const std::vecto
     const int sp = static_cast<int>(s_p);
     return i_p * margin_factor(l, x, margin) / margin_factor(l, x, sp);
   }
-  return piecewise(pts, margin);
+  return piecewise_linear(pts, margin);
 }
 
 }  // namespace clustersim::calib

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "calib/log_grid.hpp"
@@ -28,6 +29,19 @@ constexpr int kMeasuredSmCount = 132;
 /// The chunk count of the pipelined splits that were also measured with a margin (run 12:
 /// split_4_16 and split_4_24, as TE's pipelined reduce-scatter overlap runs num_splits = 4).
 constexpr int kPipelineChunks = 4;
+
+/// Piecewise linear through `pts` (sorted by x, at least two), extended linearly beyond the
+/// first and last segments.
+double piecewise_linear(const std::vector<std::pair<double, double>>& pts, double x);
+
+/// The measured layouts a TP-overlap ratio of `g` is read from, each with the GEMM's coordinates
+/// in that table: FP8 -> fp8/tn; BF16 (and FP32) forward -> bf16/fwd; backward with splits > 1
+/// -> bf16/dgrad (TE splits only the data gradient); other backward GEMMs -> bf16/dgrad at
+/// (m, n, k) and bf16/wgrad at (n, m, k) (the trace writes a wgrad as (in, out, tokens), the
+/// table as (out, in, tokens); the op does not say which of the two it is, so callers take the
+/// geometric mean of the parts' ratios).
+std::vector<std::pair<std::string, std::vector<double>>> overlap_layouts(const sim::GemmShape& g,
+                                                                         sim::Phase phase);
 
 /// Receives a description of a lookup that left the measured tables (the cost model lists it).
 using OutOfGridNote = std::function<void(const std::string&)>;

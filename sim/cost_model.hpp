@@ -92,6 +92,15 @@ class CostModel {
     (void)comm_bytes;
     return {};
   }
+  /// How much slower a compute op runs while the SMs its GemmShape::busy_sms names are held by
+  /// the overlapping communication kernel: time then / time alone (>= 1; the engine applies it
+  /// while a tensor-parallel communication op is in flight, docs/engine.md). Default: 1 (a model
+  /// without a measurement must not invent one). @throws std::invalid_argument for a
+  /// communication op or a busy_sms outside the GPU's SMs.
+  virtual double held_sm_slowdown(const Op& op) const {
+    (void)op;
+    return 1.0;
+  }
   /// One line naming the model and the sources of its numbers (shown in reports).
   virtual std::string describe() const = 0;
 };

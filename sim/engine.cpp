@@ -80,7 +80,14 @@ std::string replica_reduction_problem(const Workload& workload) {
 void cost_workload(Workload& workload, const CostModel& cost) {
   for (Program& program : workload.programs) {
     for (Op& op : program.ops) {
-      if (op.is_compute()) op.duration_s = cost.compute_time(op);
+      if (!op.is_compute()) continue;
+      op.duration_s = cost.compute_time(op);
+      const auto* g = std::get_if<GemmShape>(&op.shape);
+      if (g != nullptr && g->busy_sms > 0) op.held_slowdown = cost.held_sm_slowdown(op);
+      if (!(op.held_slowdown >= 1.0)) {
+        throw std::invalid_argument("cost model returned a held-SM slowdown below 1 (" +
+                                    std::to_string(op.held_slowdown) + ")");
+      }
     }
   }
 }

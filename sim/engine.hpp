@@ -75,7 +75,9 @@ struct StepResult {
 /// replicas shares a stream with other ops, or there is one replica); "" when it can.
 std::string replica_reduction_problem(const Workload& workload);
 
-/// Fills Op::duration_s of every compute op of every program from `cost`.
+/// Fills Op::duration_s of every compute op of every program from `cost`, and Op::held_slowdown
+/// of GEMMs with busy SMs (CostModel::held_sm_slowdown).
+/// @throws std::invalid_argument if the cost model returns a held-SM slowdown below 1.
 void cost_workload(Workload& workload, const CostModel& cost);
 
 /// Simulates one step of a costed workload. Ranks map to platform GPUs one to one.

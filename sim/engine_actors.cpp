@@ -235,6 +235,9 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const bool overlap = sh_->options->interference && interference_applies(stream);
   const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
   if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
+  // A TP communication kernel holds the SMs that overlapped GEMMs name (GemmShape::busy_sms).
+  const bool holds = sh_->held_sms && stream == Stream::TpComm && !r.mirror;
+  if (holds) set_tp_in_flight(r, true);
   const CollectivePlan plan = algo.plan(call);
   std::vector<int*> sink;
   // NCCL's latency terms (measured or from its tuning model) include the wire latency, which
@@ -262,6 +265,7 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   }
   sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
   if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
+  if (holds) set_tp_in_flight(r, false);
   last_algorithm_ = plan.algorithm;
 }
 
@@ -441,7 +445,11 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   sh.platform = &platform;
   sh.options = &options;
   sh.plans.reserve(workload.programs.size());
-  for (const Program& p : workload.programs) sh.plans.push_back(plan_program(p));
+  for (const Program& p : workload.programs) {
+    sh.plans.push_back(plan_program(p));
+    for (const Op& op : p.ops) sh.held_sms = sh.held_sms || op.held_slowdown > 1.0;
+  }
+  sh.held_sms = sh.held_sms && options.interference;
   sh.comm_params.resize(workload.programs.size());
   const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
   if (reduce) {

@@ -21,13 +21,18 @@ struct Progress {
   double left = 0.0;
 };
 
-double slowdown(const CommParams* f, const Op& op) {
-  return f == nullptr ? 1.0 : f->overlap[static_cast<size_t>(compute_class(op))].compute_slowdown;
+// The collective's factor for the op's class times, while a TP communication kernel holds SMs,
+// the op's own held-SM factor (1 unless it is a GEMM with busy SMs). Both were measured alone;
+// the product for both at once is an assumption (docs/engine.md).
+double slowdown(const Rate& f, const Op& op) {
+  const double comm =
+      f.comm == nullptr ? 1.0 : f.comm->overlap[static_cast<size_t>(compute_class(op))].compute_slowdown;
+  return f.held ? comm * op.held_slowdown : comm;
 }
 
 /// Wall time the rest of the unit takes at the rate `f` leaves.
 double time_to_finish(const Progress& p, const RankState& r, const StreamPlan& sp, const Unit& u,
-                      const CommParams* f) {
+                      const Rate& f) {
   const auto& ops = r.program->ops;
   double t = p.left * slowdown(f, ops[sp.ops[p.pos]]);
   for (std::uint32_t i = p.pos + 1; i < u.end; ++i) t += ops[sp.ops[i]].duration_s * slowdown(f, ops[sp.ops[i]]);
@@ -37,7 +42,7 @@ double time_to_finish(const Progress& p, const RankState& r, const StreamPlan& s
 /// Advances `p` by `dt` wall seconds from time `t` at the rate `f` leaves; appends the end time
 /// of every op completed to `ends`.
 void advance(Progress& p, const RankState& r, const StreamPlan& sp, const Unit& u,
-             const CommParams* f, double t, double dt, std::vector<double>* ends) {
+             const Rate& f, double t, double dt, std::vector<double>* ends) {
   const auto& ops = r.program->ops;
   while (p.pos < u.end) {
     const double s = slowdown(f, ops[sp.ops[p.pos]]);
@@ -53,28 +58,26 @@ void advance(Progress& p, const RankState& r, const StreamPlan& sp, const Unit& 
   }
 }
 
-/// The in-flight op whose factors apply: the interfering one with the most bytes (lowest slot
-/// on ties). Several concurrent collectives are not measured; the largest stands for them.
-const CommParams* strongest(const OverlapState& st) {
-  const CommParams* best = nullptr;
+/// The rate in force: the in-flight op whose factors apply, the interfering one with the most
+/// bytes (lowest slot on ties; several concurrent collectives are not measured, the largest
+/// stands for them), and whether a TP communication op is in flight.
+Rate strongest(const OverlapState& st) {
+  Rate best{nullptr, st.tp_in_flight > 0};
   double bytes = -1.0;
   for (size_t s = 0; s < st.in_flight.size(); ++s) {
     const CommParams* c = st.in_flight[s];
     if (c != nullptr && c->interferes && st.in_flight_bytes[s] > bytes) {
-      best = c;
+      best.comm = c;
       bytes = st.in_flight_bytes[s];
     }
   }
   return best;
 }
 
-}  // namespace
-
-void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes) {
-  OverlapState& st = r.overlap;
-  st.in_flight[static_cast<size_t>(slot)] = prm;
-  st.in_flight_bytes[static_cast<size_t>(slot)] = bytes;
-  const CommParams* now = strongest(st);
+// Sets the rate in force to strongest(st) and wakes (or logs for) the compute stream if it
+// changed.
+void update_rate(OverlapState& st) {
+  const Rate now = strongest(st);
   if (now == st.in_force) return;
   st.in_force = now;
   if (!st.computing) return;
@@ -83,6 +86,21 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes) 
   } else {
     st.wake->release();
   }
+}
+
+}  // namespace
+
+void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes) {
+  OverlapState& st = r.overlap;
+  st.in_flight[static_cast<size_t>(slot)] = prm;
+  st.in_flight_bytes[static_cast<size_t>(slot)] = bytes;
+  update_rate(st);
+}
+
+void set_tp_in_flight(RankState& r, bool start) {
+  OverlapState& st = r.overlap;
+  st.tp_in_flight += start ? 1 : -1;
+  update_rate(st);
 }
 
 double comm_slowdown(const RankState& compute_rank, const CommParams& prm) {
@@ -99,14 +117,14 @@ void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector
   st.computing = true;
   st.computing_class = compute_class(ops[sp.ops[u.begin]]);
   const double inf = std::numeric_limits<double>::infinity();
-  if (st.in_force == nullptr) {
+  if (st.in_force.full()) {
     // Full rate until some interfering communication starts, which is then only logged: a
     // plain sleep is cheaper than a timed wait, and slowdowns >= 1 never finish work earlier.
     st.logging = true;
     st.log.clear();
     sg4::this_actor::sleep_for(u.duration_s);
     st.logging = false;
-    const CommParams* f = nullptr;
+    Rate f;
     for (const auto& [when, next] : st.log) {
       advance(p, r, sp, u, f, t, when - t, ends);
       t = when;
@@ -121,7 +139,7 @@ void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector
     }
   }
   while (p.pos < u.end) {
-    const CommParams* f = st.in_force;
+    const Rate f = st.in_force;
     st.computing_class = compute_class(ops[sp.ops[p.pos]]);
     const double left = time_to_finish(p, r, sp, u, f);
     const bool timeout = st.wake->acquire_timeout(left);

@@ -68,6 +68,11 @@ struct GemmShape {
   /// with `sm_margin` SMs left to its communication kernel. 1 and 0: a plain GEMM.
   std::int32_t splits = 1;
   std::int32_t sm_margin = 0;
+  /// SMs that the userbuffers communication kernel overlapping this GEMM holds while it runs
+  /// (TE's bulk and pipeline methods; ring exchange moves data with copy engines: 0). While a
+  /// tensor-parallel communication op is in flight the engine runs the GEMM at
+  /// 1/CostModel::held_sm_slowdown of its rate (docs/engine.md). 0: no such kernel.
+  std::int32_t busy_sms = 0;
 };
 
 /// Fused (flash) attention on one GPU. FLOPs follow the causal mask when `causal`.
@@ -116,6 +121,9 @@ struct Op {
   double bytes = 0.0;            ///< HBM traffic (compute ops) or message size (comm ops), bytes
   std::vector<std::uint32_t> deps;  ///< earlier ops (index in Program::ops) that must finish first
   double duration_s = -1.0;      ///< compute time from the CostModel; -1 until costed
+  /// Slowdown while a TP communication kernel holds GemmShape::busy_sms SMs
+  /// (CostModel::held_sm_slowdown); 1 until costed and for ops without busy SMs.
+  double held_slowdown = 1.0;
 
   bool is_compute() const { return shape.index() <= 2; }
   bool is_collective() const { return std::holds_alternative<CollectiveSpec>(shape); }

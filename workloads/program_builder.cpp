@@ -53,12 +53,16 @@ std::uint32_t ProgramBuilder::gemm(const std::string& label, std::int64_t m, std
   return add(shape, sim::Stream::Compute, label, gemm_flops(shape), bytes, std::move(deps));
 }
 
-void ProgramBuilder::set_gemm_execution(std::uint32_t op, int splits, int sm_margin) {
+void ProgramBuilder::set_gemm_execution(std::uint32_t op, int splits, int sm_margin,
+                                        int busy_sms) {
   auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;
   if (g == nullptr) throw std::logic_error("set_gemm_execution on an op that is not a GEMM");
-  if (splits < 1 || sm_margin < 0) throw std::logic_error("set_gemm_execution: bad splits or margin");
+  if (splits < 1 || sm_margin < 0 || busy_sms < 0) {
+    throw std::logic_error("set_gemm_execution: bad splits, margin or busy SMs");
+  }
   g->splits = splits;
   g->sm_margin = sm_margin;
+  g->busy_sms = busy_sms;
 }
 
 std::size_t ProgramBuilder::gemms_since(std::size_t first, sim::DType dtype) const {

@@ -35,9 +35,9 @@ class ProgramBuilder {
   /// written with `out_bytes` per element.
   std::uint32_t gemm(const std::string& label, std::int64_t m, std::int64_t n, std::int64_t k,
                      sim::DType dtype, double out_bytes, std::vector<std::uint32_t> deps = {});
-  /// Sets how TE's TP overlap runs GEMM op `op` (sim::GemmShape::splits, sm_margin).
-  /// @throws std::logic_error if `op` is not a GEMM, splits < 1 or sm_margin < 0.
-  void set_gemm_execution(std::uint32_t op, int splits, int sm_margin);
+  /// Sets how TE's TP overlap runs GEMM op `op` (sim::GemmShape::splits, sm_margin, busy_sms).
+  /// @throws std::logic_error if `op` is not a GEMM, splits < 1, sm_margin < 0 or busy_sms < 0.
+  void set_gemm_execution(std::uint32_t op, int splits, int sm_margin, int busy_sms);
   /// Fused attention on the compute stream; `bytes` is its HBM traffic.
   std::uint32_t attention(const std::string& label, const sim::AttentionShape& shape, double bytes);
   /// Memory-bound kernel on the compute stream moving `bytes`.

@@ -141,9 +141,11 @@ GemmExecution gemm_execution(const TpOverlapConfig& cfg, TpOverlapRole role, int
     case M::Pipeline:
       e.splits = c.num_splits;
       e.sm_margin = c.set_sm_margin ? c.num_sm : 0;
+      e.busy_sms = c.num_sm;
       break;
     case M::Bulk:
-      e.sm_margin = c.num_sm;
+      e.sm_margin = c.set_sm_margin ? c.num_sm : 0;
+      e.busy_sms = c.num_sm;
       break;
   }
   return e;

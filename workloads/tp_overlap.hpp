@@ -58,19 +58,19 @@ struct TpOverlapConfig {
 /// atomic_gemm: true (not modelled).
 TpOverlapConfig read_tp_overlap_cfg(YamlMap& m);
 
-/// How a GEMM runs under one role's settings (sim::GemmShape::splits and sm_margin).
+/// How a GEMM runs under one role's settings (sim::GemmShape::splits, sm_margin, busy_sms).
 struct GemmExecution {
   int splits = 1;
   int sm_margin = 0;
+  int busy_sms = 0;
 };
 
-/// Ring exchange: tp chunk GEMMs (tp/2 with aggregate), margin num_sm with set_sm_margin;
-/// pipeline: num_splits chunks, margin as ring exchange; bulk: one GEMM with num_sm SMs taken by
-/// the communication kernel for its whole duration (with set_sm_margin the GEMM is planned for
-/// the rest; without, it is planned for all SMs and finds num_sm of them busy until the
-/// communication ends: costed the same, an approximation not measured, which overstates the
-/// cost when the communication ends early and understates it if a persistent GEMM's CTAs
-/// wait for the busy SMs).
+/// Ring exchange: tp chunk GEMMs (tp/2 with aggregate), margin num_sm with set_sm_margin, no SM
+/// held (TE's point-to-point exchanges use copy engines, CommOverlapP2PBase with use_ce);
+/// pipeline: num_splits chunks, margin as ring exchange, num_sm SMs held by its reduce-scatter
+/// kernels (userbuffers reducescatter2_userbuff_* launch on comm->sms blocks); bulk: one GEMM,
+/// margin num_sm with set_sm_margin, num_sm SMs held by the all-gather or reduce-scatter kernel
+/// (allgather2/reducescatter2_userbuff_inplace, comm->sms blocks) while it runs.
 GemmExecution gemm_execution(const TpOverlapConfig& cfg, TpOverlapRole role, int tp);
 
 }  // namespace clustersim::workloads

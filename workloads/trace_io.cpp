@@ -58,6 +58,7 @@ struct ShapeWriter {
     j["dtype"] = sim::to_string(g.dtype);
     if (g.splits != 1) j["splits"] = g.splits;
     if (g.sm_margin != 0) j["sm_margin"] = g.sm_margin;
+    if (g.busy_sms != 0) j["busy_sms"] = g.busy_sms;
   }
   void operator()(const sim::AttentionShape& a) const {
     j["batch"] = a.batch;
@@ -290,6 +291,8 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
     // Version 3: how TE's TP overlap runs the GEMM (optional; a plain GEMM without them).
     if (f.has("splits")) g.splits = static_cast<std::int32_t>(f.get_int("splits", 1, g.m));
     if (f.has("sm_margin")) g.sm_margin = static_cast<std::int32_t>(f.get_int("sm_margin", 0, 1024));
+    // Version 5: SMs held by the overlapping communication kernel (optional; none without it).
+    if (f.has("busy_sms")) g.busy_sms = static_cast<std::int32_t>(f.get_int("busy_sms", 0, 1024));
     return g;
   }
   if (kind == "attention") {

@@ -17,9 +17,9 @@ namespace clustersim::workloads {
 /// Version written in the header line. Version 2 added ep, etp and the five-dimension order to
 /// the layout, and the expert, dp_cp and emb groups, the cp_comm stream and the host memory
 /// kernels; version 3 the optional GEMM `splits` and `sm_margin`; version 4 the amax group
-/// (and its coordinate in the header) and the amax_comm stream. The reader accepts versions 1
-/// to 4 (version 1: ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 4;
+/// (and its coordinate in the header) and the amax_comm stream; version 5 the optional GEMM
+/// `busy_sms`. The reader accepts versions 1 to 5 (version 1: ep = etp = 1).
+inline constexpr int kTraceFormatVersion = 5;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

@@ -151,7 +151,7 @@ void TransformerOps::tp_overlap_gemm(std::uint32_t gemm, const std::string& labe
                                                              : it->second.wgrad;
   if (!role) return;
   const GemmExecution e = gemm_execution(spec_.parallel.tp_overlap_cfg, *role, spec_.parallel.tp);
-  b_.set_gemm_execution(gemm, e.splits, e.sm_margin);
+  b_.set_gemm_execution(gemm, e.splits, e.sm_margin, e.busy_sms);
 }
 
 // The FP8 quantization kernel of a GEMM operand [rows, cols] (transformer_constants.hpp);

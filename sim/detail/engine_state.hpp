@@ -39,18 +39,31 @@ struct CommParams {
   bool interferes = false;  ///< some compute_slowdown in `overlap` is above 1
 };
 
+/// What sets the rate of compute at some moment: the interfering collective whose factors apply
+/// (null: none) and whether a tensor-parallel communication kernel holds SMs (GEMMs with
+/// GemmShape::busy_sms then run at 1/Op::held_slowdown, docs/engine.md).
+struct Rate {
+  const CommParams* comm = nullptr;
+  bool held = false;
+  bool operator==(const Rate&) const = default;
+  /// True when compute runs at full rate.
+  bool full() const { return comm == nullptr && !held; }
+};
+
 /// Compute/communication interference bookkeeping of one rank (docs/engine.md).
 struct OverlapState {
   /// Per stream slot: the communication op in flight (null: none) and its bytes.
   std::array<const CommParams*, kStreamCount> in_flight{};
   std::array<double, kStreamCount> in_flight_bytes{};
-  /// The in-flight op whose factors slow compute now: the one with the most bytes among those
-  /// that interfere (null: compute runs at full rate).
-  const CommParams* in_force = nullptr;
+  /// Tensor-parallel communication ops in flight (their kernels hold SMs of overlapped GEMMs).
+  int tp_in_flight = 0;
+  /// The rate now: the in-flight op with the most bytes among those that interfere, and
+  /// whether tp_in_flight > 0.
+  Rate in_force;
   bool computing = false;  ///< the compute stream is inside a compute unit
   bool logging = false;    ///< ... asleep for its full-rate duration: changes go to `log`
   ComputeClass computing_class = ComputeClass::Gemm;  ///< op class when the rate last changed
-  std::vector<std::pair<double, const CommParams*>> log;  ///< (time, in_force from then on)
+  std::vector<std::pair<double, Rate>> log;  ///< (time, in_force from then on)
   /// Released when in_force changes while the compute stream waits on it with a timeout (a
   /// semaphore: no mutex to retake, as cheap as a sleep; a stale release only causes a wake-up
   /// that finds nothing changed).
@@ -88,6 +101,9 @@ struct Shared {
   std::vector<RankState> ranks;
   std::uint64_t events = 0;
   std::vector<TimelineEvent> timeline;
+  /// Some compute op runs slower while a TP communication kernel holds SMs (held_slowdown > 1):
+  /// only then do TP communication ops change the compute rate (saves the wake-ups otherwise).
+  bool held_sms = false;
 
   simgrid::s4u::Mailbox* mailbox(int rank, int slot) {
     auto& m = ranks[static_cast<size_t>(rank)].mailboxes[slot];
@@ -109,9 +125,14 @@ struct Shared {
 /// when `prm` is null; updates the factors in force and wakes (or logs for) the compute stream.
 void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes);
 
+/// Counts a tensor-parallel communication op of rank `r` starting (`start` true) or ending;
+/// updates the rate in force as set_in_flight does.
+void set_tp_in_flight(RankState& r, bool start);
+
 /// Plays compute unit `u` of stream plan `sp` on rank `r`, at full rate while no interfering
-/// communication is in flight and at 1/compute_slowdown of each op's rate while some is
-/// (piecewise exact). With `ends`, appends every op's end time.
+/// communication is in flight and at 1/compute_slowdown of each op's rate while some is, times
+/// 1/held_slowdown for GEMMs with busy SMs while a TP communication op is in flight (piecewise
+/// exact). With `ends`, appends every op's end time.
 void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector<double>* ends);
 
 /// Slowdown of a communication op with parameters `prm` starting now, given the rank whose

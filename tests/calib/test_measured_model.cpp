@@ -241,8 +241,8 @@ TEST_F(MeasuredModel, DerivedGpusFollowTheirStatedRules) {
   EXPECT_NE(b200.describe().find("derived"), std::string::npos);
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
   EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
-  // One line per op class, offload, interference and GEMMs under TP overlap included.
-  EXPECT_EQ(h200_.table_sources().size(), 10u);
+  // One line per op class, offload, interference, GEMMs under TP overlap and beside held SMs.
+  EXPECT_EQ(h200_.table_sources().size(), 11u);
 }
 
 TEST_F(MeasuredModel, InterferenceInterpolatesTheMeasuredSlowdowns) {

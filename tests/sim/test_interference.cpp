@@ -14,6 +14,7 @@ namespace {
 constexpr double kGemmSlow = 1.25;
 constexpr double kAttnSlow = 1.5;
 constexpr double kCommSlow = 2.0;
+constexpr double kHeldSlow = 1.6;
 
 /// SimpleCost with fixed interference factors (GEMM and memory-bound 1.25, attention 1.5,
 /// collective 2.0), independent of the bytes.
@@ -26,6 +27,11 @@ class InterferingCost : public test::SimpleCost {
     if (std::holds_alternative<AttentionShape>(op.shape)) return op.flops / 1e15;
     return test::SimpleCost::compute_time(op);
   }
+  /// 1.6 for GEMMs beside held SMs (GemmShape::busy_sms > 0).
+  double held_sm_slowdown(const Op& op) const override {
+    const auto* g = std::get_if<GemmShape>(&op.shape);
+    return g != nullptr && g->busy_sms > 0 ? kHeldSlow : 1.0;
+  }
 };
 
 Op gemm(double flops, std::vector<std::uint32_t> deps = {}) {
@@ -33,6 +39,13 @@ Op gemm(double flops, std::vector<std::uint32_t> deps = {}) {
   op.shape = GemmShape{1, 1, 1, DType::BF16};
   op.flops = flops;
   op.deps = std::move(deps);
+  return op;
+}
+
+// A GEMM that a TP communication kernel overlaps while holding `sms` SMs.
+Op busy_gemm(double flops, int sms = 4) {
+  Op op = gemm(flops);
+  std::get<GemmShape>(op.shape).busy_sms = sms;
   return op;
 }
 
@@ -128,6 +141,50 @@ TEST(Interference, TwoRunsAreBitIdentical) {
     EXPECT_EQ(std::memcmp(&a.timeline[i].end_s, &b.timeline[i].end_s, sizeof(double)), 0);
   }
   EXPECT_GT(a.step_time_s, run(ops, false).step_time_s);
+}
+
+TEST(Interference, HeldSmsSlowOnlyBusyGemmsWhileATpCollectiveRuns) {
+  // A 12 ms TP all-reduce (its kernel holding SMs) beside a 1 ms GEMM with busy SMs: 1.6 ms;
+  // beside a plain GEMM: 1 ms (TP collectives carry no NCCL interference factors).
+  const auto busy = run({all_reduce(8e6, Stream::TpComm), busy_gemm(1e12)}, true);
+  EXPECT_NEAR(busy.breakdown.compute_s, kHeldSlow * 1e-3, 1e-12);
+  const auto plain = run({all_reduce(8e6, Stream::TpComm), gemm(1e12)}, true);
+  EXPECT_NEAR(plain.breakdown.compute_s, 1e-3, 1e-12);
+  // Without interference the engine applies neither.
+  const auto off = run({all_reduce(8e6, Stream::TpComm), busy_gemm(1e12)}, false);
+  EXPECT_NEAR(off.breakdown.compute_s, 1e-3, 1e-12);
+}
+
+TEST(Interference, HeldSmsApplyOnlyWhileTheTpCollectiveIsInFlight) {
+  // 6 ms TP all-reduce, 20 ms busy GEMM: 6 ms at 1/1.6 do 3.75 ms of work, the other 16.25 ms
+  // run at full rate. A busy GEMM after the collective is not slowed at all.
+  const auto partial = run({all_reduce(4e6, Stream::TpComm), busy_gemm(20e12)}, true);
+  EXPECT_NEAR(partial.step_time_s, 6e-3 + (20e-3 - 6e-3 / kHeldSlow), 1e-12);
+  const auto after = run({all_reduce(4e6, Stream::TpComm), gemm(10e12), busy_gemm(1e12, 16)}, true);
+  EXPECT_NEAR(after.step_time_s, 11e-3, 1e-12);
+}
+
+TEST(Interference, HeldSmsAndNcclInterferenceMultiply) {
+  // A DP and a TP all-reduce in flight over the whole 1 ms busy GEMM: 1.25 x 1.6 (assumed:
+  // each was measured alone).
+  const auto both = run({all_reduce(8e6, Stream::DpComm), all_reduce(8e6, Stream::TpComm),
+                         busy_gemm(1e12)}, true);
+  EXPECT_NEAR(both.breakdown.compute_s, kGemmSlow * kHeldSlow * 1e-3, 1e-12);
+}
+
+TEST(Interference, HeldSlowdownBelowOneIsRejected) {
+  class Faster : public test::SimpleCost {
+   public:
+    double held_sm_slowdown(const Op&) const override { return 0.9; }
+  };
+  Workload w;
+  w.layout = RankLayout(1, 1, 1, 1);
+  Program p;
+  p.labels = {"op"};
+  p.ops = {busy_gemm(1e12)};
+  w.programs.push_back(p);
+  w.program_of_rank = {0};
+  EXPECT_THROW(cost_workload(w, Faster{}), std::invalid_argument);
 }
 
 TEST(Interference, DeadlockAfterATimedWaitIsReported) {

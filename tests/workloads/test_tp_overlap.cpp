@@ -24,40 +24,40 @@ std::string job(const std::string& parallel) {
          "  global_batch_size: 1\n";
 }
 
-// (splits, sm_margin) of the first GEMM with each label on rank 0.
-std::map<std::string, std::pair<int, int>> gemm_execution_by_label(const std::string& parallel) {
+// (splits, sm_margin, busy_sms) of the first GEMM with each label on rank 0.
+std::map<std::string, std::tuple<int, int, int>> gemm_execution_by_label(const std::string& parallel) {
   const sim::Workload w = generate_workload(testing::parse_job(job(parallel), 4));
-  std::map<std::string, std::pair<int, int>> out;
+  std::map<std::string, std::tuple<int, int, int>> out;
   const sim::Program& p = w.programs[0];
   for (const auto& op : p.ops) {
     if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
-      out.emplace(p.labels[op.label], std::make_pair(g->splits, g->sm_margin));
+      out.emplace(p.labels[op.label], std::make_tuple(g->splits, g->sm_margin, g->busy_sms));
     }
   }
   return out;
 }
 
-using P = std::pair<int, int>;
+using P = std::tuple<int, int, int>;
 
 TEST(TpOverlap, WithoutOverlapEveryGemmIsPlain) {
-  for (const auto& [label, e] : gemm_execution_by_label("")) EXPECT_EQ(e, P(1, 0)) << label;
+  for (const auto& [label, e] : gemm_execution_by_label("")) EXPECT_EQ(e, P(1, 0, 0)) << label;
 }
 
 TEST(TpOverlap, TransformerEngineDefaults) {
   const auto e = gemm_execution_by_label("  tp_comm_overlap: true\n");
-  EXPECT_EQ(e.at("qkv"), P(4, 0));         // ring exchange: tp chunks, no margin
-  EXPECT_EQ(e.at("fc1"), P(4, 0));
-  EXPECT_EQ(e.at("proj_dgrad"), P(4, 0));
-  EXPECT_EQ(e.at("fc2_dgrad"), P(4, 0));
-  EXPECT_EQ(e.at("proj"), P(4, 16));       // pipeline: 4 splits, 16 SMs left to the RS
-  EXPECT_EQ(e.at("fc2"), P(4, 16));
-  EXPECT_EQ(e.at("qkv_dgrad"), P(1, 16));  // bulk: 16 SMs busy with the communication
-  EXPECT_EQ(e.at("qkv_wgrad"), P(1, 16));
-  EXPECT_EQ(e.at("fc1_dgrad"), P(1, 16));
-  EXPECT_EQ(e.at("fc1_wgrad"), P(1, 16));
-  EXPECT_EQ(e.at("proj_wgrad"), P(1, 0));  // not overlapped by TE
-  EXPECT_EQ(e.at("fc2_wgrad"), P(1, 0));
-  EXPECT_EQ(e.at("head"), P(1, 0));        // the output layer is outside TE's layers
+  EXPECT_EQ(e.at("qkv"), P(4, 0, 0));          // ring exchange: tp chunks, no margin, copy engines
+  EXPECT_EQ(e.at("fc1"), P(4, 0, 0));
+  EXPECT_EQ(e.at("proj_dgrad"), P(4, 0, 0));
+  EXPECT_EQ(e.at("fc2_dgrad"), P(4, 0, 0));
+  EXPECT_EQ(e.at("proj"), P(4, 16, 16));       // pipeline: 4 splits, 16 SMs left to and held by the RS
+  EXPECT_EQ(e.at("fc2"), P(4, 16, 16));
+  EXPECT_EQ(e.at("qkv_dgrad"), P(1, 16, 16));  // bulk: planned for 132 - 16, 16 held meanwhile
+  EXPECT_EQ(e.at("qkv_wgrad"), P(1, 16, 16));
+  EXPECT_EQ(e.at("fc1_dgrad"), P(1, 16, 16));
+  EXPECT_EQ(e.at("fc1_wgrad"), P(1, 16, 16));
+  EXPECT_EQ(e.at("proj_wgrad"), P(1, 0, 0));   // not overlapped by TE
+  EXPECT_EQ(e.at("fc2_wgrad"), P(1, 0, 0));
+  EXPECT_EQ(e.at("head"), P(1, 0, 0));         // the output layer is outside TE's layers
 }
 
 TEST(TpOverlap, NemoGpt3ConfigurationAndAggregate) {
@@ -68,22 +68,23 @@ TEST(TpOverlap, NemoGpt3ConfigurationAndAggregate) {
       "    proj_fprop: {method: pipeline, num_sm: 24, cga_size: 2, num_splits: 4, set_sm_margin: true}\n"
       "    fc2_fprop: {method: ring_exchange, num_sm: 1, set_sm_margin: true}\n"
       "    qkv_fprop: {aggregate: true}\n");
-  EXPECT_EQ(e.at("proj"), P(4, 24));
-  EXPECT_EQ(e.at("fc2"), P(4, 1));
-  EXPECT_EQ(e.at("qkv_dgrad"), P(1, 4));
-  EXPECT_EQ(e.at("fc1_dgrad"), P(1, 2));
-  EXPECT_EQ(e.at("qkv"), P(2, 0));         // aggregate: tp/2 two-chunk steps
-  EXPECT_EQ(e.at("fc1"), P(4, 0));         // roles left out keep TE's default
-  EXPECT_EQ(e.at("qkv_wgrad"), P(1, 16));
+  EXPECT_EQ(e.at("proj"), P(4, 24, 24));
+  EXPECT_EQ(e.at("fc2"), P(4, 1, 0));       // a ring exchange's margin holds nothing
+  EXPECT_EQ(e.at("qkv_dgrad"), P(1, 0, 4));  // no margin: planned for every SM, 4 held
+  EXPECT_EQ(e.at("fc1_dgrad"), P(1, 0, 2));
+  EXPECT_EQ(e.at("qkv"), P(2, 0, 0));        // aggregate: tp/2 two-chunk steps
+  EXPECT_EQ(e.at("fc1"), P(4, 0, 0));        // roles left out keep TE's default
+  EXPECT_EQ(e.at("qkv_wgrad"), P(1, 16, 16));
 }
 
-TEST(TpOverlap, TraceRoundTripKeepsSplitsAndMargin) {
+TEST(TpOverlap, TraceRoundTripKeepsSplitsMarginAndBusySms) {
   const sim::Workload w =
       generate_workload(testing::parse_job(job("  tp_comm_overlap: true\n"), 4));
   std::ostringstream out;
   write_rank_trace(out, w, 0);
   EXPECT_NE(out.str().find("\"splits\":4"), std::string::npos);
   EXPECT_NE(out.str().find("\"sm_margin\":16"), std::string::npos);
+  EXPECT_NE(out.str().find("\"busy_sms\":16"), std::string::npos);
   std::istringstream in(out.str());
   const RankTrace t = read_rank_trace(in, "mem");
   const sim::Program& a = w.programs[0];
@@ -92,7 +93,8 @@ TEST(TpOverlap, TraceRoundTripKeepsSplitsAndMargin) {
     const auto* g = std::get_if<sim::GemmShape>(&a.ops[i].shape);
     if (g == nullptr) continue;
     const auto& r = std::get<sim::GemmShape>(t.program.ops[i].shape);
-    EXPECT_EQ(std::tie(r.splits, r.sm_margin), std::tie(g->splits, g->sm_margin)) << i;
+    EXPECT_EQ(std::tie(r.splits, r.sm_margin, r.busy_sms),
+              std::tie(g->splits, g->sm_margin, g->busy_sms)) << i;
   }
 }
 

@@ -76,10 +76,11 @@ TEST(TraceIo, Fp8AmaxReductionsRoundTrip) {
   for (std::size_t i = 0; i < original.ops.size(); ++i) expect_same_op(original, t.program, i);
 }
 
-// A version 3 header has no amax coordinate; the reader still takes it.
+// A version 3 header has no amax coordinate (and no busy_sms: a plain workload has none); the
+// reader still takes it.
 TEST(TraceIo, ReadsVersion3Headers) {
   std::string text = write(small_workload(), 5);
-  const std::size_t version = text.find("\"version\":4");
+  const std::size_t version = text.find("\"version\":5");
   ASSERT_NE(version, std::string::npos);
   text.replace(version, 11, "\"version\":3");
   const std::size_t amax = text.find(",\"amax\":");
@@ -93,7 +94,7 @@ TEST(TraceIo, HeaderDescribesTheRank) {
   const std::string text = write(small_workload(), 5);
   const std::string header = text.substr(0, text.find('\n'));
   // rank 5 = tp 1, dp 0, pp 1 in tp-cp-dp-pp order with tp 2, dp 2.
-  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":4,\"rank\":5,\"program\":1"),
+  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":5,\"rank\":5,\"program\":1"),
             std::string::npos) << header;
   EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1,\"ep\":0,"), std::string::npos)
       << header;
@@ -133,7 +134,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   expect_rejected(text, 3, "\"op\":1", "\"op\":2", "ops[1].op", "expected op index 1");
   expect_rejected(text, 3, "\"flops\":", "\"flops\":-1", "ops[1].flops", "finite number");
   expect_rejected(text, 3, "{", "{{", "", "invalid JSON");
-  expect_rejected(text, 1, "\"version\":4", "\"version\":5", "version", "unsupported version");
+  expect_rejected(text, 1, "\"version\":5", "\"version\":6", "version", "unsupported version");
   expect_rejected(text, 1, "\"coords\":{\"tp\":0", "\"coords\":{\"tp\":1", "coords.tp", "does not match");
   expect_rejected(text, 1, "\"rank\":0", "\"rank\":99", "rank", "out of range");
 }
