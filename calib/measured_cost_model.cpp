@@ -94,7 +94,7 @@ double MeasuredCostModel::compute_time(const sim::Op& op) const {
   if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) return gemm_time(*g, op.phase);
   if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) return attention_time(*a);
   if (const auto* mb = std::get_if<sim::MemBoundShape>(&op.shape)) {
-    return membound_time(mb->kernel, op.bytes);
+    return membound_time(mb->kernel, op.bytes, op.phase);
   }
   throw std::invalid_argument("compute_time called on a communication op");
 }
@@ -219,9 +219,14 @@ double MeasuredCostModel::kernel_time(const std::string& key, double bytes) cons
   return g.time_at({bytes});
 }
 
-double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes) const {
+double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
+                                        sim::Phase phase) const {
   if (bytes < 0.0) throw std::invalid_argument("memory-bound op with negative bytes");
   if (bytes == 0.0) return 0.0;
+  if (kernel == sim::MemKernel::RmsNormEager || kernel == sim::MemKernel::RopeEager ||
+      kernel == sim::MemKernel::SwigluEager) {
+    return eager_time(kernel, bytes, phase);
+  }
   const HostOffloadTable& host = tables_->host_offload();
   if (kernel == sim::MemKernel::HostCopy) return host_copy_seconds(gpu_, bytes, host.link_efficiency);
   if (kernel == sim::MemKernel::HostOptimizer) {
@@ -239,6 +244,21 @@ double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes) con
   std::vector<double> times;
   for (const auto& name : it->second) times.push_back(kernel_time("membound/" + name, bytes));
   return geometric_mean(times) / rule_.memory;
+}
+
+double MeasuredCostModel::eager_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const {
+  // The fused kernel each eager module replaces, for data directories without the table.
+  const sim::MemKernel fused = kernel == sim::MemKernel::RmsNormEager ? sim::MemKernel::Norm
+                               : kernel == sim::MemKernel::RopeEager  ? sim::MemKernel::Rope
+                                                                      : sim::MemKernel::Activation;
+  const std::string key = std::string("membound/") + sim::to_string(kernel) +
+                          (phase == sim::Phase::Backward ? "_bwd" : "_fwd");
+  if (!tables_->has(key)) {
+    note_out_of_grid(std::string("memory-bound ") + sim::to_string(kernel) +
+                     ": no membound_eager table, costed as the fused kernel");
+    return membound_time(fused, bytes, phase);
+  }
+  return kernel_time(key, bytes) / rule_.memory;
 }
 
 double MeasuredCostModel::copy_bandwidth() const {
@@ -453,7 +473,12 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
   const std::vector<std::string> rest = {
       "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets); " + how,
       "memory-bound: " + dir + "/membound.csv (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, "
-          "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw); " + how,
+          "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw)" +
+          (tables_->has("membound/rmsnorm_eager_fwd")
+               ? "; eager Hugging Face modules (rmsnorm_eager, rope_eager, swiglu_eager, forward "
+                 "and backward): " + dir + "/membound_eager.csv"
+               : std::string()) +
+          "; " + how,
       "collectives over NVLink: " + dir + "/nccl_*.csv (2 GPUs; at each size the algorithm and "
           "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
           "0.6/1.9/3.4 us per ring step for LL/LL128/Simple (NCCL 2.28 tuning table); measured on H200",

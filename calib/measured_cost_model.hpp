@@ -94,7 +94,11 @@ class MeasuredCostModel : public sim::CostModel {
   double gemm_lookup(const std::string& key, double m, double n, double k, double elem_bytes,
                      const std::string& label) const;
   double attention_time(const sim::AttentionShape& a) const;
-  double membound_time(sim::MemKernel kernel, double bytes) const;
+  double membound_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const;
+  /// An eager Hugging Face module (RmsNormEager, RopeEager, SwigluEager): its measured table by
+  /// phase (membound_eager.csv, "membound/<name>_fwd|_bwd"), keyed by the fused op's bytes;
+  /// without the table, the fused kernel it replaces (listed).
+  double eager_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const;
   double kernel_time(const std::string& key, double bytes) const;
   double copy_bandwidth() const;
   /// Per-step NVLink latency (s) of the NCCL protocol behind table `key` at `bytes0`.

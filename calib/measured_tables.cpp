@@ -38,6 +38,8 @@ const std::vector<TableFile>& table_files() {
       // Unmasked context-parallel attention blocks (run 16, calib/probes/attention_cp.py).
       {"attention_cp.csv", load_attention_cp_series, true, true},
       {"membound.csv", load_membound_series, true},
+      // Hugging Face's eager element-wise modules (run 19, calib/probes/eager_ops.py).
+      {"membound_eager.csv", load_membound_series, true, true},
       {"nccl_default.csv", load_nccl_series, true},
       {"nccl_ring_ll.csv", load_nccl_series, true},
       {"nccl_ring_ll128.csv", load_nccl_series, true},

@@ -89,6 +89,9 @@ const char* to_string(MemKernel v) {
     case MemKernel::Copy: return "copy";
     case MemKernel::HostCopy: return "host_copy";
     case MemKernel::HostOptimizer: return "host_optimizer";
+    case MemKernel::RmsNormEager: return "rmsnorm_eager";
+    case MemKernel::RopeEager: return "rope_eager";
+    case MemKernel::SwigluEager: return "swiglu_eager";
   }
   return "?";
 }

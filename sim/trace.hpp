@@ -56,7 +56,13 @@ enum class MemKernel : std::uint8_t {
   Optimizer,     ///< AdamW update of a parameter shard
   Copy,          ///< plain device copy
   HostCopy,      ///< copy between host and device over PCIe; bytes cross the PCIe link
-  HostOptimizer  ///< AdamW step on the host CPU (optimizer offload); bytes of host memory traffic
+  HostOptimizer, ///< AdamW step on the host CPU (optimizer offload); bytes of host memory traffic
+  /// Eager PyTorch modules of Hugging Face transformers' Llama layer (training.elementwise:
+  /// eager), each a chain of unfused kernels; bytes are those of the fused op they replace
+  /// (Norm, Rope, Activation), the measured tables are keyed by them (docs/trace-format.md).
+  RmsNormEager,  ///< LlamaRMSNorm: to float32, pow, mean, rsqrt, mul, to bfloat16, weight mul
+  RopeEager,     ///< apply_rotary_pos_emb on the heads-transposed q and k views
+  SwigluEager    ///< act_fn(gate) * up of LlamaMLP
 };
 
 /// C[m,n] = A[m,k] * B[k,n] on one GPU.

@@ -152,7 +152,7 @@ void TransformerOps::attention_forward() {
   if (m.attention == AttentionKind::Gqa) {
     linear_in("qkv", s_.qkv_out, s_.hidden, s_.linear_dtype);
     if (m.position == PositionKind::Rope) {  // rotate q and k: read and write both
-      b_.mem("rope", MemKernel::Rope,
+      b_.mem("rope", s_.rope_kernel,
              2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
     }
   } else {
@@ -172,12 +172,14 @@ void TransformerOps::attention_forward() {
     b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
   }
   attention_core_forward();
+  attn_out_transpose("attn_out_transpose");
   linear_out("proj", s_.hidden, s_.attn_out);
 }
 
 std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSink* sink) {
   const ModelSpec& m = spec_.model;
   row_backward("proj", s_.attn_out, s_.hidden, ParamGroup::Proj, layer, sink);
+  attn_out_transpose("attn_out_transpose_bwd");
   if (spec_.training.recompute == Recompute::Selective) {
     // Megatron's selective recompute (core_attn): the core attention forward runs again.
     b_.set_recompute(true);
@@ -187,7 +189,7 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
   attention_core_backward();
   if (m.attention == AttentionKind::Gqa) {
     if (m.position == PositionKind::Rope) {
-      b_.mem("rope_bwd", MemKernel::Rope,
+      b_.mem("rope_bwd", s_.rope_kernel,
              2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
     }
     return column_backward("qkv", s_.hidden, s_.qkv_out, s_.linear_dtype, ParamGroup::Qkv, layer, sink);

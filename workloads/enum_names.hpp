@@ -29,6 +29,8 @@ inline constexpr Named<Recompute> kRecomputeNames[] = {{"none", Recompute::None}
 inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEntropy::Unfused},
                                                              {"fused", CrossEntropy::Fused},
                                                              {"chunked", CrossEntropy::Chunked}};
+inline constexpr Named<Elementwise> kElementwiseNames[] = {{"fused", Elementwise::Fused},
+                                                            {"eager", Elementwise::Eager}};
 inline constexpr Named<OptimizerOffload> kOffloadNames[] = {{"none", OptimizerOffload::None},
                                                             {"cpu", OptimizerOffload::Cpu}};
 inline constexpr Named<CpCommType> kCpCommNames[] = {{"p2p", CpCommType::P2p},

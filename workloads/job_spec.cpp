@@ -186,7 +186,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
                           "gradient_accumulation_steps", "precision", "fp8_attention",
                           "fp8_reduce_amax", "recompute",
-                          "cross_entropy", "mfu_convention", "moe_imbalance",
+                          "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
                           "moe_capacity_factor", "expandable_segments"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
@@ -209,6 +209,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   }
   if (t.has("recompute")) s.recompute = read_enum(t, "recompute", kRecomputeNames);
   if (t.has("cross_entropy")) s.cross_entropy = read_enum(t, "cross_entropy", kCrossEntropyNames);
+  if (t.has("elementwise")) s.elementwise = read_enum(t, "elementwise", kElementwiseNames);
   s.mfu_convention = t.get_enum_or("mfu_convention", "megatron", {"megatron", "causal"});
   s.moe_imbalance = t.get_double_or("moe_imbalance", 1.0, 1.0, 1e6);
   s.moe_capacity_factor = t.get_double_or("moe_capacity_factor", 0.0, 0.0, 1e6);

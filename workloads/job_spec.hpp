@@ -36,6 +36,12 @@ enum class Recompute : std::uint8_t { None, Selective, Full };
 /// BF16 logits are reused for the gradient), chunked (the output GEMM and the loss are computed
 /// in sequence chunks, as Liger's fused linear cross entropy does: logits never exist whole).
 enum class CrossEntropy : std::uint8_t { Unfused, Fused, Chunked };
+/// How the layer's element-wise work runs: fused kernels (Megatron-core / Transformer Engine:
+/// one kernel per norm, RoPE and activation), or the eager PyTorch modules of Hugging Face
+/// transformers' Llama layer (LlamaRMSNorm, apply_rotary_pos_emb, act_fn(gate) * up, and the
+/// attention output's transpose to contiguous), each a chain of unfused kernels (measured:
+/// calib/probes/eager_ops.py). LayerNorm and GeLU are single PyTorch kernels either way.
+enum class Elementwise : std::uint8_t { Fused, Eager };
 /// Where the optimizer runs: on the GPU, or on the host CPU (DeepSpeed offload_optimizer,
 /// Megatron optimizer_cpu_offload): states in host memory, gradients and parameters over PCIe.
 enum class OptimizerOffload : std::uint8_t { None, Cpu };
@@ -142,6 +148,7 @@ struct TrainingSpec {
   bool fp8_reduce_amax = true;          ///< TE DelayedScaling.reduce_amax (with precision fp8)
   Recompute recompute = Recompute::None;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
+  Elementwise elementwise = Elementwise::Fused;  ///< fused kernels or eager PyTorch modules
   std::string mfu_convention = "megatron";  ///< "megatron" or "causal" (workloads/flops.hpp)
   double moe_imbalance = 1.0;           ///< tokens the busiest EP rank receives / the average
   double moe_capacity_factor = 0.0;     ///< expert capacity / average load; 0: dropless

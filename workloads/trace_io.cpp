@@ -43,7 +43,8 @@ constexpr std::array kMemKernels{sim::MemKernel::Elementwise, sim::MemKernel::No
                                  sim::MemKernel::Activation, sim::MemKernel::Rope,
                                  sim::MemKernel::CrossEntropy, sim::MemKernel::Optimizer,
                                  sim::MemKernel::Copy, sim::MemKernel::HostCopy,
-                                 sim::MemKernel::HostOptimizer};
+                                 sim::MemKernel::HostOptimizer, sim::MemKernel::RmsNormEager,
+                                 sim::MemKernel::RopeEager, sim::MemKernel::SwigluEager};
 // Op kinds, in OpShape's alternative order.
 constexpr std::array<const char*, 5> kKinds{"gemm", "attention", "mem", "collective", "p2p"};
 

@@ -29,6 +29,12 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   s.sequence_parallel = p.sequence_parallel && tp > 1;
   s.tp_overlap = p.tp_comm_overlap && s.sequence_parallel;
   s.cp_all_gather = p.cp_comm_type == CpCommType::AllGather;
+  if (t.elementwise == Elementwise::Eager) {  // Hugging Face transformers' eager Llama modules
+    if (m.norm == NormKind::RmsNorm) s.norm_kernel = sim::MemKernel::RmsNormEager;
+    s.rope_kernel = sim::MemKernel::RopeEager;
+    if (m.activation == Activation::Swiglu) s.act_kernel = sim::MemKernel::SwigluEager;
+    s.transpose_attn_out = true;
+  }
   s.sp_tokens = s.sequence_parallel ? s.tokens / tp : s.tokens;
   s.hidden = m.hidden;
   s.heads = m.heads / tp;
@@ -154,6 +160,13 @@ void TransformerOps::tp_overlap_gemm(std::uint32_t gemm, const std::string& labe
   b_.set_gemm_execution(gemm, e.splits, e.sm_margin, e.busy_sms);
 }
 
+// Hugging Face's attention returns [b, heads, s, d] and transposes it to [b, s, heads * d] with
+// .contiguous() before o_proj (its backward copies the gradient back): one copy of the
+// attention output, read and written.
+void TransformerOps::attn_out_transpose(const std::string& label) {
+  if (s_.transpose_attn_out) b_.mem(label, MemKernel::Copy, 2.0 * act_bytes(s_.tokens, s_.attn_out));
+}
+
 // The FP8 quantization kernel of a GEMM operand [rows, cols] (transformer_constants.hpp);
 // nothing for a BF16 GEMM.
 void TransformerOps::fp8_quantize(const std::string& label, std::int64_t rows, std::int64_t cols,
@@ -238,7 +251,7 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
 // Norm backward: read input and output gradient, write input gradient.
 std::uint32_t TransformerOps::norm_backward(const std::string& label,
                                             std::vector<std::uint32_t> deps) {
-  return b_.mem(label, MemKernel::Norm, 3.0 * act_bytes(s_.sp_tokens, s_.hidden), std::move(deps));
+  return b_.mem(label, s_.norm_kernel, 3.0 * act_bytes(s_.sp_tokens, s_.hidden), std::move(deps));
 }
 
 // Dense embedding gradient (PyTorch embedding backward): zero-fill the BF16 table gradient,
@@ -274,7 +287,7 @@ void TransformerOps::mlp_forward(const std::string& prefix, std::int64_t fc1_out
   linear_in(prefix + "fc1", fc1_out, s_.hidden, s_.linear_dtype);
   // GeLU / squared ReLU read and write [tokens, ffn]; SwiGLU reads gate and up, writes their product.
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 3.0 : 2.0;
-  b_.mem(prefix + "act", MemKernel::Activation, act_passes * act_bytes(s_.tokens, ffn));
+  b_.mem(prefix + "act", s_.act_kernel, act_passes * act_bytes(s_.tokens, ffn));
   linear_out(prefix + "fc2", s_.hidden, ffn);
 }
 
@@ -286,7 +299,7 @@ std::vector<std::uint32_t> TransformerOps::mlp_backward(const std::string& prefi
   // GeLU: read input and gradient, write gradient; SwiGLU: read gate, up and gradient, write
   // the gate and up gradients.
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
-  b_.mem(prefix + "act_bwd", MemKernel::Activation, act_passes * act_bytes(s_.tokens, ffn));
+  b_.mem(prefix + "act_bwd", s_.act_kernel, act_passes * act_bytes(s_.tokens, ffn));
   return column_backward(prefix + "fc1", s_.hidden, fc1_out, s_.linear_dtype, fc1, layer, sink);
 }
 
@@ -297,10 +310,10 @@ void TransformerOps::layer_forward(int layer, std::vector<std::uint32_t> param_d
 void TransformerOps::layer_forward_ops(int layer, std::vector<std::uint32_t> param_deps) {
   b_.set_layer(layer);
   const double x = act_bytes(s_.sp_tokens, s_.hidden);  // one residual-stream tensor on this rank
-  b_.mem("norm", MemKernel::Norm, 2.0 * x, std::move(param_deps));  // read x, write y
+  b_.mem("norm", s_.norm_kernel, 2.0 * x, std::move(param_deps));  // read x, write y
   attention_forward();
   b_.mem("residual", MemKernel::Elementwise, 3.0 * x);  // read two tensors, write one
-  b_.mem("norm", MemKernel::Norm, 2.0 * x);
+  b_.mem("norm", s_.norm_kernel, 2.0 * x);
   if (spec_.model.is_moe_layer(layer)) {
     moe_forward();
   } else {
@@ -311,7 +324,7 @@ void TransformerOps::layer_forward_ops(int layer, std::vector<std::uint32_t> par
 
 void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps) {
   b_.set_layer(-1);
-  b_.mem("final_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.hidden),
+  b_.mem("final_norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden),
          std::move(param_deps));
   gather_sequence();
   // The output layer is a Megatron ColumnParallelLinear outside Transformer Engine's FP8

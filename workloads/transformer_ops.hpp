@@ -55,6 +55,12 @@ struct RankShapes {
   bool sequence_parallel = false;  ///< sequence parallel and tp > 1
   bool tp_overlap = false;         ///< tp_comm_overlap
   bool cp_all_gather = false;      ///< cp_comm_type all_gather (else the P2P ring)
+  /// training.elementwise eager: the kernels of the layer's RMSNorm, RoPE and SwiGLU (the
+  /// Hugging Face modules' unfused chains) and the attention output's transpose copy.
+  sim::MemKernel norm_kernel = sim::MemKernel::Norm;
+  sim::MemKernel rope_kernel = sim::MemKernel::Rope;
+  sim::MemKernel act_kernel = sim::MemKernel::Activation;
+  bool transpose_attn_out = false;
 
   /// Shapes of `spec`.
   static RankShapes of(const WorkloadSpec& spec);
@@ -106,6 +112,8 @@ class TransformerOps {
   /// Pass of a linear layer's GEMM: forward, data gradient, weight gradient.
   enum class LinearPass : std::uint8_t { Fprop, Dgrad, Wgrad };
   void tp_overlap_gemm(std::uint32_t gemm, const std::string& label, LinearPass pass);
+  /// With transpose_attn_out, the attention output's (or its gradient's) copy to contiguous.
+  void attn_out_transpose(const std::string& label);
   void fp8_quantize(const std::string& label, std::int64_t rows, std::int64_t cols,
                     double bytes_per_element, sim::DType dtype);
   std::vector<std::uint32_t> column_backward(const std::string& name, std::int64_t in,

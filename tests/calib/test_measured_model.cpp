@@ -55,6 +55,25 @@ sim::Op mem(sim::MemKernel k, double bytes) {
   return op;
 }
 
+// Hugging Face's eager modules (run 19, membound_eager.csv): the forward or backward table by
+// the op's phase, at the fused op's bytes; a measured node is returned as measured.
+TEST_F(MeasuredModel, EagerModulesReadTheirTableByPhase) {
+  const auto eager_time = [](const std::string& kernel, int tokens) {
+    return testing::measured_time("membound_eager.csv", {{"kernel", kernel},
+                                                         {"shape", std::to_string(tokens)}});
+  };
+  sim::Op norm = mem(sim::MemKernel::RmsNormEager, 2.0 * 8192 * 4096 * 2);
+  EXPECT_NEAR(h200_.compute_time(norm) / eager_time("rmsnorm_eager_fwd", 8192), 1.0, 1e-9);
+  norm.phase = sim::Phase::Backward;
+  norm.bytes = 3.0 * 8192 * 4096 * 2;
+  EXPECT_NEAR(h200_.compute_time(norm) / eager_time("rmsnorm_eager_bwd", 8192), 1.0, 1e-9);
+  const sim::Op act = mem(sim::MemKernel::SwigluEager, 3.0 * 4096 * 14336 * 2);
+  EXPECT_NEAR(h200_.compute_time(act) / eager_time("swiglu_eager_fwd", 4096), 1.0, 1e-9);
+  // Several times the fused kernel of the same bytes (HF's chain of unfused kernels).
+  EXPECT_GT(h200_.compute_time(mem(sim::MemKernel::RopeEager, 2.0 * 8192 * 5120 * 2)),
+            3.0 * h200_.compute_time(mem(sim::MemKernel::Rope, 2.0 * 8192 * 5120 * 2)));
+}
+
 TEST_F(MeasuredModel, GemmAtAGridNodeIsTheMeasuredTime) {
   const double t = measured_time("gemm_bf16.csv", {{"layout", "fwd"}, {"m", "8192"}, {"n", "8192"}, {"k", "8192"}});
   EXPECT_NEAR(h200_.compute_time(gemm(8192, 8192, 8192, sim::DType::BF16)) / t, 1.0, 1e-12);

@@ -183,6 +183,7 @@ void apply_deepspeed_zero(const FamilyInput& in, DraftJob& j) {
   j.fill("training", "mfu_convention", "causal", "S3-CONV", line);
   j.fill("parallelism", "grad_reduce_in_fp32", "false", "DS-BF16", line);
   j.fill("training", "cross_entropy", "chunked", "S3-CE", line);
+  j.fill("training", "elementwise", "eager", "DS-HF", line);
   if (batch_stated(in.rc)) return;
   const std::int64_t mbs = j.get_int("training", "micro_batch_size", 0);
   const std::int64_t mp = model_parallel(j);
@@ -311,6 +312,12 @@ const std::vector<Citation>& citations() {
                      "every TP recipe of the reference set"},
       {"DS-ZERO", "DeepSpeed ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054): data parallelism "
                   "only, each GPU runs whole layers (tp = pp = 1)"},
+      {"DS-HF", "DeepSpeed trains Hugging Face transformers models (Bekman et al. 2025, ALST, "
+                "arXiv 2506.13996: long-sequence Llama-8B training 'all using Hugging Face "
+                "Transformers and DeepSpeed, with no custom modeling code'); transformers' Llama "
+                "runs RMSNorm, RoPE and SwiGLU as eager PyTorch modules unless a kernel library "
+                "(e.g. Liger-Kernel) patches them, which the source does not state "
+                "(training.elementwise: eager)"},
       {"DS-GA", "DeepSpeed configuration docs: gradient_accumulation_steps defaults to 1, so "
                 "global batch = micro batch x GPUs"},
       {"DS-BF16", "DeepSpeed runtime/config.py: communication_data_type defaults to None, i.e. "
