@@ -48,6 +48,13 @@ struct EngineOptions {
   /// times slower, and a collective that starts while the rank computes moves its NVLink bytes
   /// comm_slowdown times slower. false: compute and communication overlap for free.
   bool interference = true;
+  /// Charge tensor-parallel collectives the NCCL-tuner estimate of their algorithm instead of
+  /// playing them as flows when nothing else can share their links: every TP group lies inside
+  /// one NVLink domain and every other communicator has its members in distinct domains, so
+  /// only TP traffic crosses NVLink (docs/engine.md). The TP ranks run one program in lock
+  /// step, so the estimate is what each waits; at 16,384 GPUs TP collectives are most of the
+  /// flows. Needs BuiltPlatform::nvlink_bandwidth > 0. false: play them (tests compare the two).
+  bool cost_isolated_tp = true;
 };
 
 /// Time accounting of a step, averaged over ranks. compute + exposed_comm + bubble equals the

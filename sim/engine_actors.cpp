@@ -34,13 +34,46 @@ int collective_slot(GroupKind group, Stream stream, int phase, int lane) {
 int payload_token = 0;  // flows carry no data; mailboxes need a pointer
 
 // Collectives charged the time of the chosen algorithm's NCCL-tuner estimate (latency plus
-// bytes over algorithm bandwidth) instead of being played as flows: the FP8 amax all-reduces
-// (tens of bytes, so latency only; GroupKind::AMAX). Their members run the same stage program,
-// so they arrive together and the estimate is the time each waits; playing them would cost
-// every rank one synchronisation over tp*cp*dp ranks per model-chunk pass (30x the events of
-// the rest of a 2,048-GPU GPT-3 step) and tie the data-parallel replicas together, which the
-// identical-replica reduction could then not mirror.
-bool costed_not_played(GroupKind group) { return group == GroupKind::AMAX; }
+// bytes over algorithm bandwidth) instead of being played as flows (Shared::costed): the FP8
+// amax all-reduces (tens of bytes, so latency only; GroupKind::AMAX), and TP collectives where
+// only TP traffic crosses NVLink (tp_isolated). Their members run the same stage program, so
+// they arrive together and the estimate is the time each waits. Playing the amax reductions
+// would cost every rank one synchronisation over tp*cp*dp ranks per model-chunk pass (30x the
+// events of the rest of a 2,048-GPU GPT-3 step) and tie the data-parallel replicas together,
+// which the identical-replica reduction could then not mirror.
+
+// True if every TP group lies inside one NVLink domain and every other communicator the
+// programs use (AMAX aside, which is costed anyway; pipeline transfers count as PP) has its
+// members in distinct domains: then NVLink carries TP traffic only (routes of other classes
+// never share a link, docs/platforms.md), and a TP collective contends with nothing but its
+// own ring.
+bool tp_isolated(const Workload& w, int domain_size) {
+  std::array<bool, kGroupKindCount> used{};
+  for (const Program& p : w.programs) {
+    for (const Op& op : p.ops) {
+      if (const auto* c = std::get_if<CollectiveSpec>(&op.shape)) used[static_cast<size_t>(c->group)] = true;
+      if (op.is_p2p()) used[static_cast<size_t>(GroupKind::PP)] = true;
+    }
+  }
+  const int world = w.layout.world();
+  for (int k = 0; k < kGroupKindCount; ++k) {
+    const auto kind = static_cast<GroupKind>(k);
+    if (kind == GroupKind::AMAX || !used[static_cast<size_t>(k)]) continue;
+    std::vector<char> seen(static_cast<size_t>(world), 0);
+    for (int r = 0; r < world; ++r) {
+      if (seen[static_cast<size_t>(r)] != 0) continue;
+      const std::vector<int> members = w.layout.group(r, kind);
+      std::set<int> domains;
+      for (int m : members) {
+        seen[static_cast<size_t>(m)] = 1;
+        domains.insert(m / domain_size);
+      }
+      const bool ok = kind == GroupKind::TP ? domains.size() == 1 : domains.size() == members.size();
+      if (!ok) return false;
+    }
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -225,19 +258,20 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const CollectiveAlgorithm& algo =
       choose_algorithm(call, sh_->options->nccl_algo, sh_->platform->nvlink_bandwidth,
                        sh_->platform->network_bandwidth);
-  if (costed_not_played(spec.group)) {
-    sg4::this_actor::sleep_for(
-        algo.estimate(call, sh_->platform->nvlink_bandwidth, sh_->platform->network_bandwidth));
-    last_algorithm_ = algo.name;
-    return;
-  }
   RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
-  const bool overlap = sh_->options->interference && interference_applies(stream);
-  const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
-  if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   // A TP communication kernel holds the SMs that overlapped GEMMs name (GemmShape::busy_sms).
   const bool holds = sh_->held_sms && stream == Stream::TpComm && !r.mirror;
   if (holds) set_tp_in_flight(r, true);
+  if (sh_->costed(spec.group)) {
+    sg4::this_actor::sleep_for(
+        algo.estimate(call, sh_->platform->nvlink_bandwidth, sh_->platform->network_bandwidth));
+    if (holds) set_tp_in_flight(r, false);
+    last_algorithm_ = algo.name;
+    return;
+  }
+  const bool overlap = sh_->options->interference && interference_applies(stream);
+  const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
+  if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   const CollectivePlan plan = algo.plan(call);
   std::vector<int*> sink;
   // NCCL's latency terms (measured or from its tuning model) include the wire latency, which
@@ -335,7 +369,7 @@ std::string describe_blocked(const Shared& sh) {
 // expert-DP groups, or any group a layout places across replicas) and is played as flows.
 bool spans_replicas(const Workload& w, int rank, const Op& op) {
   const auto* c = std::get_if<CollectiveSpec>(&op.shape);
-  if (c == nullptr || costed_not_played(c->group)) return false;
+  if (c == nullptr || c->group == GroupKind::AMAX) return false;
   const int dp = w.layout.coord(rank, GroupKind::DP);
   for (int m : w.layout.group(rank, c->group)) {
     if (w.layout.coord(m, GroupKind::DP) != dp) return true;
@@ -450,6 +484,9 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
     for (const Op& op : p.ops) sh.held_sms = sh.held_sms || op.held_slowdown > 1.0;
   }
   sh.held_sms = sh.held_sms && options.interference;
+  // The estimate needs the platform's NVLink rate (test platforms may leave it unstated).
+  sh.tp_costed = options.cost_isolated_tp && platform.nvlink_bandwidth > 0.0 &&
+                 tp_isolated(workload, platform.nvlink_domain_size);
   sh.comm_params.resize(workload.programs.size());
   const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
   if (reduce) {

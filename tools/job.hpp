@@ -19,6 +19,7 @@ struct SimulationSpec {
   std::string nccl_algo;          ///< "" (NCCL-style choice) | ring | tree | hierarchical | nvls
   bool interference = true;       ///< compute/communication interference (docs/engine.md)
   std::string nccl_proto;         ///< "" (NCCL's own choice) | LL | LL128 | Simple | auto
+  bool cost_isolated_tp = true;   ///< EngineOptions::cost_isolated_tp (docs/engine.md)
 };
 
 /// A validated job.

@@ -41,6 +41,7 @@ SimulateOptions options_from_job(const Job& job) {
   o.nccl_algo = job.simulation.nccl_algo;
   o.interference = job.simulation.interference;
   o.nccl_proto = job.simulation.nccl_proto;
+  o.cost_isolated_tp = job.simulation.cost_isolated_tp;
   return o;
 }
 
@@ -79,6 +80,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   engine_options.timeline_ranks = options.timeline_ranks;
   engine_options.nccl_algo = options.nccl_algo;
   engine_options.interference = options.interference;
+  engine_options.cost_isolated_tp = options.cost_isolated_tp;
   engine_options.nccl_proto = nccl_protocol(options.nccl_proto);
   if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +

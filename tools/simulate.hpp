@@ -58,6 +58,9 @@ struct SimulateOptions {
   /// Compute/communication interference from the cost model (docs/engine.md); false: overlap
   /// is free.
   bool interference = true;
+  /// TP collectives charged their estimate where only TP traffic crosses NVLink
+  /// (sim::EngineOptions::cost_isolated_tp); false: played as flows.
+  bool cost_isolated_tp = true;
 };
 
 /// The NCCL protocol named `name` ("" -> Default, LL, LL128, Simple, auto).

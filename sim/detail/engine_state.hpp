@@ -104,6 +104,13 @@ struct Shared {
   /// Some compute op runs slower while a TP communication kernel holds SMs (held_slowdown > 1):
   /// only then do TP communication ops change the compute rate (saves the wake-ups otherwise).
   bool held_sms = false;
+  /// TP collectives are charged their estimate instead of played (EngineOptions::cost_isolated_tp
+  /// and only TP traffic on NVLink).
+  bool tp_costed = false;
+  /// Collectives of `group` are charged the NCCL-tuner estimate instead of played as flows.
+  bool costed(GroupKind group) const {
+    return group == GroupKind::AMAX || (group == GroupKind::TP && tp_costed);
+  }
 
   simgrid::s4u::Mailbox* mailbox(int rank, int slot) {
     auto& m = ranks[static_cast<size_t>(rank)].mailboxes[slot];
