@@ -74,6 +74,8 @@ struct StepResult {
   double step_time_s = 0.0;
   Breakdown breakdown;
   std::uint64_t events = 0;       ///< simulated activities (computes + flows) completed
+  /// TP collectives were charged NCCL's estimate instead of played (EngineOptions::cost_isolated_tp).
+  bool tp_estimated = false;
   double sim_wall_s = 0.0;        ///< wall-clock time of the simulation itself
   std::vector<TimelineEvent> timeline;
 };

@@ -508,6 +508,7 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   result.breakdown = account(sh, step);
   result.step_time_s = step;
   result.events = sh.events;
+  result.tp_estimated = sh.tp_costed;
   result.timeline = std::move(sh.timeline);
 }
 

@@ -174,6 +174,7 @@ std::string report_json(const RunReport& r) {
   j["cost_model"] = r.cost_model;
   j["replicas"] = r.replicas;
   j["interference"] = r.interference;
+  j["tp_collectives"] = r.step.tp_estimated ? "estimated" : "played";
   j["cost_notes"] = r.cost_notes;
   j["cost_tables"] = r.cost_tables;
   if (r.memory) j["memory"] = memory_json(*r.memory);
@@ -214,7 +215,8 @@ std::string report_text(const RunReport& r) {
   if (r.memory) out << memory_text(*r.memory);
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
       << r.step.events << " events, replicas " << r.replicas << ", interference "
-      << (r.interference ? "on" : "off") << "\n";
+      << (r.interference ? "on" : "off") << ", TP collectives "
+      << (r.step.tp_estimated ? "estimated" : "played") << "\n";
   if (r.energy) out << energy_text(*r.energy);
   return out.str();
 }

@@ -38,6 +38,8 @@ TEST(CostedTp, IsolatedTpGroupsGiveTheSameStepWithFewerEvents) {
   const RunReport costed = run("plain_costed", layout, true);
   expect_same_step(played, costed);
   EXPECT_LT(costed.step.events, played.step.events);
+  EXPECT_TRUE(costed.step.tp_estimated);
+  EXPECT_FALSE(played.step.tp_estimated);
 }
 
 TEST(CostedTp, TpOverlapAndHeldSmsGiveTheSameStep) {
@@ -56,6 +58,7 @@ TEST(CostedTp, TpSharingTheDomainWithAnotherGroupIsPlayed) {
   const RunReport played = run("shared_played", layout, false);
   const RunReport costed = run("shared_costed", layout, true);
   EXPECT_EQ(costed.step.events, played.step.events);
+  EXPECT_FALSE(costed.step.tp_estimated);
   EXPECT_EQ(costed.step.step_time_s, played.step.step_time_s);
 }
 
