@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -16,19 +15,12 @@ const std::string kPrefix = "gemm_busy/";
 
 HeldSmFactor::HeldSmFactor(const MeasuredTables& tables) {
   // Keys: "gemm_busy/<dtype>/<layout>/<variant>_<margin>_<busy>" (load_busy_sms_series).
-  for (const auto& key : tables.keys()) {
-    if (key.rfind(kPrefix, 0) != 0) continue;
-    const auto slash = key.rfind('/');
-    const std::string name = key.substr(kPrefix.size(), slash - kPrefix.size());
-    char kind[16] = {};
-    int margin = 0, busy = 0;
-    if (std::sscanf(key.substr(slash + 1).c_str(), "%15[a-z]_%d_%d", kind, &margin, &busy) != 3) {
-      continue;
-    }
-    Layout& l = layouts_[name];
-    l.name = name;
-    const LogGrid* g = &tables.grid(key);
-    const std::string v = kind;
+  for (const OverlapGrid& o : overlap_grids(tables, kPrefix)) {
+    Layout& l = layouts_[o.layout];
+    l.name = o.layout;
+    const LogGrid* g = o.grid;
+    const std::string& v = o.variant;
+    const int margin = o.a, busy = o.b;
     if (v == "full") {
       l.full = g;
     } else if (v == "margin") {
@@ -41,14 +33,7 @@ HeldSmFactor::HeldSmFactor(const MeasuredTables& tables) {
   }
 }
 
-std::vector<std::string> HeldSmFactor::files() const {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  for (const auto& [name, l] : layouts_) {
-    if (l.full != nullptr && seen.insert(l.full->file()).second) out.push_back(l.full->file());
-  }
-  return out;
-}
+std::vector<std::string> HeldSmFactor::files() const { return full_grid_files(layouts_); }
 
 double HeldSmFactor::operator()(const sim::GemmShape& g, sim::Phase phase,
                                 const OutOfGridNote& note) const {

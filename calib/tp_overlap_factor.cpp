@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -34,20 +33,30 @@ std::vector<std::pair<std::string, std::vector<double>>> overlap_layouts(const s
   return {{"bf16/dgrad", {m, n, k}}, {"bf16/wgrad", {n, m, k}}};
 }
 
+std::vector<OverlapGrid> overlap_grids(const MeasuredTables& tables, const std::string& prefix) {
+  std::vector<OverlapGrid> out;
+  for (const auto& key : tables.keys()) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    const auto slash = key.rfind('/');
+    char kind[16] = {};
+    OverlapGrid o;
+    if (std::sscanf(key.substr(slash + 1).c_str(), "%15[a-z]_%d_%d", kind, &o.a, &o.b) != 3) continue;
+    o.layout = key.substr(prefix.size(), slash - prefix.size());
+    o.variant = kind;
+    o.grid = &tables.grid(key);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 TpOverlapFactor::TpOverlapFactor(const MeasuredTables& tables) {
   // Keys: "gemm_tp/<dtype>/<layout>/<variant>_<chunks>_<margin>" (load_tp_overlap_series).
-  for (const auto& key : tables.keys()) {
-    if (key.rfind(kPrefix, 0) != 0) continue;
-    const auto slash = key.rfind('/');
-    const std::string name = key.substr(kPrefix.size(), slash - kPrefix.size());
-    const std::string variant = key.substr(slash + 1);
-    char kind[16] = {};
-    int chunks = 0, margin = 0;
-    if (std::sscanf(variant.c_str(), "%15[a-z]_%d_%d", kind, &chunks, &margin) != 3) continue;
-    Layout& l = layouts_[name];
-    l.name = name;
-    const LogGrid* g = &tables.grid(key);
-    const std::string v = kind;
+  for (const OverlapGrid& o : overlap_grids(tables, kPrefix)) {
+    Layout& l = layouts_[o.layout];
+    l.name = o.layout;
+    const LogGrid* g = o.grid;
+    const std::string& v = o.variant;
+    const int chunks = o.a, margin = o.b;
     if (v == "full") {
       l.full = g;
     } else if (v == "margin") {
@@ -60,14 +69,7 @@ TpOverlapFactor::TpOverlapFactor(const MeasuredTables& tables) {
   }
 }
 
-std::vector<std::string> TpOverlapFactor::files() const {
-  std::vector<std::string> out;
-  std::set<std::string> seen;
-  for (const auto& [name, l] : layouts_) {
-    if (l.full != nullptr && seen.insert(l.full->file()).second) out.push_back(l.full->file());
-  }
-  return out;
-}
+std::vector<std::string> TpOverlapFactor::files() const { return full_grid_files(layouts_); }
 
 const TpOverlapFactor::Layout* TpOverlapFactor::usable(const std::string& name, int splits,
                                                        int margin) const {

@@ -8,6 +8,7 @@
 // overlap") and docs/calibration.md.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -42,6 +43,31 @@ double piecewise_linear(const std::vector<std::pair<double, double>>& pts, doubl
 /// geometric mean of the parts' ratios).
 std::vector<std::pair<std::string, std::vector<double>>> overlap_layouts(const sim::GemmShape& g,
                                                                          sim::Phase phase);
+
+/// One grid of a TP-overlap or held-SM table: "<prefix><dtype>/<layout>/<variant>_<a>_<b>".
+struct OverlapGrid {
+  std::string layout;   ///< "<dtype>/<layout>", e.g. "bf16/fwd"
+  std::string variant;  ///< "full", "margin", "split", "busy"
+  int a = 0, b = 0;     ///< the two counts of the key (chunks and margin; margin and busy SMs)
+  const LogGrid* grid = nullptr;
+};
+
+/// The grids of `tables` whose keys start with `prefix` ("gemm_tp/", "gemm_busy/") and parse as
+/// above, in key order (keys that do not parse are skipped).
+std::vector<OverlapGrid> overlap_grids(const MeasuredTables& tables, const std::string& prefix);
+
+/// The source files of the `full` grids of `layouts` (a map of name -> struct with a
+/// `const LogGrid* full`), without repeats, in key order.
+template <typename Layouts>
+std::vector<std::string> full_grid_files(const Layouts& layouts) {
+  std::vector<std::string> out;
+  for (const auto& [name, l] : layouts) {
+    if (l.full == nullptr) continue;
+    const std::string& f = l.full->file();
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  }
+  return out;
+}
 
 /// Receives a description of a lookup that left the measured tables (the cost model lists it).
 using OutOfGridNote = std::function<void(const std::string&)>;

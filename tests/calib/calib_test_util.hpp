@@ -33,6 +33,20 @@ inline sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
   return g;
 }
 
+/// A GEMM op as TE's TP overlap runs it: `splits` chunk GEMMs, `margin` SMs left to the
+/// communication kernel, `busy` SMs held by it (sim::GemmShape).
+inline sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k, sim::DType dt, int splits,
+                       int margin, int busy, sim::Phase phase = sim::Phase::Forward) {
+  sim::GemmShape g{m, n, k, dt};
+  g.splits = splits;
+  g.sm_margin = margin;
+  g.busy_sms = busy;
+  sim::Op op;
+  op.shape = g;
+  op.phase = phase;
+  return op;
+}
+
 /// The time_s of the first row of `file` (in the measured H200 directory) whose listed columns
 /// have the listed values; a test failure and 0 when no row matches.
 inline double measured_time(const std::string& file,

@@ -35,13 +35,7 @@ double busy_time(const std::string& dtype, const std::string& layout, int m, int
 
 sim::Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, sim::DType dt, int margin, int busy,
              sim::Phase phase = sim::Phase::Forward) {
-  sim::GemmShape g{m, n, k, dt};
-  g.sm_margin = margin;
-  g.busy_sms = busy;
-  sim::Op op;
-  op.shape = g;
-  op.phase = phase;
-  return op;
+  return testing::gemm_op(m, n, k, dt, 1, margin, busy, phase);
 }
 
 class HeldSms : public ::testing::Test {

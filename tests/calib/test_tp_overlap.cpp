@@ -47,13 +47,7 @@ double tp_time(const std::string& file, const std::string& dtype, const std::str
 
 sim::Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, sim::DType dt, int splits,
              int margin, sim::Phase phase = sim::Phase::Forward) {
-  sim::GemmShape g{m, n, k, dt};
-  g.splits = splits;
-  g.sm_margin = margin;
-  sim::Op op;
-  op.shape = g;
-  op.phase = phase;
-  return op;
+  return testing::gemm_op(m, n, k, dt, splits, margin, 0, phase);
 }
 
 class TpOverlapCost : public ::testing::Test {
