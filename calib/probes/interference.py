@@ -2,7 +2,8 @@
 stream, and the collective's time while compute runs, on 2 GPUs (one process per GPU,
 torch.distributed with the NCCL backend). Compute: a BF16 8192^3 GEMM (torch.matmul, cuBLAS) and
 causal attention forward + backward (SDPA, cuDNN backend, 32 heads / 4 kv heads, seq 8192, d 128:
-Llama3-70B at tp=2). Collective: all_reduce of BF16 buffers of several sizes. NCCL channel count
+Llama3-70B at tp=2); other GEMM shapes as 'gemm:M:N:K' (run 20: beside 4 and 16 NCCL CTAs, a
+real communication kernel holding that many SMs, against run 18's spinning holders). Collective: all_reduce of BF16 buffers of several sizes. NCCL channel count
 through the communicator config (min_ctas = max_ctas = C, NCCL's NCCL_MIN_CTAS/NCCL_MAX_CTAS,
 the successors of NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS), 'default' leaves NCCL's choice.
 
@@ -41,10 +42,12 @@ def heat(stream):
 
 
 def make_compute(kind, dev):
-    if kind == "gemm":
-        a = torch.rand(8192, 8192, device=dev, dtype=torch.bfloat16) - 0.5
-        b = torch.rand(8192, 8192, device=dev, dtype=torch.bfloat16) - 0.5
-        c = torch.empty(8192, 8192, device=dev, dtype=torch.bfloat16)
+    """'gemm' (8192^3), 'gemm:M:N:K' (C[M,N] = A[M,K] B[K,N], BF16) or 'attention'."""
+    if kind.startswith("gemm"):
+        m, n, k = (int(x) for x in kind.split(":")[1:]) if ":" in kind else (8192, 8192, 8192)
+        a = torch.rand(m, k, device=dev, dtype=torch.bfloat16) - 0.5
+        b = torch.rand(k, n, device=dev, dtype=torch.bfloat16) - 0.5
+        c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
         return lambda: torch.matmul(a, b, out=c)
     q = torch.randn(1, 32, 8192, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
     k = torch.randn(1, 4, 8192, 128, device=dev, dtype=torch.bfloat16, requires_grad=True)
