@@ -33,48 +33,6 @@ int collective_slot(GroupKind group, Stream stream, int phase, int lane) {
 
 int payload_token = 0;  // flows carry no data; mailboxes need a pointer
 
-// Collectives charged the time of the chosen algorithm's NCCL-tuner estimate (latency plus
-// bytes over algorithm bandwidth) instead of being played as flows (Shared::costed): the FP8
-// amax all-reduces (tens of bytes, so latency only; GroupKind::AMAX), and TP collectives where
-// only TP traffic crosses NVLink (tp_isolated). Their members run the same stage program, so
-// they arrive together and the estimate is the time each waits. Playing the amax reductions
-// would cost every rank one synchronisation over tp*cp*dp ranks per model-chunk pass (30x the
-// events of the rest of a 2,048-GPU GPT-3 step) and tie the data-parallel replicas together,
-// which the identical-replica reduction could then not mirror.
-
-// True if every TP group lies inside one NVLink domain and every other communicator the
-// programs use (AMAX aside, which is costed anyway; pipeline transfers count as PP) has its
-// members in distinct domains: then NVLink carries TP traffic only (routes of other classes
-// never share a link, docs/platforms.md), and a TP collective contends with nothing but its
-// own ring.
-bool tp_isolated(const Workload& w, int domain_size) {
-  std::array<bool, kGroupKindCount> used{};
-  for (const Program& p : w.programs) {
-    for (const Op& op : p.ops) {
-      if (const auto* c = std::get_if<CollectiveSpec>(&op.shape)) used[static_cast<size_t>(c->group)] = true;
-      if (op.is_p2p()) used[static_cast<size_t>(GroupKind::PP)] = true;
-    }
-  }
-  const int world = w.layout.world();
-  for (int k = 0; k < kGroupKindCount; ++k) {
-    const auto kind = static_cast<GroupKind>(k);
-    if (kind == GroupKind::AMAX || !used[static_cast<size_t>(k)]) continue;
-    std::vector<char> seen(static_cast<size_t>(world), 0);
-    for (int r = 0; r < world; ++r) {
-      if (seen[static_cast<size_t>(r)] != 0) continue;
-      const std::vector<int> members = w.layout.group(r, kind);
-      std::set<int> domains;
-      for (int m : members) {
-        seen[static_cast<size_t>(m)] = 1;
-        domains.insert(m / domain_size);
-      }
-      const bool ok = kind == GroupKind::TP ? domains.size() == 1 : domains.size() == members.size();
-      if (!ok) return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 // Latency of the platform route between two ranks' GPUs (cached per pair).
@@ -364,46 +322,6 @@ std::string describe_blocked(const Shared& sh) {
   return "no blocked actor found";
 }
 
-
-// True if the op is a collective whose group spans data-parallel replicas (DP, DP x CP,
-// expert-DP groups, or any group a layout places across replicas) and is played as flows.
-bool spans_replicas(const Workload& w, int rank, const Op& op) {
-  const auto* c = std::get_if<CollectiveSpec>(&op.shape);
-  if (c == nullptr || c->group == GroupKind::AMAX) return false;
-  const int dp = w.layout.coord(rank, GroupKind::DP);
-  for (int m : w.layout.group(rank, c->group)) {
-    if (w.layout.coord(m, GroupKind::DP) != dp) return true;
-  }
-  return false;
-}
-
-// For each program (seen from its first rank), which streams hold only replica-spanning
-// collectives. Empty `problem` when the reduction applies; otherwise the reason.
-std::vector<std::vector<bool>> replica_streams(const Workload& w,
-                                               const std::vector<ProgramPlan>& plans,
-                                               std::string& problem) {
-  std::vector<std::vector<bool>> out(w.programs.size());
-  std::vector<int> first_rank(w.programs.size(), -1);
-  for (int r = 0; r < w.layout.world(); ++r) {
-    auto& f = first_rank[w.program_of_rank[static_cast<size_t>(r)]];
-    if (f < 0) f = r;
-  }
-  for (size_t p = 0; p < w.programs.size(); ++p) {
-    for (const StreamPlan& sp : plans[p].streams) {
-      size_t spanning = 0;
-      for (std::uint32_t i : sp.ops) {
-        if (first_rank[p] >= 0 && spans_replicas(w, first_rank[p], w.programs[p].ops[i])) ++spanning;
-      }
-      if (spanning > 0 && spanning < sp.ops.size() && problem.empty()) {
-        problem = std::string("stream ") + to_string(sp.stream) +
-                  " mixes collectives across data-parallel replicas with other ops";
-      }
-      out[p].push_back(spanning > 0 && spanning == sp.ops.size());
-    }
-  }
-  return out;
-}
-
 // The representative of rank's data-parallel group: its member with DP coordinate 0.
 int replica_source(const Workload& w, int rank) {
   return w.layout.group(rank, GroupKind::DP).front();
@@ -461,15 +379,6 @@ Breakdown account(Shared& sh, double& step) {
 }
 
 }  // namespace
-
-std::string replica_reduction_problem(const Workload& workload) {
-  if (workload.layout.size(GroupKind::DP) <= 1) return "there is a single data-parallel replica";
-  std::vector<ProgramPlan> plans;
-  for (const Program& p : workload.programs) plans.push_back(plan_program(p));
-  std::string problem;
-  (void)replica_streams(workload, plans, problem);
-  return problem;
-}
 
 void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& platform,
           const CostModel& cost, const EngineOptions& options, StepResult& result) {

@@ -40,6 +40,20 @@ ProgramPlan plan_program(const Program& program);
 /// Why the identical-replica reduction cannot run this workload ("" when it can).
 std::string replica_reduction_problem(const Workload& workload);
 
+/// For each program (seen from its first rank), which streams hold only collectives whose group
+/// spans data-parallel replicas (played by the mirrors of the identical-replica reduction).
+/// Sets `problem` to the reason when a stream mixes those with other ops; else leaves it.
+std::vector<std::vector<bool>> replica_streams(const Workload& w,
+                                               const std::vector<ProgramPlan>& plans,
+                                               std::string& problem);
+
+/// True if every TP group lies inside one NVLink domain of `domain_size` GPUs and every other
+/// communicator the programs use (AMAX aside, which is always costed; pipeline transfers count
+/// as PP) has its members in distinct domains: NVLink then carries TP traffic only (routes of
+/// different classes never share a link, docs/platforms.md), and a TP collective contends with
+/// nothing but its own ring (EngineOptions::cost_isolated_tp).
+bool tp_isolated(const Workload& w, int domain_size);
+
 /// Plays the workload in an engine that already holds the platform; fills `result`.
 /// Must run inside a process that owns no other SimGrid engine.
 void play(simgrid::s4u::Engine& engine, const Workload& workload, const BuiltPlatform& platform,

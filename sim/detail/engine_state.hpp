@@ -107,7 +107,14 @@ struct Shared {
   /// TP collectives are charged their estimate instead of played (EngineOptions::cost_isolated_tp
   /// and only TP traffic on NVLink).
   bool tp_costed = false;
-  /// Collectives of `group` are charged the NCCL-tuner estimate instead of played as flows.
+  /// Collectives of `group` are charged the time of the chosen algorithm's NCCL-tuner estimate
+  /// (latency plus bytes over algorithm bandwidth) instead of played as flows: the FP8 amax
+  /// all-reduces (tens of bytes, so latency only; GroupKind::AMAX), and TP collectives where
+  /// only TP traffic crosses NVLink (tp_isolated). Their members run the same stage program, so
+  /// they arrive together and the estimate is the time each waits. Playing the amax reductions
+  /// would cost every rank one synchronisation over tp*cp*dp ranks per model-chunk pass (30x the
+  /// events of the rest of a 2,048-GPU GPT-3 step) and tie the data-parallel replicas together,
+  /// which the identical-replica reduction could then not mirror.
   bool costed(GroupKind group) const {
     return group == GroupKind::AMAX || (group == GroupKind::TP && tp_costed);
   }

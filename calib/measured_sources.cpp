@@ -1,0 +1,80 @@
+// What MeasuredCostModel tells users about its sources: one line per op class naming the table,
+// whether its numbers are measured or derived, and the model's one-line description.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "calib/measured_cost_model.hpp"
+
+namespace clustersim::calib {
+
+namespace {
+std::string fmt_cores(double cores) {
+  std::ostringstream s;
+  s << cores;
+  return s.str();
+}
+}  // namespace
+
+std::vector<std::string> MeasuredCostModel::table_sources() const {
+  const std::string how = rule_.measured ? "measured" : "derived from H200 (" + rule_.basis + ")";
+  const std::string dir = tables_->dir();
+  std::vector<std::string> out = {
+      "GEMM BF16: " + dir + "/gemm_bf16.csv, fwd table for forward GEMMs, geometric mean of "
+          "dgrad and wgrad tables for backward; " + how,
+      "GEMM FP8: " + dir + "/gemm_fp8.csv (TN, per-tensor scales); " + how,
+  };
+  if (tp_overlap_.loaded()) {
+    std::string files;
+    for (const auto& f : tp_overlap_.files()) files += (files.empty() ? "" : ", ") + f;
+    out.push_back("GEMM under TP overlap (splits, sm_margin): " + files + " (ratio to the plain "
+                  "GEMM, chunk GEMMs on up to 3 streams, cuBLASLt planned for 132 - S SMs) x "
+                  "the plain GEMM time; measured on H200" +
+                  (rule_.measured ? "" : ", ratios applied unchanged"));
+  }
+  if (held_sms_.loaded()) {
+    std::string files;
+    for (const auto& f : held_sms_.files()) files += (files.empty() ? "" : ", ") + f;
+    out.push_back("GEMM beside SMs held by TE's communication kernels (busy_sms): " + files +
+                  " (time with S SMs held by a spinning kernel / time with the same hand-over and "
+                  "none held), applied while the TP communication is in flight; measured on H200" +
+                  (rule_.measured ? "" : ", ratios applied unchanged"));
+  }
+  const std::vector<std::string> rest = {
+      "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets); " + how,
+      "memory-bound: " + dir + "/membound.csv (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, "
+          "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw)" +
+          (tables_->has("membound/rmsnorm_eager_fwd")
+               ? "; eager Hugging Face modules (rmsnorm_eager, rope_eager, swiglu_eager, forward "
+                 "and backward): " + dir + "/membound_eager.csv"
+               : std::string()) +
+          "; " + how,
+      "collectives over NVLink: " + dir + "/nccl_*.csv (2 GPUs; at each size the algorithm and "
+          "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
+          "0.6/1.9/3.4 us per ring step for LL/LL128/Simple (NCCL 2.28 tuning table); measured on H200",
+      "point-to-point over NVLink: " + dir + "/nccl_default.csv (send); measured on H200",
+      "optimizer offload: " + dir + "/host_offload.csv (host link at the measured pinned-copy "
+          "efficiency; host AdamW at the measured rate for " + fmt_cores(gpu_.host_cores_per_gpu) +
+          " threads, " + tables_->host_offload().cpu + ", capped at the GPU's share of the host "
+          "DRAM peak); CPU of the measuring host, not the platform's",
+      "collectives and p2p over the network: roofline figures (" + roofline_.describe() + ")",
+      "compute/communication interference: " + dir + "/interference.csv (all_reduce at NCCL's "
+          "default channels vs BF16 GEMM and cuDNN attention); measured on H200" +
+          (rule_.measured ? "" : ", ratios applied unchanged"),
+  };
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
+std::string MeasuredCostModel::describe() const {
+  std::ostringstream s;
+  if (rule_.measured) {
+    s << "measured tables (" << tables_->provenance() << "; " << tables_->dir() << ")";
+  } else {
+    s << "derived for " << gpu_.name << " from measured H200 tables (" << tables_->provenance()
+      << "): " << rule_.basis << "; uncertainty " << rule_.uncertainty;
+  }
+  return s.str();
+}
+
+}  // namespace clustersim::calib
