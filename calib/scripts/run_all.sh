@@ -47,7 +47,6 @@ if [[ $GRID == smoke ]]; then
   ATT_GRID=smoke; INT_ARGS=(--sizes 16777216 --channels default,4 --compute-calls 10 --reps 2)
   COMP_ARGS=(--shards gpt3_175b_tp4_s2k --layers 2 --reps 3)
   TPO_SHAPES=2048:8192:8192,8192:8192:8192; TPO_VARIANTS=full,margin:16,split:4,split:4:16
-  EAGER_ARGS=(--tokens 512,2048 --heat-s 5)
 else
   # m, n, k in powers of 2 (the probe's default axes); the 1.5x points: run_gemm_dense.sh
   GEMM_GRID=(--point-budget 0.2); CUBES=4096,8192,16384
@@ -56,7 +55,7 @@ else
   # 32 KiB..4 GiB (memory-bound) and 512 B..4 GiB (NCCL) in steps of 2 with 1.5x points between
   MEM_BYTES=$(python3 "$ROOT/calib/scripts/sizes.py" 32768 4294967296)
   NCCL_BYTES=(--bytes "$(python3 "$ROOT/calib/scripts/sizes.py" 512 4294967296)" --size-budget 0.5)
-  ATT_GRID=full; INT_ARGS=(--reps 3); COMP_ARGS=(--reps 5); EAGER_ARGS=(--heat-s 10)
+  ATT_GRID=full; INT_ARGS=(--reps 3); COMP_ARGS=(--reps 5)
   TPO_SHAPES=$(python3 -c 'print(",".join(f"{m}:{n}:{k}" for m in (2048,4096,8192,16384) for n in (2048,4096,8192,16384) for k in (2048,4096,8192,16384)))')
   TPO_VARIANTS=full,margin:1,margin:2,margin:4,margin:8,margin:16,margin:24,margin:32,split:2,split:4,split:8,split:4:16,split:4:24
 fi
@@ -92,8 +91,6 @@ gpu1() {
     --combos fp8:tn --fast-accum 1 --out "$OUT_DIR/gemm_fp8_fastacc.csv"
   step membound 120 "$BUILD/probe_membound" --device 1 --bytes "$MEM_BYTES" \
     --out "$OUT_DIR/membound.csv"
-  step membound_eager 90 python3 "$PROBES/eager_ops.py" --device 1 "${EAGER_ARGS[@]}" \
-    --out "$OUT_DIR/membound_eager.csv"
   step gemm_tp_overlap_dgrad_fp8 150 "$BUILD/probe_gemm_tp_overlap" --device 1 \
     --combos bf16:dgrad,fp8:tn --shapes "$TPO_SHAPES" --variants "$TPO_VARIANTS" \
     --out "$OUT_DIR/gemm_tp_overlap_dgrad_fp8.csv"
