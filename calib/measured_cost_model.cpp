@@ -55,6 +55,17 @@ const std::map<sim::MemKernel, std::vector<std::string>>& kernel_tables() {
   return kMap;
 }
 
+// Hugging Face's eager modules (membound_eager.csv: "<name>_fwd" / "_bwd") -> the fused kernel
+// family each replaces, for data directories without the table.
+const std::map<sim::MemKernel, sim::MemKernel>& eager_kernels() {
+  static const std::map<sim::MemKernel, sim::MemKernel> kMap = {
+      {sim::MemKernel::RmsNormEager, sim::MemKernel::Norm},
+      {sim::MemKernel::RopeEager, sim::MemKernel::Rope},
+      {sim::MemKernel::SwigluEager, sim::MemKernel::Activation},
+  };
+  return kMap;
+}
+
 std::string collective_name(sim::CollectiveKind k) {
   switch (k) {
     case sim::CollectiveKind::AllReduce: return "all_reduce";
@@ -223,9 +234,8 @@ double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
                                         sim::Phase phase) const {
   if (bytes < 0.0) throw std::invalid_argument("memory-bound op with negative bytes");
   if (bytes == 0.0) return 0.0;
-  if (kernel == sim::MemKernel::RmsNormEager || kernel == sim::MemKernel::RopeEager ||
-      kernel == sim::MemKernel::SwigluEager) {
-    return eager_time(kernel, bytes, phase);
+  if (const auto eager = eager_kernels().find(kernel); eager != eager_kernels().end()) {
+    return eager_time(kernel, eager->second, bytes, phase);
   }
   const HostOffloadTable& host = tables_->host_offload();
   if (kernel == sim::MemKernel::HostCopy) return host_copy_seconds(gpu_, bytes, host.link_efficiency);
@@ -246,11 +256,8 @@ double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
   return geometric_mean(times) / rule_.memory;
 }
 
-double MeasuredCostModel::eager_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const {
-  // The fused kernel each eager module replaces, for data directories without the table.
-  const sim::MemKernel fused = kernel == sim::MemKernel::RmsNormEager ? sim::MemKernel::Norm
-                               : kernel == sim::MemKernel::RopeEager  ? sim::MemKernel::Rope
-                                                                      : sim::MemKernel::Activation;
+double MeasuredCostModel::eager_time(sim::MemKernel kernel, sim::MemKernel fused, double bytes,
+                                     sim::Phase phase) const {
   const std::string key = std::string("membound/") + sim::to_string(kernel) +
                           (phase == sim::Phase::Backward ? "_bwd" : "_fwd");
   if (!tables_->has(key)) {

@@ -97,8 +97,9 @@ class MeasuredCostModel : public sim::CostModel {
   double membound_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const;
   /// An eager Hugging Face module (RmsNormEager, RopeEager, SwigluEager): its measured table by
   /// phase (membound_eager.csv, "membound/<name>_fwd|_bwd"), keyed by the fused op's bytes;
-  /// without the table, the fused kernel it replaces (listed).
-  double eager_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const;
+  /// without the table, the `fused` kernel family it replaces (listed).
+  double eager_time(sim::MemKernel kernel, sim::MemKernel fused, double bytes,
+                    sim::Phase phase) const;
   double kernel_time(const std::string& key, double bytes) const;
   double copy_bandwidth() const;
   /// Per-step NVLink latency (s) of the NCCL protocol behind table `key` at `bytes0`.

@@ -164,38 +164,37 @@ CsvTable read_csv(const std::string& path) {
   return t;
 }
 
-std::vector<MeasuredSeries> load_gemm_series(const std::string& path) {
-  const CsvTable t = read_csv(path);
+// The series of a GEMM table: key "<prefix><dtype>/<layout><suffix(row)>", axes m, n, k,
+// spot-check tolerance 2%.
+template <typename SuffixFn>
+std::vector<MeasuredSeries> group_gemm(const CsvTable& t, const std::string& prefix,
+                                       SuffixFn suffix) {
   const std::size_t dt = t.column("dtype"), lay = t.column("layout");
   const std::size_t m = t.column("m"), n = t.column("n"), k = t.column("k");
   return group(
       t, {"m", "n", "k"}, 0.02,
-      [&](std::size_t r) { return "gemm/" + t.text(r, dt) + "/" + t.text(r, lay); },
+      [&](std::size_t r) { return prefix + t.text(r, dt) + "/" + t.text(r, lay) + suffix(r); },
       [&](std::size_t r) {
         return std::vector<double>{t.number(r, m), t.number(r, n), t.number(r, k)};
       });
+}
+
+std::vector<MeasuredSeries> load_gemm_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  return group_gemm(t, "gemm/", [](std::size_t) { return std::string(); });
 }
 
 std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path) {
   const CsvTable t = read_csv(path);
-  const std::size_t dt = t.column("dtype"), lay = t.column("layout"), var = t.column("variant");
-  const std::size_t ch = t.column("chunks"), sm = t.column("sm_margin");
-  const std::size_t m = t.column("m"), n = t.column("n"), k = t.column("k");
-  return group(
-      t, {"m", "n", "k"}, 0.02,
-      [&](std::size_t r) {
-        return "gemm_tp/" + t.text(r, dt) + "/" + t.text(r, lay) + "/" + tp_variant(t, r, var, ch, sm);
-      },
-      [&](std::size_t r) {
-        return std::vector<double>{t.number(r, m), t.number(r, n), t.number(r, k)};
-      });
+  const std::size_t var = t.column("variant"), ch = t.column("chunks"), sm = t.column("sm_margin");
+  return group_gemm(t, "gemm_tp/",
+                    [&](std::size_t r) { return "/" + tp_variant(t, r, var, ch, sm); });
 }
 
 std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path) {
   const CsvTable t = read_csv(path);
-  const std::size_t dt = t.column("dtype"), lay = t.column("layout"), var = t.column("variant");
-  const std::size_t ch = t.column("chunks"), sm = t.column("sm_margin"), busy = t.column("sm_busy");
-  const std::size_t m = t.column("m"), n = t.column("n"), k = t.column("k");
+  const std::size_t var = t.column("variant"), ch = t.column("chunks"), sm = t.column("sm_margin");
+  const std::size_t busy = t.column("sm_busy");
   const auto variant = [&](std::size_t r) {
     const std::string& v = t.text(r, var);
     const int chunks = count_cell(t, r, ch, 1), margin = count_cell(t, r, sm, 0),
@@ -209,16 +208,9 @@ std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path) {
                           " (chunks 1; full: margin 0 and busy 0; margin: margin > 0 and busy 0; "
                           "busy: any)");
     }
-    return v + "_" + std::to_string(margin) + "_" + std::to_string(held);
+    return "/" + v + "_" + std::to_string(margin) + "_" + std::to_string(held);
   };
-  return group(
-      t, {"m", "n", "k"}, 0.02,
-      [&](std::size_t r) {
-        return "gemm_busy/" + t.text(r, dt) + "/" + t.text(r, lay) + "/" + variant(r);
-      },
-      [&](std::size_t r) {
-        return std::vector<double>{t.number(r, m), t.number(r, n), t.number(r, k)};
-      });
+  return group_gemm(t, "gemm_busy/", variant);
 }
 
 std::vector<MeasuredSeries> load_attention_series(const std::string& path) {
