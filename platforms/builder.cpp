@@ -11,6 +11,8 @@
 #include <array>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "platforms/topology.hpp"
@@ -40,6 +42,35 @@ class FabricZone final : public kr::NetZoneImpl {
     return gpus;
   }
 
+  // BuiltPlatform::fold_lanes. Pads stand in for the tier a route does not climb, so they are
+  // scaled with their tier: every route keeps one sum of 1/bandwidth, hence one CM02 sharing
+  // weight (builder.hpp), and max-min shares stay those of the full platform.
+  std::string fold(const std::vector<int>& lane_of_gpu, std::unordered_map<sg4::Link*, int>& scaled) {
+    const LaneSharing k = topo_.lane_sharing(lane_of_gpu);
+    if (!k.problem.empty()) return k.problem;
+    // A pad caps each flow at its bandwidth (FATPIPE): scaled, it must stay above a NIC's share.
+    const double flow_max = topo_.link_class(LinkKind::NicUp).bandwidth / k.nic;
+    for (const auto& [pad, lanes] : {std::pair{LinkKind::PadLeafUp, k.leaf}, std::pair{LinkKind::PadPodUp, k.pod}}) {
+      const LinkClassInfo& info = topo_.link_class(pad);
+      if (info.count > 0 && info.bandwidth / lanes < flow_max) {
+        return std::string("a ") + info.prefix + " stand-in would cap flows below a NIC's rate";
+      }
+    }
+    const std::array<std::pair<LinkKind, int>, 10> tiers = {{
+        {LinkKind::NicUp, k.nic}, {LinkKind::NicDown, k.nic}, {LinkKind::LeafUp, k.leaf},
+        {LinkKind::LeafDown, k.leaf}, {LinkKind::PadLeafUp, k.leaf}, {LinkKind::PadLeafDown, k.leaf},
+        {LinkKind::PodUp, k.pod}, {LinkKind::PodDown, k.pod}, {LinkKind::PadPodUp, k.pod},
+        {LinkKind::PadPodDown, k.pod}}};
+    for (const auto& [kind, lanes] : tiers) {
+      if (lanes <= 1) continue;
+      for (sg4::Link* link : ifaces_[static_cast<size_t>(kind)]) {
+        link->set_bandwidth(link->get_bandwidth() / lanes);
+        if (!topo_.link_class(kind).fatpipe) scaled[link] = lanes;
+      }
+    }
+    return "";
+  }
+
   void get_local_route(const kr::NetPoint* src, const kr::NetPoint* dst, kr::Route* into,
                        double* latency) override {
     const Path p = topo_.path(static_cast<int>(src->id()), static_cast<int>(dst->id()));
@@ -61,11 +92,13 @@ class FabricZone final : public kr::NetZoneImpl {
       link->set_latency(info.latency);
       if (info.fatpipe) link->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
       out.push_back(link->seal()->get_impl());
+      ifaces_[static_cast<size_t>(kind)].push_back(link);
     }
   }
 
   Topology topo_;
   std::array<std::vector<simgrid::kernel::resource::StandardLinkImpl*>, kLinkKinds> links_;
+  std::array<std::vector<sg4::Link*>, kLinkKinds> ifaces_;  ///< the same links, for fold()
 };
 
 class FabricBuilder final : public sim::PlatformBuilder {
@@ -86,6 +119,9 @@ class FabricBuilder final : public sim::PlatformBuilder {
     out.nvlink_bandwidth = topo_.spec().node.nvlink_bandwidth.value;
     out.network_bandwidth = topo_.spec().node.nic_bandwidth.value *
                             topo_.spec().node.nics_per_node / topo_.spec().node.gpus_per_node;
+    out.fold_lanes = [owned](const std::vector<int>& lanes, std::unordered_map<sg4::Link*, int>& scaled) {
+      return owned->fold(lanes, scaled);
+    };
     module_logger("platforms")->info("built {}", describe());
     return out;
   }

@@ -1,5 +1,6 @@
 #include "platforms/topology.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace clustersim::platforms {
@@ -163,6 +164,45 @@ int Topology::leaf_of_nic(int nic) const {
   const int domain = nic / nics_per_domain_;
   const int su = domain / spec_.fabric.domains_per_su;
   return su * leaves_per_su_ + (nic % nics_per_domain_) / rails_per_leaf_;
+}
+
+namespace {
+
+// Distinct lanes under each unit (NIC, leaf or pod) given each busy GPU's unit; 0 for a unit
+// with no busy GPU. Sets `k` to the common count, or returns false when units differ.
+bool even_share(const std::vector<std::vector<int>>& lanes_by_unit, int& k) {
+  k = 0;
+  for (std::vector<int> lanes : lanes_by_unit) {
+    std::sort(lanes.begin(), lanes.end());
+    const int n = static_cast<int>(std::unique(lanes.begin(), lanes.end()) - lanes.begin());
+    if (n == 0) continue;
+    if (k != 0 && n != k) return false;
+    k = n;
+  }
+  k = std::max(k, 1);
+  return true;
+}
+
+}  // namespace
+
+LaneSharing Topology::lane_sharing(const std::vector<int>& lane_of_gpu) const {
+  std::vector<std::vector<int>> by_nic(static_cast<size_t>(nics_));
+  std::vector<std::vector<int>> by_leaf(static_cast<size_t>(leaves_));
+  std::vector<std::vector<int>> by_pod(static_cast<size_t>(pods_));
+  for (int g = 0; g < gpus_ && g < static_cast<int>(lane_of_gpu.size()); ++g) {
+    const int lane = lane_of_gpu[static_cast<size_t>(g)];
+    if (lane < 0) continue;
+    const int nic = nic_of(g);
+    const int leaf = leaf_of_nic(nic);
+    by_nic[static_cast<size_t>(nic)].push_back(lane);
+    by_leaf[static_cast<size_t>(leaf)].push_back(lane);
+    by_pod[static_cast<size_t>(pod_of_leaf(leaf))].push_back(lane);
+  }
+  LaneSharing out;
+  if (!even_share(by_nic, out.nic)) out.problem = "NICs are shared by different numbers of lanes";
+  if (!even_share(by_leaf, out.leaf)) out.problem = "leaves are shared by different numbers of lanes";
+  if (!even_share(by_pod, out.pod)) out.problem = "spine groups are shared by different numbers of lanes";
+  return out;
 }
 
 namespace {

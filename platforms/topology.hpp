@@ -15,6 +15,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "platforms/platform_spec.hpp"
 
@@ -64,6 +65,17 @@ struct LinkClassInfo {
   bool fatpipe = false;     ///< each flow gets the full bandwidth (no sharing)
 };
 
+/// How many lanes share each scale-out tier's links when the GPUs are split into lanes that run
+/// copies of one program on symmetric routes (the TP coordinates of a job whose TP traffic stays
+/// inside NVLink domains; sim::EngineOptions::fold_tp). A simulation that plays one lane gives
+/// each tier's links 1/k of their bandwidth.
+struct LaneSharing {
+  int nic = 1;   ///< lanes per NIC (above 1 when GPUs of different lanes share a NIC)
+  int leaf = 1;  ///< lanes per leaf switch (several rails on one leaf, or a non-rail leaf)
+  int pod = 1;   ///< lanes per spine group (3 tiers)
+  std::string problem;  ///< why the lanes are not shared evenly ("" when they are)
+};
+
 /// The cluster: `gpus` GPUs of `spec`, GPU i on node i / gpus_per_node.
 class Topology {
  public:
@@ -93,6 +105,11 @@ class Topology {
   int nic_of(int gpu) const;
   int leaf_of_nic(int nic) const;
   int pod_of_leaf(int leaf) const { return leaf / leaves_per_pod_; }
+
+  /// Lanes sharing each tier's links. `lane_of_gpu[g]` is GPU g's lane, or -1 for a GPU the job
+  /// leaves idle. Every link with a busy GPU beneath it must be shared by the same number of
+  /// lanes as the others of its tier, else `problem` says which tier is uneven.
+  LaneSharing lane_sharing(const std::vector<int>& lane_of_gpu) const;
 
   /// Route between endpoints: 0..gpus-1 are GPUs, gpus..gpus+cpus-1 the CPUs of nodes 0..
   /// @throws std::invalid_argument for a CPU and anything but a GPU of its own node.

@@ -127,6 +127,7 @@ std::string serialize(const StepResult& r) {
   put(out, r.breakdown.bubble_s);
   put(out, r.events);
   put(out, r.tp_estimated);
+  put(out, r.tp_folded);
   put(out, r.sim_wall_s);
   put<std::uint64_t>(out, r.timeline.size());
   for (const auto& e : r.timeline) {
@@ -148,6 +149,7 @@ StepResult deserialize(const std::string& in) {
   r.breakdown.bubble_s = get<double>(in, pos);
   r.events = get<std::uint64_t>(in, pos);
   r.tp_estimated = get<bool>(in, pos);
+  r.tp_folded = get<bool>(in, pos);
   r.sim_wall_s = get<double>(in, pos);
   const auto n = get<std::uint64_t>(in, pos);
   r.timeline.reserve(n);

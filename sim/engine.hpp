@@ -55,6 +55,16 @@ struct EngineOptions {
   /// step, so the estimate is what each waits; at 16,384 GPUs TP collectives are most of the
   /// flows. Needs BuiltPlatform::nvlink_bandwidth > 0. false: play them (tests compare the two).
   bool cost_isolated_tp = true;
+  /// With TP collectives estimated (cost_isolated_tp applied), play one rank per TP group (TP
+  /// coordinate 0) and give the others its results: the TP ranks then run one program without
+  /// touching each other, and their other traffic runs on rails of its own. Links that several
+  /// TP coordinates' traffic shares (spine-group uplinks, leaves serving several rails) carry
+  /// 1/k of their bandwidth for the one played coordinate, k the coordinates sharing them, so
+  /// max-min sharing gives every flow the rate it has in the full simulation (docs/engine.md).
+  /// Applied only when the workload is symmetric under a shift of the TP coordinate (same
+  /// program, every other communicator within one coordinate, groups mapped onto groups);
+  /// a route that breaks the symmetry stops the simulation with std::runtime_error.
+  bool fold_tp = true;
 };
 
 /// Time accounting of a step, averaged over ranks. compute + exposed_comm + bubble equals the
@@ -76,6 +86,8 @@ struct StepResult {
   std::uint64_t events = 0;       ///< simulated activities (computes + flows) completed
   /// TP collectives were charged NCCL's estimate instead of played (EngineOptions::cost_isolated_tp).
   bool tp_estimated = false;
+  /// One rank per TP group was played (EngineOptions::fold_tp).
+  bool tp_folded = false;
   double sim_wall_s = 0.0;        ///< wall-clock time of the simulation itself
   std::vector<TimelineEvent> timeline;
 };

@@ -43,6 +43,7 @@ double Shared::route_latency(int from, int to) {
   std::vector<sg4::Link*> links;
   double latency = 0.0;
   platform->gpus[static_cast<size_t>(from)]->route_to(platform->gpus[static_cast<size_t>(to)], links, &latency);
+  if (fold > 1) fold_route(from, to);
   cache.emplace(to, latency);
   return latency;
 }
@@ -277,9 +278,10 @@ void StreamActor::run_p2p(const Op& op) {
     const int peer = layout.pp_peer(rank_, spec.send_to);
     const CollectiveParams prm = params_to(peer);
     const int slot = spec.send_to == Peer::NextStage ? kSlotFromPrevStage : kSlotFromNextStage;
+    // The route first: with folding its first use scales shared links before a flow starts.
+    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s - sh_->route_latency(rank_, peer));
     comms.push_back(sh_->mailbox(peer, slot)->put_async(
         &payload_token, wire_size(op.bytes / prm.bandwidth_efficiency)));
-    latency = std::max(latency, prm.base_latency_s + prm.step_latency_s - sh_->route_latency(rank_, peer));
   }
   if (spec.recv_from != Peer::None) {
     const int peer = layout.pp_peer(rank_, spec.recv_from);
@@ -338,12 +340,17 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
   r.mutex = sg4::Mutex::create();
   for (auto& cv : r.cvs) cv = sg4::ConditionVariable::create();
   r.overlap.wake = sg4::Semaphore::create(0);
+  r.current_op.assign(r.plan->streams.size(), -1);
+  if (sh.fold > 1 && w.layout.coord(rank, GroupKind::TP) != 0) {
+    r.folded_to = w.layout.group(rank, GroupKind::TP).front();
+    return;  // plays nothing: its TP coordinate 0 stands for it
+  }
   r.source = reduce ? replica_source(w, rank) : rank;
   r.mirror = r.source != rank;
-  const auto& only = sh.options->timeline_ranks;
-  r.record = sh.options->record_timeline &&
-             (only.empty() || std::find(only.begin(), only.end(), rank) != only.end());
-  r.current_op.assign(r.plan->streams.size(), -1);
+  r.record = timeline_wanted(*sh.options, rank);
+  if (sh.fold > 1) {
+    for (int m : w.layout.group(rank, GroupKind::TP)) r.record = r.record || timeline_wanted(*sh.options, m);
+  }
   for (size_t s = 0; s < r.plan->streams.size(); ++s) {
     if (r.mirror && !sh.replica_streams[prog][s]) continue;
     r.current_op[s] = 0;
@@ -363,6 +370,15 @@ Breakdown account(Shared& sh, double& step) {
     r.bubble = src.bubble;
     r.compute_end = src.compute_end;
     r.end = std::max(r.end, src.end);
+  }
+  for (RankState& r : sh.ranks) {
+    if (r.folded_to < 0) continue;  // played by TP coordinate 0 of its group
+    const RankState& src = sh.ranks[static_cast<size_t>(r.folded_to)];
+    r.busy = src.busy;
+    r.exposed = src.exposed;
+    r.bubble = src.bubble;
+    r.compute_end = src.compute_end;
+    r.end = src.end;
   }
   for (const RankState& r : sh.ranks) step = std::max(step, r.end);
   Breakdown b;
@@ -396,6 +412,13 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   // The estimate needs the platform's NVLink rate (test platforms may leave it unstated).
   sh.tp_costed = options.cost_isolated_tp && platform.nvlink_bandwidth > 0.0 &&
                  tp_isolated(workload, platform.nvlink_domain_size);
+  if (sh.tp_costed && options.fold_tp && platform.fold_lanes && tp_fold_problem(workload).empty()) {
+    std::vector<int> lane(platform.gpus.size(), -1);
+    for (int r = 0; r < workload.layout.world(); ++r) {
+      lane[static_cast<size_t>(r)] = workload.layout.coord(r, GroupKind::TP);
+    }
+    if (platform.fold_lanes(lane, sh.fold_scaled).empty()) sh.fold = workload.layout.size(GroupKind::TP);
+  }
   sh.comm_params.resize(workload.programs.size());
   const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
   if (reduce) {
@@ -418,6 +441,8 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   result.step_time_s = step;
   result.events = sh.events;
   result.tp_estimated = sh.tp_costed;
+  result.tp_folded = sh.fold > 1;
+  if (sh.fold > 1 && options.record_timeline) unfold_timeline(sh);
   result.timeline = std::move(sh.timeline);
 }
 

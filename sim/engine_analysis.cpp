@@ -1,6 +1,7 @@
 // Static analyses of a workload that decide how the engine may play it (docs/engine.md): which
-// TP collectives it may charge their estimate (tp_isolated) and whether the identical-replica
-// reduction applies (replica_streams).
+// TP collectives it may charge their estimate (tp_isolated), whether the identical-replica
+// reduction applies (replica_streams) and whether one rank per TP group may be played
+// (tp_fold_problem).
 #include <array>
 #include <set>
 #include <string>
@@ -59,7 +60,10 @@ std::string replica_reduction_problem(const Workload& workload) {
   return problem;
 }
 
-bool tp_isolated(const Workload& w, int domain_size) {
+namespace {
+
+// Group kinds the programs use (pipeline transfers count as PP).
+std::array<bool, kGroupKindCount> used_groups(const Workload& w) {
   std::array<bool, kGroupKindCount> used{};
   for (const Program& p : w.programs) {
     for (const Op& op : p.ops) {
@@ -67,6 +71,65 @@ bool tp_isolated(const Workload& w, int domain_size) {
       if (op.is_p2p()) used[static_cast<size_t>(GroupKind::PP)] = true;
     }
   }
+  return used;
+}
+
+// The rank `shift` TP coordinates further round rank's TP group.
+int tp_shift(const Workload& w, int rank, int shift) {
+  const std::vector<int> g = w.layout.group(rank, GroupKind::TP);
+  const int c = w.layout.coord(rank, GroupKind::TP);
+  return g[static_cast<size_t>((c + shift) % static_cast<int>(g.size()))];
+}
+
+// "" when every group of `kind` lies on one TP coordinate and the shift by each t maps it
+// onto the group of its image, member by member.
+std::string kind_fold_problem(const Workload& w, GroupKind kind) {
+  const int world = w.layout.world();
+  const int tp = w.layout.size(GroupKind::TP);
+  std::vector<char> seen(static_cast<size_t>(world), 0);
+  for (int r = 0; r < world; ++r) {
+    if (seen[static_cast<size_t>(r)] != 0 || w.layout.coord(r, GroupKind::TP) != 0) continue;
+    const std::vector<int> members = w.layout.group(r, kind);
+    for (int m : members) {
+      seen[static_cast<size_t>(m)] = 1;
+      if (w.layout.coord(m, GroupKind::TP) != 0) {
+        return std::string(to_string(kind)) + " groups span TP coordinates";
+      }
+    }
+    for (int t = 1; t < tp; ++t) {
+      const std::vector<int> image = w.layout.group(tp_shift(w, r, t), kind);
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (image.size() != members.size() || image[i] != tp_shift(w, members[i], t)) {
+          return std::string(to_string(kind)) + " groups are not mapped onto each other by the TP coordinate";
+        }
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string tp_fold_problem(const Workload& w) {
+  if (w.layout.size(GroupKind::TP) <= 1) return "tp is 1";
+  for (int r = 0; r < w.layout.world(); ++r) {
+    const int rep = w.layout.group(r, GroupKind::TP).front();
+    if (w.program_of_rank[static_cast<size_t>(r)] != w.program_of_rank[static_cast<size_t>(rep)]) {
+      return "the ranks of a TP group run different programs";
+    }
+  }
+  const auto used = used_groups(w);
+  for (int k = 0; k < kGroupKindCount; ++k) {
+    const auto kind = static_cast<GroupKind>(k);
+    if (kind == GroupKind::TP || kind == GroupKind::AMAX || !used[static_cast<size_t>(k)]) continue;
+    std::string problem = kind_fold_problem(w, kind);
+    if (!problem.empty()) return problem;
+  }
+  return "";
+}
+
+bool tp_isolated(const Workload& w, int domain_size) {
+  const auto used = used_groups(w);
   const int world = w.layout.world();
   for (int k = 0; k < kGroupKindCount; ++k) {
     const auto kind = static_cast<GroupKind>(k);

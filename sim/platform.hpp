@@ -2,8 +2,10 @@
 // platforms/ implements PlatformBuilder for HGX nodes, rail-optimized fat-trees and NVL72 racks.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/cost_model.hpp"
@@ -11,6 +13,7 @@
 namespace simgrid::s4u {
 class Engine;
 class Host;
+class Link;
 }  // namespace simgrid::s4u
 
 namespace clustersim::sim {
@@ -22,6 +25,15 @@ struct BuiltPlatform {
   int nvlink_domain_size = 8;             ///< GPUs sharing one NVLink/NVSwitch domain
   double nvlink_bandwidth = 0.0;          ///< per GPU per direction, bytes/s (algorithm choice)
   double network_bandwidth = 0.0;         ///< scale-out NIC per GPU per direction, bytes/s
+  /// Optional (empty when the platform cannot do it): prepares the platform for a simulation
+  /// that plays only lane 0 of GPUs split into lanes running copies of one program on symmetric
+  /// routes (EngineOptions::fold_tp). `lane_of_gpu[g]` is GPU g's lane, -1 for an idle GPU.
+  /// Divides the bandwidth of every link that k lanes share by k, keeping every route's sharing
+  /// weight equal (network/weight-S), fills `scaled` with the shared links and their k, and
+  /// returns ""; or changes nothing and returns why it cannot. Call before Engine::run.
+  std::function<std::string(const std::vector<int>& lane_of_gpu,
+                            std::unordered_map<simgrid::s4u::Link*, int>& scaled)>
+      fold_lanes;
 };
 
 /// Builds a platform into an engine. Implementations must be usable from a forked child

@@ -20,6 +20,7 @@ Job parse_job(YamlMap root) {
         sim->get_enum_or("nccl_algo", "", {"", "ring", "tree", "hierarchical", "nvls"});
     job.simulation.interference = sim->get_bool_or("interference", true);
     job.simulation.cost_isolated_tp = sim->get_bool_or("cost_isolated_tp", true);
+    job.simulation.fold_tp = sim->get_bool_or("fold_tp", true);
     job.simulation.nccl_proto =
         sim->get_enum_or("nccl_proto", "", {"", "LL", "LL128", "Simple", "auto"});
     sim->finish();

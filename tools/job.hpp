@@ -20,6 +20,7 @@ struct SimulationSpec {
   bool interference = true;       ///< compute/communication interference (docs/engine.md)
   std::string nccl_proto;         ///< "" (NCCL's own choice) | LL | LL128 | Simple | auto
   bool cost_isolated_tp = true;   ///< EngineOptions::cost_isolated_tp (docs/engine.md)
+  bool fold_tp = true;            ///< EngineOptions::fold_tp (docs/engine.md)
 };
 
 /// A validated job.

@@ -42,6 +42,7 @@ SimulateOptions options_from_job(const Job& job) {
   o.interference = job.simulation.interference;
   o.nccl_proto = job.simulation.nccl_proto;
   o.cost_isolated_tp = job.simulation.cost_isolated_tp;
+  o.fold_tp = job.simulation.fold_tp;
   return o;
 }
 
@@ -81,6 +82,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   engine_options.nccl_algo = options.nccl_algo;
   engine_options.interference = options.interference;
   engine_options.cost_isolated_tp = options.cost_isolated_tp;
+  engine_options.fold_tp = options.fold_tp;
   engine_options.nccl_proto = nccl_protocol(options.nccl_proto);
   if (options.replicas != "auto" && options.replicas != "full" && options.replicas != "identical") {
     throw std::invalid_argument("replicas must be auto, full or identical, not '" +
@@ -175,6 +177,7 @@ std::string report_json(const RunReport& r) {
   j["replicas"] = r.replicas;
   j["interference"] = r.interference;
   j["tp_collectives"] = r.step.tp_estimated ? "estimated" : "played";
+  j["tp_ranks_played"] = r.step.tp_folded ? "one per group" : "all";
   j["cost_notes"] = r.cost_notes;
   j["cost_tables"] = r.cost_tables;
   if (r.memory) j["memory"] = memory_json(*r.memory);
@@ -216,7 +219,8 @@ std::string report_text(const RunReport& r) {
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
       << r.step.events << " events, replicas " << r.replicas << ", interference "
       << (r.interference ? "on" : "off") << ", TP collectives "
-      << (r.step.tp_estimated ? "estimated" : "played") << "\n";
+      << (r.step.tp_estimated ? "estimated" : "played")
+      << (r.step.tp_folded ? ", one rank per TP group played" : "") << "\n";
   if (r.energy) out << energy_text(*r.energy);
   return out.str();
 }

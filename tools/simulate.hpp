@@ -61,6 +61,8 @@ struct SimulateOptions {
   /// TP collectives charged their estimate where only TP traffic crosses NVLink
   /// (sim::EngineOptions::cost_isolated_tp); false: played as flows.
   bool cost_isolated_tp = true;
+  /// One rank per TP group played where TP collectives are estimated (sim::EngineOptions::fold_tp).
+  bool fold_tp = true;
 };
 
 /// The NCCL protocol named `name` ("" -> Default, LL, LL128, Simple, auto).

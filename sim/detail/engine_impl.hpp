@@ -54,6 +54,13 @@ std::vector<std::vector<bool>> replica_streams(const Workload& w,
 /// nothing but its own ring (EngineOptions::cost_isolated_tp).
 bool tp_isolated(const Workload& w, int domain_size);
 
+/// Why one rank per TP group cannot stand for the others (EngineOptions::fold_tp), "" when it
+/// can: a shift of the TP coordinate by t maps every rank to a rank running the same program,
+/// and every communicator the programs play (TP and AMAX are estimated; pipeline transfers
+/// count as PP) has its members on one TP coordinate and is mapped onto a communicator of the
+/// same kind, member by member.
+std::string tp_fold_problem(const Workload& w);
+
 /// Plays the workload in an engine that already holds the platform; fills `result`.
 /// Must run inside a process that owns no other SimGrid engine.
 void play(simgrid::s4u::Engine& engine, const Workload& workload, const BuiltPlatform& platform,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,9 @@ struct RankState {
   std::array<simgrid::s4u::ConditionVariablePtr, kStreamCount> cvs;  ///< one per waiting stream
   int source = 0;       ///< rank whose done flags satisfy this rank's cross-stream deps
   bool mirror = false;  ///< plays only its DP streams, mirroring `source` (identical replicas)
+  /// Plays nothing: rank `folded_to` (TP coordinate 0 of its TP group) stands for it
+  /// (EngineOptions::fold_tp); -1 when the rank plays.
+  int folded_to = -1;
   bool record = false;  ///< keeps its timeline
   std::unordered_map<int, simgrid::s4u::Mailbox*> mailboxes;  ///< by slot, created on first use
   std::unordered_map<int, double> route_latency;  ///< to a rank, from the platform, s
@@ -107,6 +111,14 @@ struct Shared {
   /// TP collectives are charged their estimate instead of played (EngineOptions::cost_isolated_tp
   /// and only TP traffic on NVLink).
   bool tp_costed = false;
+  /// TP coordinates per TP group when one rank per group is played (EngineOptions::fold_tp),
+  /// else 1.
+  int fold = 1;
+  /// Folding: the links the platform scaled and by how many lanes (BuiltPlatform::fold_lanes),
+  /// the links the played routes crossed, and those only the other coordinates' routes cross.
+  std::unordered_map<simgrid::s4u::Link*, int> fold_scaled;
+  std::unordered_set<simgrid::s4u::Link*> fold_seen;
+  std::unordered_set<simgrid::s4u::Link*> fold_images;
   /// Collectives of `group` are charged the time of the chosen algorithm's NCCL-tuner estimate
   /// (latency plus bytes over algorithm bandwidth) instead of played as flows: the FP8 amax
   /// all-reduces (tens of bytes, so latency only; GroupKind::AMAX), and TP collectives where
@@ -127,13 +139,25 @@ struct Shared {
     return m;
   }
   int domain(int rank) const { return rank / platform->nvlink_domain_size; }
-  /// Latency of the platform route between two ranks' GPUs (cached per pair), s.
+  /// Latency of the platform route between two ranks' GPUs (cached per pair), s. With folding,
+  /// a pair's first call also checks its route (fold_route); flows ask it before they start.
   double route_latency(int from, int to);
+  /// Folding: checks that each link of route `from` -> `to` (both TP coordinate 0) is crossed by
+  /// as many of the TP coordinates' image routes as the platform scaled it for, and that no
+  /// played route crosses a link only image routes use. @throws std::runtime_error otherwise.
+  void fold_route(int from, int to);
   /// Cost parameters of a communication op of `rank`'s program (cached per program op).
   const CommParams& params(int rank, const Op& op);
   /// `rank`'s communicator of `kind` (built on first use).
   const GroupInfo& group(int rank, GroupKind kind);
 };
+
+/// True if `options` ask for rank's timeline.
+bool timeline_wanted(const EngineOptions& options, int rank);
+
+/// Folding: the recorded timeline of the played ranks, each event repeated for every rank of
+/// its TP group the options ask for (events of unwanted played ranks dropped).
+void unfold_timeline(Shared& sh);
 
 /// Marks `prm` (an op of `bytes`) in flight on stream slot `slot` of rank `r`, or the slot idle
 /// when `prm` is null; updates the factors in force and wakes (or logs for) the compute stream.

@@ -82,6 +82,30 @@ TEST(Topology, NonRailPutsANodesNicsOnOneLeaf) {
 }
 
 // NVIDIA DGX SuperPOD B200 RA, "Larger DGX SuperPOD component counts": SUs -> leaf, spine, core.
+TEST(Topology, LaneSharingCountsCoordinatesPerTier) {
+  // TP8 lanes (local GPU index) on HGX, 3 tiers: one rail per leaf, all 8 lanes per spine group.
+  std::vector<int> tp8(4096);
+  for (int g = 0; g < 4096; ++g) tp8[static_cast<size_t>(g)] = g % 8;
+  const LaneSharing hgx = Topology(find_platform("hgx_h100"), 4096).lane_sharing(tp8);
+  EXPECT_EQ(hgx.problem, "");
+  EXPECT_EQ(hgx.nic, 1);
+  EXPECT_EQ(hgx.leaf, 1);
+  EXPECT_EQ(hgx.pod, 8);
+  // NVL72: a leaf holds four rails of the racks, so four lanes share it.
+  std::vector<int> nvl(1152);
+  for (int g = 0; g < 1152; ++g) nvl[static_cast<size_t>(g)] = g % 4;
+  const LaneSharing rack = Topology(find_platform("gb200_nvl72"), 1152).lane_sharing(nvl);
+  EXPECT_EQ(rack.leaf, 4);
+  // Two lanes on the first spine groups, four on the others: uneven. Idle GPUs (-1) do not count.
+  std::vector<int> uneven(4096, -1);
+  for (int g = 0; g < 3072; ++g) uneven[static_cast<size_t>(g)] = g < 2048 ? g % 2 : g % 4;
+  EXPECT_NE(Topology(find_platform("hgx_h100"), 4096).lane_sharing(uneven).problem.find("spine groups"),
+            std::string::npos);
+  std::vector<int> half(4096, -1);
+  for (int g = 0; g < 2048; ++g) half[static_cast<size_t>(g)] = g % 8;
+  EXPECT_EQ(Topology(find_platform("hgx_h100"), 4096).lane_sharing(half).pod, 8);
+}
+
 TEST(Topology, SwitchCountsMatchNvidiaSuperPodTable) {
   const PlatformSpec s = find_platform("hgx_b200");
   struct Row { int sus, leaf, spine, core; };

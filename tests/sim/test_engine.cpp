@@ -178,6 +178,26 @@ TEST(EnginePlan, RejectsForwardDependencies) {
   EXPECT_THROW(detail::plan_program(p), std::invalid_argument);
 }
 
+TEST(TpFold, DenseGroupsFoldExpertGroupsAcrossTpDoNot) {
+  // Megatron's order: DP and PP peers share the TP coordinate, so TP coordinate 0 can stand
+  // for its group.
+  Workload dense = single_program(RankLayout(4, 1, 2, 2),
+                                  {coll(CollectiveKind::AllReduce, GroupKind::DP, 1e6, Stream::DpComm),
+                                   p2p(Peer::NextStage, Peer::None, 1e6)});
+  EXPECT_EQ(detail::tp_fold_problem(dense), "");
+  // ep 4 with etp 1 over tp 4: an expert group is a TP group's ranks, across TP coordinates.
+  const RankLayout moe(4, 1, 2, 1, 4, 1,
+                       {GroupKind::TP, GroupKind::CP, GroupKind::EP, GroupKind::DP, GroupKind::PP});
+  Workload experts = single_program(moe, {coll(CollectiveKind::AllToAll, GroupKind::EP, 1e6)});
+  EXPECT_NE(detail::tp_fold_problem(experts).find("span TP coordinates"), std::string::npos);
+  // Different programs on the ranks of one TP group.
+  Workload split = single_program(RankLayout(2, 1, 2, 1), {gemm(1e9)});
+  split.programs.push_back(split.programs.front());
+  split.program_of_rank = {0, 1, 0, 1};
+  EXPECT_NE(detail::tp_fold_problem(split).find("different programs"), std::string::npos);
+  EXPECT_EQ(detail::tp_fold_problem(single_program(RankLayout(1, 1, 4, 1), {gemm(1e9)})), "tp is 1");
+}
+
 TEST(Subprocess, ReturnsChildBytesAndChildErrors) {
   EXPECT_EQ(run_in_subprocess([] { return std::string("abc\0def", 7); }), std::string("abc\0def", 7));
   EXPECT_THROW(run_in_subprocess([]() -> std::string { throw std::runtime_error("boom"); }),
