@@ -412,6 +412,7 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   // The estimate needs the platform's NVLink rate (test platforms may leave it unstated).
   sh.tp_costed = options.cost_isolated_tp && platform.nvlink_bandwidth > 0.0 &&
                  tp_isolated(workload, platform.nvlink_domain_size);
+  sh.etp_costed = sh.tp_costed && etp_is_tp(workload);
   if (sh.tp_costed && options.fold_tp && platform.fold_lanes && tp_fold_problem(workload).empty()) {
     std::vector<int> lane(platform.gpus.size(), -1);
     for (int r = 0; r < workload.layout.world(); ++r) {

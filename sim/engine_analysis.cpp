@@ -110,6 +110,14 @@ std::string kind_fold_problem(const Workload& w, GroupKind kind) {
 
 }  // namespace
 
+bool etp_is_tp(const Workload& w) {
+  if (w.layout.size(GroupKind::ETP) != w.layout.size(GroupKind::TP)) return false;
+  for (int r = 0; r < w.layout.world(); ++r) {
+    if (w.layout.group(r, GroupKind::ETP) != w.layout.group(r, GroupKind::TP)) return false;
+  }
+  return true;
+}
+
 std::string tp_fold_problem(const Workload& w) {
   if (w.layout.size(GroupKind::TP) <= 1) return "tp is 1";
   for (int r = 0; r < w.layout.world(); ++r) {
@@ -122,6 +130,7 @@ std::string tp_fold_problem(const Workload& w) {
   for (int k = 0; k < kGroupKindCount; ++k) {
     const auto kind = static_cast<GroupKind>(k);
     if (kind == GroupKind::TP || kind == GroupKind::AMAX || !used[static_cast<size_t>(k)]) continue;
+    if (kind == GroupKind::ETP && etp_is_tp(w)) continue;  // estimated with the TP collectives
     std::string problem = kind_fold_problem(w, kind);
     if (!problem.empty()) return problem;
   }
@@ -130,6 +139,7 @@ std::string tp_fold_problem(const Workload& w) {
 
 bool tp_isolated(const Workload& w, int domain_size) {
   const auto used = used_groups(w);
+  const bool etp_tp = etp_is_tp(w);
   const int world = w.layout.world();
   for (int k = 0; k < kGroupKindCount; ++k) {
     const auto kind = static_cast<GroupKind>(k);
@@ -143,7 +153,8 @@ bool tp_isolated(const Workload& w, int domain_size) {
         seen[static_cast<size_t>(m)] = 1;
         domains.insert(m / domain_size);
       }
-      const bool ok = kind == GroupKind::TP ? domains.size() == 1 : domains.size() == members.size();
+      const bool tp_like = kind == GroupKind::TP || (kind == GroupKind::ETP && etp_tp);
+      const bool ok = tp_like ? domains.size() == 1 : domains.size() == members.size();
       if (!ok) return false;
     }
   }

@@ -47,9 +47,13 @@ std::vector<std::vector<bool>> replica_streams(const Workload& w,
                                                const std::vector<ProgramPlan>& plans,
                                                std::string& problem);
 
+/// True if the expert-tensor-parallel groups are the TP groups (etp = tp, Megatron-core's
+/// default): their collectives then run on the TP rings' links and are treated as TP ones.
+bool etp_is_tp(const Workload& w);
+
 /// True if every TP group lies inside one NVLink domain of `domain_size` GPUs and every other
 /// communicator the programs use (AMAX aside, which is always costed; pipeline transfers count
-/// as PP) has its members in distinct domains: NVLink then carries TP traffic only (routes of
+/// as PP; ETP groups that are the TP groups count as TP) has its members in distinct domains: NVLink then carries TP traffic only (routes of
 /// different classes never share a link, docs/platforms.md), and a TP collective contends with
 /// nothing but its own ring (EngineOptions::cost_isolated_tp).
 bool tp_isolated(const Workload& w, int domain_size);

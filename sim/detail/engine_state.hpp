@@ -111,6 +111,9 @@ struct Shared {
   /// TP collectives are charged their estimate instead of played (EngineOptions::cost_isolated_tp
   /// and only TP traffic on NVLink).
   bool tp_costed = false;
+  /// The expert-tensor-parallel groups are the TP groups and TP collectives are costed: their
+  /// collectives are costed with them (etp_is_tp).
+  bool etp_costed = false;
   /// TP coordinates per TP group when one rank per group is played (EngineOptions::fold_tp),
   /// else 1.
   int fold = 1;
@@ -128,7 +131,8 @@ struct Shared {
   /// events of the rest of a 2,048-GPU GPT-3 step) and tie the data-parallel replicas together,
   /// which the identical-replica reduction could then not mirror.
   bool costed(GroupKind group) const {
-    return group == GroupKind::AMAX || (group == GroupKind::TP && tp_costed);
+    return group == GroupKind::AMAX || (group == GroupKind::TP && tp_costed) ||
+           (group == GroupKind::ETP && etp_costed);
   }
 
   simgrid::s4u::Mailbox* mailbox(int rank, int slot) {

@@ -12,10 +12,11 @@
 namespace clustersim::tools {
 namespace {
 
-RunReport run(const std::string& name, const std::string& parallel, bool costed) {
+RunReport run(const std::string& name, const std::string& parallel, bool costed,
+              const std::string& model = "{catalog: llama3_70b, layers: 8}") {
   const std::string path = ::testing::TempDir() + "/costed_tp_" + name + ".yaml";
   std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 32}\n"
-                         "model: {catalog: llama3_70b, layers: 8}\n"
+                         "model: " + model + "\n"
                          "parallelism:\n" + parallel +
                          "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 16, "
                          "precision: bf16}\n";
@@ -50,6 +51,19 @@ TEST(CostedTp, TpOverlapAndHeldSmsGiveTheSameStep) {
   const RunReport costed = run("ub_costed", layout, true);
   expect_same_step(played, costed);
   EXPECT_LT(costed.step.events, played.step.events);
+}
+
+TEST(CostedTp, ExpertTensorParallelCollectivesOnTheTpGroupsToo) {
+  // Mixtral with etp = tp = 8 (Megatron-core's default) and ep 4 across nodes: the expert
+  // layers' all-gathers and reduce-scatters run on the TP groups and are estimated with them.
+  const std::string layout = "  tp: 8\n  ep: 4\n  sequence_parallel: true\n";
+  const std::string mixtral = "{catalog: mixtral_8x7b, layers: 4}";
+  const RunReport played = run("moe_played", layout, false, mixtral);
+  const RunReport costed = run("moe_costed", layout, true, mixtral);
+  EXPECT_TRUE(costed.step.tp_estimated);
+  EXPECT_TRUE(costed.step.tp_folded);
+  expect_same_step(played, costed);
+  EXPECT_LT(costed.step.events * 7, played.step.events);
 }
 
 TEST(CostedTp, TpSharingTheDomainWithAnotherGroupIsPlayed) {
