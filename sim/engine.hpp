@@ -30,7 +30,8 @@ struct EngineOptions {
   std::vector<int> timeline_ranks;
   bool in_process = false;       ///< run in this process (only once per process; for plugins)
   /// Reduction "identical data-parallel replicas" (docs/engine.md): only the replica with DP
-  /// coordinate 0 plays its whole program; the ranks of the other replicas play only their
+  /// coordinate 0 (EDP coordinate 0 with expert parallelism, whose all-to-alls tie DP ranks
+  /// together) plays its whole program; the ranks of the other replicas play only their
   /// data-parallel collectives (as flows, contending on the fabric like the real ones), timed by
   /// the representative's compute. Exact when replicas interact only through DP collectives on
   /// streams of their own (checked; std::invalid_argument otherwise).

@@ -324,9 +324,9 @@ std::string describe_blocked(const Shared& sh) {
   return "no blocked actor found";
 }
 
-// The representative of rank's data-parallel group: its member with DP coordinate 0.
+// The representative of rank's replica group: its member with DP (EDP with experts) coordinate 0.
 int replica_source(const Workload& w, int rank) {
-  return w.layout.group(rank, GroupKind::DP).front();
+  return w.layout.group(rank, replica_kind(w)).front();
 }
 
 void setup_rank(Shared& sh, int rank, bool reduce) {
@@ -421,7 +421,7 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
     if (platform.fold_lanes(lane, sh.fold_scaled).empty()) sh.fold = workload.layout.size(GroupKind::TP);
   }
   sh.comm_params.resize(workload.programs.size());
-  const bool reduce = options.identical_dp_replicas && workload.layout.size(GroupKind::DP) > 1;
+  const bool reduce = options.identical_dp_replicas && workload.layout.size(replica_kind(workload)) > 1;
   if (reduce) {
     std::string problem;
     sh.replica_streams = replica_streams(workload, sh.plans, problem);

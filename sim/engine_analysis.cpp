@@ -12,19 +12,24 @@
 namespace clustersim::sim::detail {
 namespace {
 
-// True if the op is a collective whose group spans data-parallel replicas (DP, DP x CP,
-// expert-DP groups, or any group a layout places across replicas) and is played as flows.
+// True if the op is a collective whose group spans replicas (DP, DP x CP, expert-DP groups, or
+// any group a layout places across replicas) and is played as flows.
 bool spans_replicas(const Workload& w, int rank, const Op& op) {
   const auto* c = std::get_if<CollectiveSpec>(&op.shape);
   if (c == nullptr || c->group == GroupKind::AMAX) return false;
-  const int dp = w.layout.coord(rank, GroupKind::DP);
+  const GroupKind kind = replica_kind(w);
+  const int coord = w.layout.coord(rank, kind);
   for (int m : w.layout.group(rank, c->group)) {
-    if (w.layout.coord(m, GroupKind::DP) != dp) return true;
+    if (w.layout.coord(m, kind) != coord) return true;
   }
   return false;
 }
 
 }  // namespace
+
+GroupKind replica_kind(const Workload& w) {
+  return w.layout.size(GroupKind::EP) > 1 ? GroupKind::EDP : GroupKind::DP;
+}
 
 std::vector<std::vector<bool>> replica_streams(const Workload& w,
                                                const std::vector<ProgramPlan>& plans,
@@ -52,7 +57,10 @@ std::vector<std::vector<bool>> replica_streams(const Workload& w,
 }
 
 std::string replica_reduction_problem(const Workload& workload) {
-  if (workload.layout.size(GroupKind::DP) <= 1) return "there is a single data-parallel replica";
+  if (workload.layout.size(replica_kind(workload)) <= 1) {
+    return replica_kind(workload) == GroupKind::DP ? "there is a single data-parallel replica"
+                                                   : "there is a single expert-data-parallel replica";
+  }
   std::vector<ProgramPlan> plans;
   for (const Program& p : workload.programs) plans.push_back(plan_program(p));
   std::string problem;

@@ -37,6 +37,12 @@ struct ProgramPlan {
 /// does not point to an earlier op or on an uncosted compute op.
 ProgramPlan plan_program(const Program& program);
 
+/// The dimension along which ranks are identical replicas for the identical-replica reduction:
+/// DP, or with expert parallelism EDP (expert all-to-alls tie the EP data-parallel ranks of a
+/// stage together; ranks that differ only in their expert-data-parallel coordinate run the same
+/// program and meet only in expert and dense gradient collectives).
+GroupKind replica_kind(const Workload& w);
+
 /// Why the identical-replica reduction cannot run this workload ("" when it can).
 std::string replica_reduction_problem(const Workload& workload);
 

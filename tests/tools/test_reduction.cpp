@@ -1,5 +1,5 @@
 // The identical-data-parallel-replica reduction (docs/engine.md) must agree with the full
-// simulation: step time and breakdown within 1% from 64 to 1,024 GPUs.
+// simulation: step time and breakdown within 1% from 64 to 1,024 GPUs, dense and with experts.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -68,6 +68,19 @@ INSTANTIATE_TEST_SUITE_P(
              "model: {catalog: llama3_405b, layers: 16}\n"
              "parallelism: {tp: 8, pp: 4, dp: 32, sequence_parallel: true}\n"
              "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: 256, "
+             "precision: bf16}\n"},
+        // Experts: the replicas are expert-data-parallel (EP all-to-alls tie DP ranks together).
+        Case{"mixtral_ep4_256", 256,
+             "cluster: {platform: hgx_h100, gpus: 256}\n"
+             "model: {catalog: mixtral_8x7b, layers: 4}\n"
+             "parallelism: {tp: 8, pp: 2, ep: 4, sequence_parallel: true}\n"
+             "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 64, "
+             "precision: bf16}\n"},
+        Case{"mixtral_tp2_ep8_128", 128,
+             "cluster: {platform: hgx_h100, gpus: 128}\n"
+             "model: {catalog: mixtral_8x7b, layers: 4}\n"
+             "parallelism: {tp: 2, pp: 2, ep: 8, sequence_parallel: true}\n"
+             "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 64, "
              "precision: bf16}\n"}),
     [](const auto& param_info) { return std::string(param_info.param.name); });
 
