@@ -1,7 +1,8 @@
 // Simulator speed: one training step of Llama3-405B as the Llama 3 paper trained it (TP8,
 // PP16 interleaved (vp 4, embedding and loss counted in the stage split), seq 8192, 16
-// microbatches per pipeline: global batch 2,048 at 16,384 GPUs) at growing GPU counts, and the
-// default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
+// microbatches per pipeline: global batch 2,048 at 16,384 GPUs) at growing GPU counts, Mixtral
+// 8x22B with expert parallelism at 2,048 and 16,384 GPUs, and the default GPT-3 175B job on
+// 128 GPUs. Reports wall time per simulated step, simulated events
 // per second and the simulation process's peak RSS. Replicas "auto": above 256 GPUs the
 // identical-replica reduction (docs/engine.md).
 #include <benchmark/benchmark.h>
@@ -55,6 +56,32 @@ BENCHMARK(BM_Llama405bStep)
     ->Arg(16384)
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
+
+// Mixtral 8x22B with expert parallelism across nodes (TP8 PP4 EP8, seq 4096, 16 microbatches
+// per pipeline): the EP all-to-alls tie the data-parallel ranks of a stage together, so the
+// replica reduction mirrors expert-data-parallel replicas (docs/engine.md).
+std::string write_moe_job(int gpus) {
+  const std::string path = "/tmp/clustersim_bench_moe_" + std::to_string(gpus) + ".yaml";
+  std::ofstream out(path);
+  out << "cluster: {platform: hgx_h100, gpus: " << gpus << "}\n"
+      << "model: mixtral_8x22b\n"
+      << "parallelism: {tp: 8, pp: 4, ep: 8, sequence_parallel: true}\n"
+      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: " << gpus / 2
+      << ", precision: bf16}\n";
+  return path;
+}
+
+void BM_MixtralStep(benchmark::State& state) {
+  const auto job = clustersim::tools::load_job(write_moe_job(static_cast<int>(state.range(0))));
+  double events = 0, wall = 0;
+  for (auto _ : state) {
+    const auto r = clustersim::tools::simulate_job(job, {});
+    events = static_cast<double>(r.step.events);
+    wall = r.step.sim_wall_s;
+  }
+  report(state, events, wall);
+}
+BENCHMARK(BM_MixtralStep)->Arg(2048)->Arg(16384)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_DefaultGpt3Step(benchmark::State& state) {
   const auto job = clustersim::tools::load_default_job();
