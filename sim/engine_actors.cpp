@@ -278,7 +278,7 @@ void StreamActor::run_p2p(const Op& op) {
     const int peer = layout.pp_peer(rank_, spec.send_to);
     const CollectiveParams prm = params_to(peer);
     const int slot = spec.send_to == Peer::NextStage ? kSlotFromPrevStage : kSlotFromNextStage;
-    // The route first: with folding its first use scales shared links before a flow starts.
+    // The route first: with folding its first use checks the route before a flow starts.
     latency = std::max(latency, prm.base_latency_s + prm.step_latency_s - sh_->route_latency(rank_, peer));
     comms.push_back(sh_->mailbox(peer, slot)->put_async(
         &payload_token, wire_size(op.bytes / prm.bandwidth_efficiency)));
@@ -362,23 +362,22 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
 
 Breakdown account(Shared& sh, double& step) {
   step = 0.0;
-  for (RankState& r : sh.ranks) {
-    if (!r.mirror) continue;  // a mirror's compute stream is its representative's
-    const RankState& src = sh.ranks[static_cast<size_t>(r.source)];
+  // A mirror's compute stream is its representative's (it plays only its DP streams); a folded
+  // rank plays nothing and takes TP coordinate 0's times. Mirrors first: a folded rank's
+  // coordinate 0 may be a mirror.
+  auto take_times = [&sh](RankState& r, int source) {
+    const RankState& src = sh.ranks[static_cast<size_t>(source)];
     r.busy = src.busy;
     r.exposed = src.exposed;
     r.bubble = src.bubble;
     r.compute_end = src.compute_end;
     r.end = std::max(r.end, src.end);
+  };
+  for (RankState& r : sh.ranks) {
+    if (r.mirror) take_times(r, r.source);
   }
   for (RankState& r : sh.ranks) {
-    if (r.folded_to < 0) continue;  // played by TP coordinate 0 of its group
-    const RankState& src = sh.ranks[static_cast<size_t>(r.folded_to)];
-    r.busy = src.busy;
-    r.exposed = src.exposed;
-    r.bubble = src.bubble;
-    r.compute_end = src.compute_end;
-    r.end = src.end;
+    if (r.folded_to >= 0) take_times(r, r.folded_to);
   }
   for (const RankState& r : sh.ranks) step = std::max(step, r.end);
   Breakdown b;

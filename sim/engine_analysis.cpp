@@ -57,9 +57,10 @@ std::vector<std::vector<bool>> replica_streams(const Workload& w,
 }
 
 std::string replica_reduction_problem(const Workload& workload) {
-  if (workload.layout.size(replica_kind(workload)) <= 1) {
-    return replica_kind(workload) == GroupKind::DP ? "there is a single data-parallel replica"
-                                                   : "there is a single expert-data-parallel replica";
+  const GroupKind kind = replica_kind(workload);
+  if (workload.layout.size(kind) <= 1) {
+    return kind == GroupKind::DP ? "there is a single data-parallel replica"
+                                 : "there is a single expert-data-parallel replica";
   }
   std::vector<ProgramPlan> plans;
   for (const Program& p : workload.programs) plans.push_back(plan_program(p));

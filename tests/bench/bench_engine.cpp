@@ -39,8 +39,8 @@ void report(benchmark::State& state, double events, double wall) {
   state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
-void BM_Llama405bStep(benchmark::State& state) {
-  const auto job = clustersim::tools::load_job(write_job(static_cast<int>(state.range(0))));
+// Simulates `job` once per iteration and reports the last simulation's figures.
+void run_steps(benchmark::State& state, const clustersim::tools::Job& job) {
   double events = 0, wall = 0;
   for (auto _ : state) {
     const auto r = clustersim::tools::simulate_job(job, {});
@@ -48,6 +48,10 @@ void BM_Llama405bStep(benchmark::State& state) {
     wall = r.step.sim_wall_s;
   }
   report(state, events, wall);
+}
+
+void BM_Llama405bStep(benchmark::State& state) {
+  run_steps(state, clustersim::tools::load_job(write_job(static_cast<int>(state.range(0)))));
 }
 BENCHMARK(BM_Llama405bStep)
     ->Arg(128)
@@ -72,26 +76,12 @@ std::string write_moe_job(int gpus) {
 }
 
 void BM_MixtralStep(benchmark::State& state) {
-  const auto job = clustersim::tools::load_job(write_moe_job(static_cast<int>(state.range(0))));
-  double events = 0, wall = 0;
-  for (auto _ : state) {
-    const auto r = clustersim::tools::simulate_job(job, {});
-    events = static_cast<double>(r.step.events);
-    wall = r.step.sim_wall_s;
-  }
-  report(state, events, wall);
+  run_steps(state, clustersim::tools::load_job(write_moe_job(static_cast<int>(state.range(0)))));
 }
 BENCHMARK(BM_MixtralStep)->Arg(2048)->Arg(16384)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_DefaultGpt3Step(benchmark::State& state) {
-  const auto job = clustersim::tools::load_default_job();
-  double events = 0, wall = 0;
-  for (auto _ : state) {
-    const auto r = clustersim::tools::simulate_job(job, {});
-    events = static_cast<double>(r.step.events);
-    wall = r.step.sim_wall_s;
-  }
-  report(state, events, wall);
+  run_steps(state, clustersim::tools::load_default_job());
 }
 BENCHMARK(BM_DefaultGpt3Step)->Unit(benchmark::kSecond)->Iterations(1);
 
