@@ -47,7 +47,10 @@ std::string report_text(const workloads::MemoryReport& r, const std::string& job
         << "  " << c.basis << "\n";
   }
   out << std::left << std::setw(24) << "total" << std::right << std::setw(10) << gib(w.total())
-      << "  of " << gib(r.capacity_bytes) << " GiB HBM\n\n";
+      << "  of " << gib(r.capacity_bytes) << " GiB HBM\n";
+  out << std::left << std::setw(24) << "reserved" << std::right << std::setw(10)
+      << gib(r.reserved_bytes())
+      << "  PyTorch's max_memory_reserved: total less cuda_context and nccl\n\n";
   if (r.stages.size() > 1) {
     out << "per stage:";
     for (const auto& s : r.stages) out << " " << s.stage << ":" << gib(s.total());
@@ -64,6 +67,7 @@ std::string report_json(const workloads::MemoryReport& r) {
   j["worst_stage"] = r.worst_stage;
   j["worst_rank"] = r.worst_rank;
   j["peak_bytes"] = r.peak_bytes();
+  j["reserved_bytes"] = r.reserved_bytes();
   if (!r.fits()) j["oom"] = r.oom_message();
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& s : r.stages) {

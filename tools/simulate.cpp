@@ -134,6 +134,7 @@ nlohmann::ordered_json memory_json(const MemoryFit& m) {
   j["fits"] = m.fits;
   j["peak_gib"] = m.peak_bytes / kGiB;
   j["capacity_gib"] = m.capacity_bytes / kGiB;
+  j["reserved_gib"] = m.reserved_bytes / kGiB;
   j["worst_rank"] = m.worst_rank;
   j["worst_stage"] = m.worst_stage;
   j["largest_component"] = m.largest_component;

@@ -50,7 +50,7 @@ MemoryFit memory_fit(const Job& job) {
   const auto& largest = report.worst().dominant();
   return MemoryFit{report.peak_bytes(), capacity,          report.fits(),
                    report.oom_message(), report.worst_rank, report.worst_stage,
-                   largest.name,         largest.bytes};
+                   largest.name,         largest.bytes,           report.reserved_bytes()};
 }
 
 }  // namespace clustersim::tools

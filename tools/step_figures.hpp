@@ -38,6 +38,9 @@ struct MemoryFit {
   int worst_stage = 0;          ///< the pipeline stage with the largest peak
   std::string largest_component;       ///< the worst stage's largest component ("activations")
   double largest_component_bytes = 0.0;
+  /// What torch.cuda.max_memory_reserved() would report: the peak less the CUDA context,
+  /// cuBLAS's kernel images and NCCL (MemoryReport::reserved_bytes).
+  double reserved_bytes = 0.0;
 };
 
 /// Estimates the job's per-GPU peak memory against its GPU's HBM with the workloads memory

@@ -128,6 +128,7 @@ void read_pipeline_split(YamlMap& p, ParallelSpec& s) {
 ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   reject_unknown_keys(p, {"tp", "pp", "dp", "cp", "vp", "ep", "etp", "sequence_parallel",
                           "schedule", "rank_order", "num_layers_in_first_pipeline_stage",
+                          "zero_init",
                           "num_layers_in_last_pipeline_stage",
                           "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "zero_stage", "fsdp",
@@ -146,6 +147,11 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   s.rank_order = read_rank_order(p);
   s.zero_stage = read_zero_stage(p);
   s.distributed_optimizer = s.zero_stage >= 1;
+  s.zero_init = p.get_bool_or("zero_init", true);
+  if (p.has("zero_init") && s.zero_stage != 3) {
+    throw p.error("zero_init", "only means something with zero_stage 3 (below it every GPU "
+                               "holds the whole model anyway)");
+  }
   s.overlap_grad_reduce = p.get_bool_or("overlap_grad_reduce", true);
   const bool gather_possible = (s.zero_stage == 1 || s.zero_stage == 2) && s.overlap_grad_reduce;
   s.overlap_param_gather = p.get_bool_or("overlap_param_gather", gather_possible);

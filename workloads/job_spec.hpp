@@ -121,6 +121,11 @@ struct ParallelSpec {
   int zero_stage = 1;                   ///< 0 DDP, 1 distributed optimizer, 2 + sharded
                                         ///< gradients, 3 + sharded parameters (FSDP)
   bool distributed_optimizer = true;    ///< zero_stage >= 1: optimizer state sharded over DP
+  /// ZeRO-3: parameters are created already sharded (DeepSpeed zero.Init, FSDP, Megatron).
+  /// false: the whole BF16 model is built on every GPU and partitioned afterwards (DeepSpeed's
+  /// engine moves a module built without zero.Init to the GPU before ZeRO-3 partitions it), so
+  /// the memory peak is at least the whole model.
+  bool zero_init = true;
   bool overlap_grad_reduce = true;      ///< bucketed gradient reduction overlapped with backward
   bool overlap_param_gather = true;     ///< parameter all-gather overlapped with next forward
   bool grad_reduce_in_fp32 = true;      ///< gradient buffers and their reduction in FP32

@@ -349,6 +349,27 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
   out.push_back({"comm_buffers", buffers, "ring-attention K/V receive buffers, MoE all-to-all buffers"});
 }
 
+// ZeRO-3 without zero_init: the framework builds the whole BF16 model, moves it to the GPU and
+// only then partitions it (DeepSpeed runtime/engine.py, _configure_distributed_model: a module
+// not built under zero.Init is moved to the device before the ZeRO-3 optimizer partitions its
+// parameters). Until then every GPU holds 2 B per parameter of the whole model in the caching
+// allocator, which keeps those blocks reserved. The peak is the larger of that and the training
+// peak; the excess is charged as its own component. Called after fragmentation, so the
+// components so far are the allocator's reserved bytes of the training peak.
+void add_model_init(const WorkloadSpec& spec, std::vector<MemoryComponent>& components) {
+  if (spec.parallel.zero_stage != 3 || spec.parallel.zero_init) return;
+  double reserved = 0.0;
+  for (const auto& c : components) reserved += c.bytes;
+  const double whole = kBf16 * count_parameters(spec.model).total;
+  if (whole <= reserved) return;
+  char basis[200];
+  std::snprintf(basis, sizeof basis,
+                "whole BF16 model (%.2f GiB) on the GPU before ZeRO-3 partitions it (zero_init: "
+                "false), above the training peak",
+                whole / kGiB);
+  components.push_back({"model_init", whole - reserved, basis});
+}
+
 }  // namespace
 
 double StageMemory::total() const {
@@ -367,6 +388,11 @@ double StageMemory::bytes(const std::string& name) const {
     if (c.name == name) return c.bytes;
   }
   return 0.0;
+}
+
+double MemoryReport::reserved_bytes() const {
+  const StageMemory& w = worst();
+  return w.total() - w.bytes("cuda_context") - w.bytes("nccl");
 }
 
 std::string MemoryReport::oom_message() const {
@@ -409,6 +435,7 @@ MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes
                             tensors * ((expandable ? kFragmentationExpandable : kFragmentation) - 1.0),
                             expandable ? "expandable segments: reserved/allocated 1.024, measured"
                                        : "caching allocator: reserved/allocated 1.108, measured"});
+    add_model_init(spec, m.components);
     m.components.push_back({"cuda_context", kCudaContextBytes + kCublasBytes,
                             "CUDA context 523 MiB + cuBLAS 66 MiB, measured"});
     m.components.push_back({"nccl", nccl_bytes(spec, stage),

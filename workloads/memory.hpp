@@ -47,6 +47,10 @@ struct MemoryReport {
   const StageMemory& worst() const { return stages.at(static_cast<std::size_t>(worst_stage)); }
   /// Peak bytes of the worst stage.
   double peak_bytes() const { return worst().total(); }
+  /// What PyTorch's torch.cuda.max_memory_reserved() would report for the worst stage, bytes:
+  /// the peak less the memory outside its caching allocator (CUDA context, cuBLAS's kernel
+  /// images, NCCL). Benchmarks that print max_memory_reserved compare against this.
+  double reserved_bytes() const;
   /// True if the worst stage fits in capacity.
   bool fits() const { return peak_bytes() <= capacity_bytes; }
   /// "rank R (pipeline stage S) needs X GiB but the GPU has Y GiB: over by Z GiB; the largest

@@ -198,6 +198,44 @@ TEST(CaseJob, FillsUnstatedFieldsFromTheRecipeFamilyWithCitations) {
   }
 }
 
+// Settings a source's scripts state (S3: Liger-Kernel, no zero.Init, max_memory_reserved) are
+// config keys that reach the job; unstated, the DeepSpeed family fills transformers' defaults.
+TEST(CaseJob, StatedFrameworkSettingsReachTheJobAndMemoryMetricIsRead) {
+  const auto set = parse(
+      "  - id: liger\n"
+      "    source: S3\n"
+      "    config: {model: tiny, gpu: H200-SXM, gpus: 8, zero: 3, seq: 8192, mbs: 1, "
+      "elementwise: fused, cross_entropy: chunked, zero_init: false}\n"
+      "    measured: {peak_memory_metric: max_memory_reserved, h200_tflops: 141}\n"
+      "  - id: plain\n"
+      "    source: S3\n"
+      "    config: {model: tiny, gpu: H200-SXM, gpus: 8, zero: 2, seq: 8192, mbs: 1}\n"
+      "    measured: {h200_tflops: 461}\n");
+  const CaseJob liger = build_case_job(set, set.cases[0], set.cases[0].points[0]);
+  EXPECT_EQ(field(liger, "elementwise"), "fused");
+  EXPECT_EQ(field(liger, "cross_entropy"), "chunked");
+  EXPECT_EQ(field(liger, "zero_init"), "false");
+  EXPECT_EQ(set.cases[0].points[0].peak_memory_metric, "max_memory_reserved");
+  const CaseJob plain = build_case_job(set, set.cases[1], set.cases[1].points[0]);
+  EXPECT_EQ(field(plain, "elementwise"), "eager [DS-HF]");
+  EXPECT_EQ(field(plain, "cross_entropy"), "unfused [DS-HF]");
+  EXPECT_EQ(field(plain, "zero_init"), "<unset>");
+  EXPECT_EQ(set.cases[1].points[0].peak_memory_metric, "device");
+  SpecError e = parse_error(
+      "  - id: a\n"
+      "    source: S3\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {peak_memory_metric: nvidia_smi, h200_tflops: 1}\n");
+  EXPECT_EQ(e.line(), 8);
+  EXPECT_NE(e.reason().find("max_memory_reserved"), std::string::npos) << e.what();
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S3\n"
+      "    config: {model: tiny, gpus: 8, elementwise: liger}\n"
+      "    measured: {h200_tflops: 1}\n");
+  EXPECT_NE(e.field().find("elementwise"), std::string::npos) << e.what();
+}
+
 TEST(CaseJob, Fp8NemoCasesReduceInBf16AndKeepTheStandardOptimizer) {
   const auto set = parse(
       "  - id: s0_70b_fp8\n"

@@ -151,25 +151,28 @@ TEST(MemoryModel, StatesByZeroStageAndOffload) {
 }
 
 // S3 of ../shared/reference/measured.yaml: Llama-3.1-8B on 8 H200, DeepSpeed ZeRO-3, full
-// activation checkpointing, CPU optimizer offload, mbs 1, one sequence per GPU. The sweep reaches
-// 256k tokens on one GPU, which only fits with a chunked loss, so the job says so. Nothing in the
-// model is fitted to these numbers. Stated tolerance: 15% at every length (the model's error is
-// -15% at 8k, where DeepSpeed's fixed buffers not modelled dominate, and +0..+11% from 32k on).
-TEST(MemoryModel, MatchesTheS3PeakMemorySweepWithinTheStatedTolerance) {
+// activation checkpointing, CPU optimizer offload, mbs 1, one sequence per GPU, run as the
+// source's script (stas00/ml-engineering insights/when-to-upgrade-gpus/benchmark.py) runs it:
+// Liger-Kernel's fused linear cross-entropy (the loss in chunks), the model built whole and
+// partitioned by deepspeed.initialize (zero_init: false), and the peak read with
+// torch.cuda.max_memory_reserved(), which leaves out the CUDA context and NCCL. Nothing in the
+// model is fitted to these numbers. Tolerance: issue 4's 10% at every length.
+TEST(MemoryModel, MatchesTheS3PeakMemorySweepWithinTenPercent) {
   const std::pair<int, double> measured[] = {{8192, 16.3},   {32768, 25.8},  {65536, 37.5},
                                              {131072, 66.5}, {196608, 95.7}, {262144, 124.5}};
   double previous = 0.0;
   std::vector<double> predicted;
   for (const auto& [seq, gib] : measured) {
     const std::string yaml =
-        "model: llama3_8b\nparallelism:\n  zero_stage: 3\n  optimizer_offload: cpu\n"
-        "  grad_reduce_in_fp32: false\ntraining:\n  seq_length: " + std::to_string(seq) +
+        "model: llama3_8b\nparallelism:\n  zero_stage: 3\n  zero_init: false\n"
+        "  optimizer_offload: cpu\n  grad_reduce_in_fp32: false\ntraining:\n  seq_length: " +
+        std::to_string(seq) +
         "\n  micro_batch_size: 1\n  precision: bf16\n  recompute: full\n  cross_entropy: chunked\n";
     const auto report = estimate_memory(testing::parse_job(yaml, 8), 141.0 * kGiB);
-    const double got = report.peak_bytes() / kGiB;
+    const double got = report.reserved_bytes() / kGiB;
     predicted.push_back(got);
-    EXPECT_NEAR(got, gib, 0.15 * gib) << "seq " << seq;
-    EXPECT_GT(got, previous);
+    EXPECT_NEAR(got, gib, 0.10 * gib) << "seq " << seq;
+    EXPECT_GE(got, previous);
     previous = got;
     EXPECT_TRUE(report.fits());
   }
@@ -177,6 +180,31 @@ TEST(MemoryModel, MatchesTheS3PeakMemorySweepWithinTheStatedTolerance) {
   const double measured_slope = (124.5 - 66.5) / 131072.0;
   const double model_slope = (predicted[5] - predicted[3]) / 131072.0;
   EXPECT_NEAR(model_slope, measured_slope, 0.10 * measured_slope);
+}
+
+// zero_init: false puts the whole BF16 model on the GPU before ZeRO-3 partitions it: the peak
+// is at least 2 B per parameter, charged as model_init only where it exceeds the training peak.
+TEST(MemoryModel, WholeModelBeforePartitioningSetsTheFloorWithoutZeroInit) {
+  auto job = [](bool zero_init, int seq) {
+    return "model: llama3_8b\nparallelism:\n  zero_stage: 3\n  zero_init: " +
+           std::string(zero_init ? "true" : "false") +
+           "\n  optimizer_offload: cpu\n  grad_reduce_in_fp32: false\ntraining:\n  seq_length: " +
+           std::to_string(seq) +
+           "\n  micro_batch_size: 1\n  precision: bf16\n  recompute: full\n  cross_entropy: chunked\n";
+  };
+  const double whole = 2.0 * count_parameters(testing::parse_job(job(true, 8192), 8).model).total;
+  const auto sharded = estimate_memory(testing::parse_job(job(true, 8192), 8), 141.0 * kGiB);
+  const auto built_whole = estimate_memory(testing::parse_job(job(false, 8192), 8), 141.0 * kGiB);
+  EXPECT_LT(sharded.reserved_bytes(), whole);
+  EXPECT_EQ(sharded.worst().bytes("model_init"), 0.0);
+  EXPECT_NEAR(built_whole.reserved_bytes(), whole, 1.0);
+  EXPECT_GT(built_whole.worst().bytes("model_init"), 0.0);
+  // At 256k tokens the training peak is far above the whole model: no excess.
+  const auto long_seq = estimate_memory(testing::parse_job(job(false, 262144), 8), 141.0 * kGiB);
+  EXPECT_EQ(long_seq.worst().bytes("model_init"), 0.0);
+  // reserved = peak less the CUDA context and NCCL.
+  EXPECT_NEAR(long_seq.peak_bytes() - long_seq.reserved_bytes(),
+              long_seq.worst().bytes("cuda_context") + long_seq.worst().bytes("nccl"), 1.0);
 }
 
 TEST(MemoryModel, OutOfMemoryNamesRankExcessAndDominantComponent) {

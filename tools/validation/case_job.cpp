@@ -79,6 +79,9 @@ void state_case(const ReferenceSet& set, const ReferenceCase& rc, const Measured
   }
   state_text(j, "training", "precision", c.precision);
   state_text(j, "training", "recompute", c.recompute);
+  state_text(j, "training", "elementwise", c.elementwise);
+  state_text(j, "training", "cross_entropy", c.cross_entropy);
+  state_bool(j, "parallelism", "zero_init", c.zero_init);
 }
 
 // grad_accum: the global batch is micro batch x dp x accumulation; checked against a stated

@@ -77,14 +77,19 @@ PlotSpec ratio_plot(const std::vector<const PointOutcome*>& pts, const Axis& axi
 
 PlotSpec memory_plot(const std::vector<const PointOutcome*>& pts, const Axis& axis,
                      const std::vector<std::string>& platforms, const std::string& id) {
-  PlotSpec spec{id + ": peak memory per GPU", axis.label(), "GiB", true, false, 0.0, 0.0, {}};
+  const std::string metric = pts.empty() ? "device" : pts.front()->peak_memory_metric;
+  const std::string title =
+      id + ": peak memory per GPU" + (metric == "device" ? "" : " (" + metric + ")");
+  PlotSpec spec{title, axis.label(), "GiB", true, false, 0.0, 0.0, {}};
   for (std::size_t i = 0; i < platforms.size(); ++i) {
     PlotSeries est{"memory model, " + platforms[i], {}, kColors[i % 4], true, true, false};
     PlotSeries meas{"measured, " + platforms[i], {}, kColors[i % 4], false, true, true};
     for (const auto* p : pts) {
       if (p->platform != platforms[i]) continue;
       if (p->measured_peak_gib) meas.points.emplace_back(axis.x(*p), *p->measured_peak_gib);
-      if (p->estimated_peak_gib) est.points.emplace_back(axis.x(*p), *p->estimated_peak_gib);
+      if (p->estimated_compared_gib) {
+        est.points.emplace_back(axis.x(*p), *p->estimated_compared_gib);
+      }
     }
     if (!est.points.empty()) spec.series.push_back(est);
     if (!meas.points.empty()) spec.series.push_back(meas);

@@ -182,7 +182,7 @@ void apply_deepspeed_zero(const FamilyInput& in, DraftJob& j) {
   j.fill("parallelism", "pp", "1", "DS-ZERO", line);
   j.fill("training", "mfu_convention", "causal", "S3-CONV", line);
   j.fill("parallelism", "grad_reduce_in_fp32", "false", "DS-BF16", line);
-  j.fill("training", "cross_entropy", "chunked", "S3-CE", line);
+  j.fill("training", "cross_entropy", "unfused", "DS-HF", line);
   j.fill("training", "elementwise", "eager", "DS-HF", line);
   if (batch_stated(in.rc)) return;
   const std::int64_t mbs = j.get_int("training", "micro_batch_size", 0);
@@ -223,7 +223,7 @@ const std::vector<RecipeFamily>& recipe_families() {
        apply_llama3_paper},
       {"deepspeed_zero",
        "DeepSpeed ZeRO on one node: pure data parallelism, gradient accumulation 1, BF16 "
-       "gradient reduction, chunked loss, causal MFU",
+       "gradient reduction, Hugging Face transformers' eager modules and loss, causal MFU",
        {"S3"},
        apply_deepspeed_zero},
       {"none", "no defaults: the case states every field the job needs", {}, apply_none},
@@ -313,19 +313,16 @@ const std::vector<Citation>& citations() {
       {"DS-ZERO", "DeepSpeed ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054): data parallelism "
                   "only, each GPU runs whole layers (tp = pp = 1)"},
       {"DS-HF", "DeepSpeed trains Hugging Face transformers models (Bekman et al. 2025, ALST, "
-                "arXiv 2506.13996: long-sequence Llama-8B training 'all using Hugging Face "
-                "Transformers and DeepSpeed, with no custom modeling code'); transformers' Llama "
-                "runs RMSNorm, RoPE and SwiGLU as eager PyTorch modules unless a kernel library "
-                "(e.g. Liger-Kernel) patches them, which the source does not state "
-                "(training.elementwise: eager)"},
+                "arXiv 2506.13996; the S3 scripts load AutoModelForCausalLM); transformers' Llama "
+                "runs RMSNorm, RoPE and SwiGLU as eager PyTorch modules and its loss upcasts the "
+                "logits to FP32 (training.elementwise: eager, cross_entropy: unfused) unless a "
+                "kernel library such as Liger-Kernel patches them, which a case then states (S3's "
+                "sweep does: its benchmark.py runs with USE_LIGER=1)"},
       {"DS-GA", "DeepSpeed configuration docs: gradient_accumulation_steps defaults to 1, so "
                 "global batch = micro batch x GPUs"},
       {"DS-BF16", "DeepSpeed runtime/config.py: communication_data_type defaults to None, i.e. "
                   "the training dtype, so BF16 runs reduce gradients in BF16 (as "
                   "docs/memory-model.md's S3 job)"},
-      {"S3-CE", "docs/memory-model.md, S3 check: a 256k-token sequence cannot fit with an "
-                "unfused FP32 loss (188 GiB of logits), so the source computes the loss in "
-                "chunks (training.cross_entropy: chunked)"},
       {"S3-CONV", "measured.yaml, case s3_llama31_8b_seq_sweep: model FLOPs count causal "
                   "attention (6*s^2*d*L), recompute excluded"},
   };

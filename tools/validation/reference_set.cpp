@@ -121,6 +121,9 @@ CaseConfig read_config(Block c) {
   cfg.pipeline = opt_enum(c, "pipeline", {"1f1b", "interleaved"});
   cfg.recompute = opt_enum(c, "activation_checkpointing", {"none", "selective", "full"});
   cfg.optimizer_offload = opt_enum(c, "optimizer_offload", {"none", "cpu"});
+  cfg.elementwise = opt_enum(c, "elementwise", {"fused", "eager"});
+  cfg.cross_entropy = opt_enum(c, "cross_entropy", {"unfused", "fused", "chunked"});
+  cfg.zero_init = opt_bool(c, "zero_init");
   cfg.sequence_parallel = opt_bool(c, "sequence_parallel");
   cfg.tp_comm_overlap = opt_bool(c, "tp_comm_overlap");
   c.map.finish();
@@ -276,6 +279,14 @@ void read_measured(Block m, ReferenceCase& rc) {
   for (const auto& key : m.map.keys()) {
     std::string tag;
     if (is_tagged(key, "_peak_gib", &tag)) m.map.get_double(key, 1e-6, 1e6);
+  }
+  if (m.map.has("peak_memory_metric")) {
+    const std::string metric = m.map.get_string("peak_memory_metric");
+    if (metric != "device" && metric != "max_memory_reserved") {
+      throw m.map.error("peak_memory_metric",
+                        "unknown metric '" + metric + "' (known: device, max_memory_reserved)");
+    }
+    for (auto& p : rc.points) p.peak_memory_metric = metric;
   }
   m.map.finish();
   if (rc.points.empty()) {

@@ -48,7 +48,10 @@ struct CaseConfig {
   std::optional<Stated<std::string>> pipeline;   ///< 1f1b | interleaved
   std::optional<Stated<std::string>> recompute;  ///< activation_checkpointing: none|selective|full
   std::optional<Stated<std::string>> optimizer_offload;  ///< none | cpu
+  std::optional<Stated<std::string>> elementwise;        ///< fused | eager
+  std::optional<Stated<std::string>> cross_entropy;      ///< unfused | fused | chunked
   std::optional<Stated<bool>> sequence_parallel, tp_comm_overlap;
+  std::optional<Stated<bool>> zero_init;                 ///< ZeRO-3 parameters built sharded
 };
 
 /// The metric a point compares.
@@ -70,6 +73,9 @@ struct MeasuredPoint {
   double value = 0.0;       ///< in the metric's unit (s, fraction, TFLOP/s)
   int line = 0;
   std::optional<double> peak_memory_gib;  ///< measured peak memory, where the source gives it
+  /// What peak_memory_gib measures: "device" (all the GPU's memory in use, as nvidia-smi) or
+  /// "max_memory_reserved" (PyTorch's caching allocator only); measured.peak_memory_metric.
+  std::string peak_memory_metric = "device";
   std::optional<double> stated_mfu;       ///< the source's MFU at this point, where it gives one
 };
 

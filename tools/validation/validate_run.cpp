@@ -86,6 +86,7 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
   o.metric = p.metric;
   o.measured = p.value;
   o.measured_peak_gib = p.peak_memory_gib;
+  o.peak_memory_metric = p.peak_memory_metric;
   if (options.max_gpus > 0 && o.gpus > options.max_gpus) {
     o.reason = "skipped for time: " + std::to_string(o.gpus) + " GPUs > --max-gpus " +
                std::to_string(options.max_gpus);
@@ -105,6 +106,8 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
     try {
       const MemoryFit fit = memory_fit(job);
       o.estimated_peak_gib = fit.peak_bytes / kGiB;
+      o.estimated_compared_gib =
+          (o.peak_memory_metric == "max_memory_reserved" ? fit.reserved_bytes : fit.peak_bytes) / kGiB;
       o.capacity_gib = fit.capacity_bytes / kGiB;
     } catch (const std::invalid_argument&) {
       // the memory model rejects the spec; the simulation will say why
@@ -284,7 +287,11 @@ std::string validation_json(const ValidationSummary& s) {
     j["seq"] = o.seq;
     j["platform"] = o.platform;
     j["family"] = o.family;
-    if (o.measured_peak_gib) j["measured_peak_gib"] = *o.measured_peak_gib;
+    if (o.measured_peak_gib) {
+      j["measured_peak_gib"] = *o.measured_peak_gib;
+      j["peak_memory_metric"] = o.peak_memory_metric;
+      if (o.estimated_compared_gib) j["estimated_compared_gib"] = *o.estimated_compared_gib;
+    }
     if (o.estimated_peak_gib) j["estimated_peak_gib"] = *o.estimated_peak_gib;
     if (o.capacity_gib) j["capacity_gib"] = *o.capacity_gib;
     if (o.simulated) {

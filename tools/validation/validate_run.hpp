@@ -32,6 +32,10 @@ struct PointOutcome {
   double cpu_s = 0.0;        ///< CPU time of the point's worker (job build and simulation)
   std::optional<double> measured_peak_gib;
   std::optional<double> estimated_peak_gib;  ///< the memory model's per-GPU peak, if available
+  /// The memory model's figure in the measurement's metric (peak_memory_metric): the peak, or
+  /// what max_memory_reserved would report.
+  std::optional<double> estimated_compared_gib;
+  std::string peak_memory_metric = "device";  ///< of measured_peak_gib
   std::optional<double> capacity_gib;        ///< HBM of one GPU of the job's platform, GiB
   std::string job_yaml;      ///< the job the point became (empty if it could not be built)
 };
