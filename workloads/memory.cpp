@@ -124,6 +124,28 @@ double mlp_bytes(const WorkloadSpec& spec, const Shape& x, int layer, const Acti
   return bytes;
 }
 
+// What Hugging Face transformers' eager modules (training.elementwise: eager) keep beyond the
+// fused kernels, from the modules' code: LlamaRMSNorm upcasts its input to FP32 and keeps that
+// copy (4 B) and the BF16 normalized tensor for the weight's gradient (2 B), where a fused norm
+// keeps its BF16 input (2 B): +4 B per element, two norms per layer; act_fn(gate) * up keeps the
+// SiLU output (2 B per FFN element) beside the gate and up a fused SwiGLU keeps (routed and
+// shared experts alike). LayerNorm and GeLU are single PyTorch kernels either way. Checked
+// against calibration run 19 (docs/calibration.md): a transformers LlamaDecoderLayer keeps
+// 209.5 KB per token after its forward at h 4096, ffn 14336; fused terms + these extras + the
+// layer input its harness holds give 208.7.
+double eager_extra_bytes(const WorkloadSpec& spec, const Shape& x, int layer) {
+  if (spec.training.elementwise != Elementwise::Eager) return 0.0;
+  const ModelSpec& m = spec.model;
+  const RankShapes& s = x.s;
+  double bytes = m.norm == NormKind::RmsNorm ? 2.0 * 4.0 * x.tsp * x.h : 0.0;
+  if (m.activation != Activation::Swiglu) return bytes;
+  if (m.is_moe_layer(layer)) {
+    bytes += kBf16 * d(s.expert_rows) * d(s.expert_fc1_out) / 2.0;
+    return bytes + kBf16 * x.t * d(s.shared_fc1_out) / 2.0;
+  }
+  return bytes + kBf16 * x.t * d(s.fc1_out) / 2.0;
+}
+
 // Gradient tensors alive at the peak of a layer's backward (the MLP activation backward): the
 // residual-stream gradient, the gradients of the activation input and output, and with
 // sequence parallelism the re-gathered input for the weight gradient.
@@ -414,7 +436,8 @@ double layer_activation_bytes(const WorkloadSpec& spec, int layer, Recompute rec
   // Full recompute keeps only the layer input (BF16; the sequence shard with SP).
   if (recompute == Recompute::Full) return kBf16 * x.tsp * x.h;
   const double norms = 2.0 * kBf16 * x.tsp * x.h;  // inputs of the two norms
-  return norms + attention_bytes(spec, x, recompute, options) + mlp_bytes(spec, x, layer, options);
+  return norms + attention_bytes(spec, x, recompute, options) + mlp_bytes(spec, x, layer, options) +
+         eager_extra_bytes(spec, x, layer);
 }
 
 MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes) {

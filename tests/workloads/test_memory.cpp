@@ -106,6 +106,31 @@ TEST(ActivationMemory, Fp8KeepsTheGemmInputsInFp8) {
                    layer_activation_bytes(bf, 0, Recompute::Full));
 }
 
+// Hugging Face's eager modules keep more than fused kernels: LlamaRMSNorm's FP32 input (+4 B per
+// element and norm) and the SiLU output of act_fn(gate) * up (+2 B per FFN element). Measured
+// (calibration run 19, calib/data/h200/run19/hf_layer.csv): a transformers LlamaDecoderLayer of
+// Llama-3 8B at seq 8192 holds 1,716,585,472 B after its forward, including its 8,192-token
+// output (2 B x 4096 per token) that the harness keeps; the eager model is within 1% of the rest.
+TEST(ActivationMemory, EagerModulesKeepWhatTransformersLayerWasMeasuredToKeep) {
+  const std::string yaml =
+      "model: llama3_8b\nparallelism:\n  zero_stage: 2\ntraining:\n  seq_length: 8192\n"
+      "  micro_batch_size: 1\n  precision: bf16\n  elementwise: eager\n";
+  const WorkloadSpec eager = testing::parse_job(yaml, 8);
+  WorkloadSpec fused = eager;
+  fused.training.elementwise = Elementwise::Fused;
+  const double t = 8192.0, h = 4096.0, ffn = 14336.0;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(eager, 0, Recompute::None) -
+                       layer_activation_bytes(fused, 0, Recompute::None),
+                   2.0 * 4.0 * t * h + 2.0 * t * ffn);
+  const double measured = 1716585472.0 - 2.0 * t * h;
+  EXPECT_NEAR(layer_activation_bytes(eager, 0, Recompute::None), measured, 0.01 * measured);
+  // The fused model would be 31% low against that layer.
+  EXPECT_LT(layer_activation_bytes(fused, 0, Recompute::None), 0.70 * measured);
+  // Full recompute keeps only the layer input either way.
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(eager, 0, Recompute::Full),
+                   layer_activation_bytes(fused, 0, Recompute::Full));
+}
+
 TEST(MemoryModel, Fp8AddsCachedFp8WeightsOfTheLayerGemmsOnly) {
   auto spec = testing::parse_job(testing::small_llama_job(1, 1, 8, false, 8, 1), 8);
   const auto report_bf = estimate_memory(spec, 80.0 * kGiB);
