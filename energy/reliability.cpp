@@ -17,10 +17,10 @@ long long units_of(UnitKind kind, const RunShape& s) {
   switch (kind) {
     case UnitKind::Gpu:
       return s.gpus;
-    case UnitKind::Node:
-      return s.gpus / s.gpus_per_node;
+    case UnitKind::Node:  // part of one node counts as that node
+      return (s.gpus + s.gpus_per_node - 1) / s.gpus_per_node;
     case UnitKind::Domain:
-      return s.gpus / s.gpus_per_domain;
+      return (s.gpus + s.gpus_per_domain - 1) / s.gpus_per_domain;
     case UnitKind::Job:
       return 1;
   }
@@ -28,11 +28,13 @@ long long units_of(UnitKind kind, const RunShape& s) {
 }
 
 void check_shape(const RunShape& s) {
-  if (s.gpus <= 0 || s.gpus_per_node <= 0 || s.gpus_per_domain <= 0 ||
-      s.gpus % s.gpus_per_node != 0 || s.gpus % s.gpus_per_domain != 0) {
+  const auto whole_or_part = [&](int unit) {
+    return unit > 0 && (s.gpus < unit ? unit % s.gpus == 0 : s.gpus % unit == 0);
+  };
+  if (s.gpus <= 0 || !whole_or_part(s.gpus_per_node) || !whole_or_part(s.gpus_per_domain)) {
     throw std::invalid_argument(
-        "run shape: gpus must be a positive multiple of the node and "
-        "NVLink domain sizes");
+        "run shape: gpus must be a positive multiple of the node and NVLink domain sizes, or "
+        "divide them (part of one node)");
   }
 }
 

@@ -130,8 +130,11 @@ class FabricBuilder final : public sim::PlatformBuilder {
   const sim::GpuSpec& gpu() const override { return topo_.spec().gpu; }
   std::string describe() const override {
     const auto& s = topo_.spec();
-    return s.name + ": " + std::to_string(topo_.nodes()) + " nodes x " + std::to_string(s.node.gpus_per_node) +
-           " " + s.gpu.name + ", NVLink domains of " + std::to_string(s.node.nvlink_domain_size) + ", " +
+    const std::string nodes =
+        topo_.gpus() < s.node.gpus_per_node
+            ? "1 node, " + std::to_string(topo_.gpus()) + " of its " + std::to_string(s.node.gpus_per_node)
+            : std::to_string(topo_.nodes()) + " nodes x " + std::to_string(s.node.gpus_per_node);
+    return s.name + ": " + nodes + " " + s.gpu.name + ", NVLink domains of " + std::to_string(s.node.nvlink_domain_size) + ", " +
            to_string(s.fabric.kind) + " " + std::to_string(topo_.tiers()) + "-tier fat-tree";
   }
 

@@ -6,7 +6,7 @@
 namespace clustersim::platforms {
 namespace {
 
-constexpr int kMinGpus = 8;
+constexpr int kMinGpus = 1;
 constexpr long long kMaxGpus = 1 << 20;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
@@ -32,7 +32,7 @@ Layout make_layout(const PlatformSpec& s, long long gpus) {
   const auto& n = s.node;
   const int down = s.fabric.switch_radix / 2;
   const int radix = s.fabric.switch_radix;
-  l.nodes = static_cast<int>(gpus / n.gpus_per_node);
+  l.nodes = static_cast<int>(ceil_div(gpus, n.gpus_per_node));
   l.domains = static_cast<int>(ceil_div(gpus, n.nvlink_domain_size));
   l.nics = l.nodes * n.nics_per_node;
   l.nics_per_domain = n.nics_per_node * (n.nvlink_domain_size / n.gpus_per_node);
@@ -90,7 +90,10 @@ std::string Topology::check(const PlatformSpec& s, int gpus) {
   const int per_node = s.node.gpus_per_node;
   if (gpus < kMinGpus || gpus > kMaxGpus)
     return "must be between " + std::to_string(kMinGpus) + " and " + std::to_string(kMaxGpus);
-  if (gpus % per_node != 0)
+  // Part of one node (1, 2, 4 of an HGX node's 8 GPUs): its GPUs, their NICs and the node's host.
+  if (gpus < per_node && per_node % gpus != 0)
+    return "must divide gpus_per_node (" + std::to_string(per_node) + ") or be a multiple of it";
+  if (gpus > per_node && gpus % per_node != 0)
     return "must be a multiple of gpus_per_node (" + std::to_string(per_node) + ")";
   const Layout l = make_layout(s, gpus);
   if (l.error.empty()) return "";

@@ -153,7 +153,12 @@ TEST(ClusterSection, InconsistentOverrideIsAnError) {
 TEST(ClusterSection, GpusMustFitTheNodesAndTheFabric) {
   expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 100}\n"); },
                     {"job.yaml:1", "cluster.gpus", "multiple of gpus_per_node (8)"});
-  expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 4}\n"); }, {"cluster.gpus", "between 8"});
+  // Part of one node: a divisor of gpus_per_node.
+  EXPECT_EQ(parse_cluster("cluster: {platform: hgx_h100, gpus: 2}\n").gpus, 2);
+  EXPECT_EQ(parse_cluster("cluster: {platform: hgx_h100, gpus: 1}\n").gpus, 1);
+  expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 3}\n"); },
+                    {"cluster.gpus", "divide gpus_per_node (8)"});
+  expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 0}\n"); }, {"cluster.gpus"});
   expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 4096, overrides: {tiers: 2}}\n"); },
                     {"cluster.gpus", "2-tier", "at most 2048 GPUs"});
   EXPECT_EQ(parse_cluster("cluster: {platform: gb200_nvl72, gpus: 16384}\n").gpus, 16384);
