@@ -1,7 +1,9 @@
 // `clustersim sweep JOB.yaml --gpus N --space tp=1,2,4,8 pp=... [-j N] [--shard K/N] [--csv F]`
 // `clustersim sweep merge SHARD.csv... [--csv F]`
+#include <algorithm>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -83,13 +85,48 @@ std::vector<std::function<std::string()>> prepare(const SweepArgs& args,
   return tasks;
 }
 
+// One line for every configuration over memory: how far over, and which component dominates
+// how often (each configuration's own message is in the CSV's reason column).
+std::string memory_summary(const CsvTable& table) {
+  double lo = 0.0, hi = 0.0;
+  std::size_t n = 0;
+  std::map<std::string, std::size_t> dominant;
+  const std::string marker = "the largest component is ";
+  for (const auto& row : table.rows) {
+    if (row[table.column("status")] != kSweepOutOfMemory) continue;
+    const double over = -std::stod(row[table.column("memory_headroom_gib")]);
+    lo = n == 0 ? over : std::min(lo, over);
+    hi = n == 0 ? over : std::max(hi, over);
+    ++n;
+    const std::string& reason = row[table.column("reason")];
+    const auto at = reason.find(marker);
+    if (at != std::string::npos) {
+      const auto start = at + marker.size();
+      ++dominant[reason.substr(start, reason.find(' ', start) - start)];
+    }
+  }
+  if (n == 0) return "";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "  " << n << "x " << kSweepOutOfMemory
+      << ": over the GPU's HBM by " << lo << "-" << hi << " GiB; largest component:";
+  const char* sep = " ";
+  for (const auto& [name, k] : dominant) {
+    out << sep << name << " " << k << "x";
+    sep = ", ";
+  }
+  out << " (each configuration's message: the CSV's reason column)\n";
+  return out.str();
+}
+
 void report_pruning(const CsvTable& table, std::size_t space, const SweepArgs& args) {
   std::map<std::string, std::size_t> count;
   std::map<std::string, std::size_t> reasons;
   for (const auto& row : table.rows) {
     const std::string& status = row[table.column("status")];
     ++count[status];
-    if (status != kSweepOk) ++reasons[status + ": " + row[table.column("reason")]];
+    if (status != kSweepOk && status != kSweepOutOfMemory) {
+      ++reasons[status + ": " + row[table.column("reason")]];
+    }
   }
   std::cout << "space: " << space << " configurations; shard " << args.shard << ": "
             << table.rows.size() << "; simulated " << count[kSweepOk] + count[kSweepFailed]
@@ -97,8 +134,12 @@ void report_pruning(const CsvTable& table, std::size_t space, const SweepArgs& a
             << " invalid, " << count[kSweepOutOfMemory] << " over memory\n";
   std::cout << "memory pruning: workloads memory model (per-GPU peak of the worst pipeline "
                "stage vs HBM, docs/memory-model.md)\n";
-  if (!reasons.empty()) std::cout << "why configurations were pruned or failed (count):\n";
+  const std::string memory = memory_summary(table);
+  if (!reasons.empty() || !memory.empty()) {
+    std::cout << "why configurations were pruned or failed (count):\n";
+  }
   for (const auto& [reason, n] : reasons) std::cout << "  " << n << "x " << reason << "\n";
+  std::cout << memory;
 }
 
 int sweep_command(const SweepArgs& args) {
