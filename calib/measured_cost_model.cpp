@@ -117,6 +117,16 @@ double MeasuredCostModel::held_sm_slowdown(const sim::Op& op) const {
   return held_sms_(*g, op.phase, [this](const std::string& what) { note_out_of_grid(what); });
 }
 
+double MeasuredCostModel::clock_boost(const sim::Op& op, double share) const {
+  if (!rule_.power_boost || !op.is_compute()) return 1.0;
+  const PowerBoostTable& table = tables_->power_boost();
+  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
+    return table.boost(g->dtype == sim::DType::FP8 ? "gemm_fp8" : "gemm_bf16", share);
+  }
+  if (std::holds_alternative<sim::AttentionShape>(op.shape)) return table.boost("attention", share);
+  return 1.0;
+}
+
 double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) const {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
     throw std::invalid_argument("GEMM with a non-positive dimension");

@@ -72,6 +72,10 @@ class MeasuredCostModel : public sim::CostModel {
   /// applied unchanged to derived GPUs; 1 for other compute ops and without the table.
   /// @throws std::invalid_argument for a communication op.
   double held_sm_slowdown(const sim::Op& op) const override;
+  /// GEMMs (by dtype) and attention: power_boost.csv (runs 24-25 on an H200) at `share`; also
+  /// for the H100 (same die and 700 W limit); 1 for GPUs whose rule does not carry it (B200,
+  /// GB200: not measured), for other ops and without the table.
+  double clock_boost(const sim::Op& op, double share) const override;
   /// One line: measured or derived, the tables' provenance, the rule for derived GPUs.
   std::string describe() const override;
 

@@ -91,25 +91,25 @@ const std::map<std::string, DerivationRule>& rules() {
   static const std::map<std::string, DerivationRule> kRules = {
       {"H200-SXM",
        {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
-        "measurement spread: see calib check (leave-one-out) and the burst/sustained tables"}},
+        "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true}},
       {"H100-SXM",
        {"H100-SXM", false, 1.0, 1.0, 1.0, 3.35 / 4.8,
         "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
         "attention unchanged; memory-bound ops take 4.8/3.35 as long (HBM3 3.35 TB/s vs HBM3e "
         "4.8 TB/s)",
         "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
-        "memory-bound +-10%"}},
+        "memory-bound +-10%", true}},
       {"B200",
        {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 8.0 / 4.8,
         "H200 times / MAMF ratio (B200 BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
         "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
-        "attention +-20% (kernel maturity differs); memory-bound +-10%"}},
+        "attention +-20% (kernel maturity differs); memory-bound +-10%", false}},
       {"GB200",
        {"GB200", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
-        "GEMM +-10%; attention +-20%; memory-bound +-10%"}},
+        "GEMM +-10%; attention +-20%; memory-bound +-10%", false}},
   };
   return kRules;
 }
@@ -161,6 +161,9 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
   }
   t->interference_ = load_interference(dir + "/interference.csv");
   t->host_offload_ = load_host_offload(dir + "/host_offload.csv");
+  if (std::ifstream(dir + "/power_boost.csv").good()) {
+    t->power_boost_ = PowerBoostTable::load(dir + "/power_boost.csv");
+  }
   t->nccl_ranks_ = read_nccl_ranks(dir + "/nccl_default.csv");
   const std::string choice_file = dir + "/nccl_default_algo_choice.csv";
   t->nccl_choices_ = load_nccl_choices(choice_file, t->nccl_ranks_);

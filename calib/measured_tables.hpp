@@ -10,6 +10,7 @@
 
 #include "calib/host_costs.hpp"
 #include "calib/log_grid.hpp"
+#include "calib/power_boost.hpp"
 #include "calib/tables.hpp"
 
 namespace clustersim::calib {
@@ -21,7 +22,7 @@ class MeasuredTables {
   /// Loads the tables of `dir` (gemm_bf16.csv, gemm_fp8.csv, attention.csv, membound.csv,
   /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv, host_offload.csv;
   /// optional: gemm_fp8_fastacc.csv, gemm_tp_overlap_{fwd_wgrad,dgrad_fp8}.csv,
-  /// gemm_busy_sms.csv, attention_cp.csv).
+  /// gemm_busy_sms.csv, attention_cp.csv, power_boost.csv).
   /// @throws SpecError naming file, line and column for a missing or malformed table.
   static std::shared_ptr<const MeasuredTables> load(const std::string& dir);
 
@@ -36,6 +37,9 @@ class MeasuredTables {
   const std::vector<InterferencePoint>& interference() const { return interference_; }
   /// Host-offload figures (host_offload.csv): PCIe copies and host AdamW.
   const HostOffloadTable& host_offload() const { return host_offload_; }
+  /// Clock boost of compute-bound kernels by their share of the time (power_boost.csv; empty
+  /// when the directory has none).
+  const PowerBoostTable& power_boost() const { return power_boost_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
   int nccl_ranks() const { return nccl_ranks_; }
   /// The protocol ("ll", "ll128", "simple") NCCL chose for `collective` ("all_reduce",
@@ -52,6 +56,7 @@ class MeasuredTables {
   std::vector<MeasuredSeries> catalog_;
   std::vector<InterferencePoint> interference_;
   HostOffloadTable host_offload_;
+  PowerBoostTable power_boost_;
   int nccl_ranks_ = 0;
   std::vector<NcclChoice> nccl_choices_;
 };
@@ -71,6 +76,8 @@ struct DerivationRule {
   double memory = 1.0;      ///< memory-bound kernel speed-up (HBM bandwidth ratio)
   std::string basis;        ///< the rule and its sources
   std::string uncertainty;  ///< stated uncertainty of the derived times
+  /// The measured GPU's power-state boost applies (power_boost.csv): same die and power limit.
+  bool power_boost = false;
 };
 
 /// The rule for a GPU: "H200-SXM" (measured), "H100-SXM", "B200", "GB200".

@@ -101,6 +101,19 @@ class CostModel {
     (void)op;
     return 1.0;
   }
+  /// How much faster a compute-bound op (a GEMM or attention) runs than compute_time says
+  /// when its rank also runs lower-power work: under the GPU's power limit the clock rises
+  /// above the sustained state of back-to-back compute in which tables are measured
+  /// (docs/cost-model.md, "Power state"). `share` is the share of the rank's GPU compute time,
+  /// at compute_time's speeds, in compute-bound ops (GEMMs and attention): the rest, memory-bound
+  /// kernels, draws less power and leaves the limit room.
+  /// Returns >= 1; 1 for other ops. Default: 1 (a model without a measurement must not invent
+  /// one).
+  virtual double clock_boost(const Op& op, double share) const {
+    (void)op;
+    (void)share;
+    return 1.0;
+  }
   /// One line naming the model and the sources of its numbers (shown in reports).
   virtual std::string describe() const = 0;
 };

@@ -94,6 +94,40 @@ void cost_workload(Workload& workload, const CostModel& cost) {
 
 namespace {
 
+bool on_host(const Op& op) {
+  const auto* m = std::get_if<MemBoundShape>(&op.shape);
+  return m != nullptr && (m->kernel == MemKernel::HostCopy || m->kernel == MemKernel::HostOptimizer);
+}
+
+}  // namespace
+
+double compute_bound_share(const Program& program) {
+  double bound = 0.0, all = 0.0;
+  for (const Op& op : program.ops) {
+    if (!op.is_compute() || on_host(op)) continue;
+    all += op.duration_s;
+    if (compute_class(op) != ComputeClass::MemoryBound) bound += op.duration_s;
+  }
+  return all > 0.0 ? bound / all : 0.0;
+}
+
+void apply_power_state(Workload& workload, const CostModel& cost) {
+  for (Program& program : workload.programs) {
+    const double share = compute_bound_share(program);
+    for (Op& op : program.ops) {
+      if (!op.is_compute() || compute_class(op) == ComputeClass::MemoryBound) continue;
+      const double boost = cost.clock_boost(op, share);
+      if (!(boost >= 1.0)) {
+        throw std::invalid_argument("cost model returned a clock boost below 1 (" +
+                                    std::to_string(boost) + ")");
+      }
+      op.duration_s /= boost;
+    }
+  }
+}
+
+namespace {
+
 // --- Minimal binary serialization of StepResult across the pipe (exact doubles). ---
 template <typename T>
 void put(std::string& out, const T& v) {

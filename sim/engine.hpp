@@ -102,6 +102,16 @@ std::string replica_reduction_problem(const Workload& workload);
 /// @throws std::invalid_argument if the cost model returns a held-SM slowdown below 1.
 void cost_workload(Workload& workload, const CostModel& cost);
 
+/// Share of a program's GPU compute time (host-side ops excluded) in compute-bound ops, GEMMs
+/// and attention, at the costed durations; 0 for a program without compute.
+double compute_bound_share(const Program& program);
+
+/// The power state (docs/cost-model.md): on each rank, divides the duration of every GEMM and
+/// attention op by CostModel::clock_boost at the rank's compute_bound_share. Call after
+/// cost_workload. Deterministic. @throws std::invalid_argument if the model returns a boost
+/// below 1.
+void apply_power_state(Workload& workload, const CostModel& cost);
+
 /// Simulates one step of a costed workload. Ranks map to platform GPUs one to one.
 /// @throws std::invalid_argument if the workload has more ranks than the platform has GPUs
 /// or is not costed; std::runtime_error if the simulation deadlocks or the child dies.

@@ -34,6 +34,7 @@ struct RunArgs {
   std::string trace_ranks;
   bool ignore_oom = false;
   bool no_interference = false;
+  bool no_power_state = false;
   std::string nccl_proto;
 };
 
@@ -116,6 +117,7 @@ int run_command(const RunArgs& args) {
     if (!args.ignore_oom) return kExitOutOfMemory;
   }
   if (args.no_interference) options.interference = false;
+  if (args.no_power_state) options.power_state = false;
   if (!args.nccl_proto.empty()) options.nccl_proto = args.nccl_proto;
   const RunReport report = simulate_job(job, options);
   std::cout << report_text(report);
@@ -169,6 +171,10 @@ void register_run_command(CLI::App& app, int& exit_code) {
                  "Let compute and communication overlap without slowing each other (default: the "
                  "cost model's measured interference, docs/engine.md); overrides the job's "
                  "simulation.interference");
+  cmd->add_flag("--no-power-state", args->no_power_state,
+                 "Run GEMMs and attention at their tables' sustained speed (default: faster when "
+                 "the rank also runs lower-power work, as measured under the power limit, "
+                 "docs/cost-model.md); overrides the job's simulation.power_state");
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

@@ -21,6 +21,8 @@ struct SimulationSpec {
   std::string nccl_proto;         ///< "" (NCCL's own choice) | LL | LL128 | Simple | auto
   bool cost_isolated_tp = true;   ///< EngineOptions::cost_isolated_tp (docs/engine.md)
   bool fold_tp = true;            ///< EngineOptions::fold_tp (docs/engine.md)
+  bool power_state = true;        ///< GEMM/attention clock boost under the power limit
+                                  ///< (sim::apply_power_state, docs/cost-model.md)
 };
 
 /// A validated job.

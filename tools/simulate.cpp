@@ -43,6 +43,7 @@ SimulateOptions options_from_job(const Job& job) {
   o.nccl_proto = job.simulation.nccl_proto;
   o.cost_isolated_tp = job.simulation.cost_isolated_tp;
   o.fold_tp = job.simulation.fold_tp;
+  o.power_state = job.simulation.power_state;
   return o;
 }
 
@@ -75,6 +76,17 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   const auto cost_model = make_cost_model(options.cost, platform->gpu());
   const sim::CostModel& cost = *cost_model;
   sim::cost_workload(workload, cost);
+  const auto bound_seconds = [](const sim::Program& p) {
+    double s = 0.0;
+    for (const sim::Op& op : p.ops) {
+      if (op.is_compute() && sim::compute_class(op) != sim::ComputeClass::MemoryBound) s += op.duration_s;
+    }
+    return s;
+  };
+  const double share = workload.programs.empty() ? 0.0 : sim::compute_bound_share(workload.programs[0]);
+  const double bound_before = workload.programs.empty() ? 0.0 : bound_seconds(workload.programs[0]);
+  if (options.power_state) sim::apply_power_state(workload, cost);
+  const double bound_after = workload.programs.empty() ? 0.0 : bound_seconds(workload.programs[0]);
 
   sim::EngineOptions engine_options;
   engine_options.record_timeline = options.timeline;
@@ -107,6 +119,9 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   }
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
   report.interference = engine_options.interference;
+  report.power_state = options.power_state;
+  report.compute_bound_share = share;
+  report.compute_bound_boost = bound_after > 0.0 ? bound_before / bound_after : 1.0;
   report.gpus = workload.layout.world();
   const auto& acc = workload.accounting;
   const double gpu_seconds = report.step.step_time_s * report.gpus;
@@ -177,6 +192,9 @@ std::string report_json(const RunReport& r) {
   j["cost_model"] = r.cost_model;
   j["replicas"] = r.replicas;
   j["interference"] = r.interference;
+  j["power_state"] = {{"applied", r.power_state},
+                      {"compute_bound_share", r.compute_bound_share},
+                      {"compute_bound_boost", r.compute_bound_boost}};
   j["tp_collectives"] = r.step.tp_estimated ? "estimated" : "played";
   j["tp_ranks_played"] = r.step.tp_folded ? "one per group" : "all";
   j["cost_notes"] = r.cost_notes;
@@ -222,6 +240,10 @@ std::string report_text(const RunReport& r) {
       << (r.interference ? "on" : "off") << ", TP collectives "
       << (r.step.tp_estimated ? "estimated" : "played")
       << (r.step.tp_folded ? ", one rank per TP group played" : "") << "\n";
+  out << "power state   " << (r.power_state ? "on" : "off") << ": GEMMs and attention "
+      << std::fixed << std::setprecision(1) << r.compute_bound_share * 100.0
+      << "% of rank 0's GPU compute at table speed, run " << std::setprecision(3)
+      << r.compute_bound_boost << "x as fast (docs/cost-model.md)\n";
   if (r.energy) out << energy_text(*r.energy);
   return out.str();
 }

@@ -8,6 +8,7 @@
 
 #include "calib/log_grid.hpp"
 #include "calib/measured_tables.hpp"
+#include "calib/power_boost.hpp"
 #include "calib/tables.hpp"
 #include "sim/spec_error.hpp"
 
@@ -212,6 +213,40 @@ TEST(MeasuredTables, NcclChoiceProtocolIsThatOfTheLargestLoggedSizeAtOrBelow) {
   EXPECT_EQ(t->nccl_choice_protocol("all_reduce", 1.0e12), "simple");    // above the largest
   EXPECT_EQ(t->nccl_choice_protocol("all_gather", 1024.0), "ll");
   EXPECT_EQ(t->nccl_choice_protocol("all_to_all", 1024.0), "");          // never logged
+}
+
+// The power-state boost (power_boost.csv): linear in the compute-bound share between measured
+// shares, the lowest share's boost below it, 1 at share 1; malformed curves are errors.
+TEST(PowerBoostTable, InterpolatesBetweenMeasuredSharesAndRejectsBadCurves) {
+  const std::string ok = write_temp("boost.csv",
+                                    "kind,share,boost\ngemm_bf16,0.2,1.2\ngemm_bf16,0.6,1.1\n"
+                                    "gemm_bf16,1.0,1.0\n");
+  const PowerBoostTable t = PowerBoostTable::load(ok);
+  EXPECT_DOUBLE_EQ(t.boost("gemm_bf16", 0.05), 1.2);
+  EXPECT_DOUBLE_EQ(t.boost("gemm_bf16", 0.4), 1.15);
+  EXPECT_DOUBLE_EQ(t.boost("gemm_bf16", 0.8), 1.05);
+  EXPECT_DOUBLE_EQ(t.boost("gemm_bf16", 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(t.boost("attention", 0.4), 1.0);  // not in the table
+  const std::string below = write_temp("boost_below.csv", "kind,share,boost\na,0.5,0.9\na,1,1\n");
+  expect_spec_error([&] { PowerBoostTable::load(below); }, below, 2, "boost");
+  const std::string order = write_temp("boost_order.csv", "kind,share,boost\na,0.5,1.1\na,0.4,1.2\n");
+  expect_spec_error([&] { PowerBoostTable::load(order); }, order, 3, "share");
+  const std::string open_end = write_temp("boost_end.csv", "kind,share,boost\na,0.5,1.1\n");
+  expect_spec_error([&] { PowerBoostTable::load(open_end); }, open_end, 0, "share");
+}
+
+// The committed table (runs 24-25): every kind gains at a low compute-bound share and is
+// within 2% of its tables at 90%; BF16 GEMMs at half the time gain 10-13% (run 24).
+TEST(PowerBoostTable, CommittedH200CurvesMatchRuns24And25) {
+  const auto tables = MeasuredTables::load(default_measured_dir());
+  const PowerBoostTable& t = tables->power_boost();
+  ASSERT_FALSE(t.empty());
+  EXPECT_NEAR(t.boost("gemm_bf16", 0.53), 1.118, 0.01);
+  for (const char* kind : {"gemm_bf16", "gemm_fp8", "attention"}) {
+    EXPECT_GT(t.boost(kind, 0.2), 1.10) << kind;
+    EXPECT_LT(t.boost(kind, 0.9), 1.02) << kind;
+    EXPECT_DOUBLE_EQ(t.boost(kind, 1.0), 1.0) << kind;
+  }
 }
 
 }  // namespace

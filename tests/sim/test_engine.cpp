@@ -155,6 +155,45 @@ TEST(Engine, SameJobTwiceGivesBitIdenticalResults) {
   }
 }
 
+// The power state: GEMMs and attention are divided by the model's boost at the rank's
+// compute-bound share (host-side ops left out of the share); memory-bound ops are untouched.
+class BoostCost : public test::SimpleCost {
+ public:
+  double clock_boost(const Op& op, double share) const override {
+    last_share = share;
+    return std::holds_alternative<GemmShape>(op.shape) ? 1.25 : 1.0;
+  }
+  mutable double last_share = -1.0;
+};
+
+TEST(PowerState, DividesComputeBoundOpsByTheBoostAtTheRanksShare) {
+  Op add;
+  add.shape = MemBoundShape{MemKernel::Elementwise};
+  add.flops = 1e12;  // SimpleCost: 1 ms
+  Op host;
+  host.shape = MemBoundShape{MemKernel::HostOptimizer};
+  host.flops = 5e12;
+  Workload w = single_program(RankLayout(1, 1, 1, 1), {gemm(3e12), add, host});
+  BoostCost cost;
+  cost_workload(w, cost);
+  EXPECT_DOUBLE_EQ(compute_bound_share(w.programs[0]), 0.75);  // 3 ms of 4, host left out
+  apply_power_state(w, cost);
+  EXPECT_DOUBLE_EQ(cost.last_share, 0.75);
+  EXPECT_DOUBLE_EQ(w.programs[0].ops[0].duration_s, 3e-3 / 1.25);
+  EXPECT_DOUBLE_EQ(w.programs[0].ops[1].duration_s, 1e-3);
+  EXPECT_DOUBLE_EQ(w.programs[0].ops[2].duration_s, 5e-3);
+}
+
+TEST(PowerState, ABoostBelowOneIsAnError) {
+  class Slow : public test::SimpleCost {
+    double clock_boost(const Op&, double) const override { return 0.9; }
+  };
+  Workload w = single_program(RankLayout(1, 1, 1, 1), {gemm(1e12)});
+  Slow cost;
+  cost_workload(w, cost);
+  EXPECT_THROW(apply_power_state(w, cost), std::invalid_argument);
+}
+
 TEST(EnginePlan, FusesComputeRunsAndSplitsOnCrossStreamDeps) {
   Program p;
   p.labels = {"op"};

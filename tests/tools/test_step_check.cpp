@@ -5,7 +5,8 @@
 // Megatron-sized buckets) and FSDP2 (ZeRO 3), at 4k, 8k and 16k tokens. The measurement is not
 // an input. The forward + backward (gradient reduction included) is compared: the probe's
 // optimizer (FP32 masters, per-tensor copies) is not Megatron's fused step the simulator costs.
-// Stated tolerance: 10% (run 23 against the model of 2026-11-30: -0.9..+9.8%).
+// Stated tolerance: 7% (run 23 against the model with its power state, runs 24-25:
+// -5.4..+3.7%; at the tables' sustained speed, without it, -0.9..+9.8%).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -45,7 +46,7 @@ std::vector<Measured> measured_steps() {
 
 // The simulated forward + backward of rank 0: up to the start of the optimizer step, less the
 // gradient-buffer zeroing Megatron does at the start of a step (the probe zeroes after it).
-double simulated_fwd_bwd(const Measured& m) {
+double simulated_fwd_bwd(const Measured& m, bool power_state = true) {
   const std::string path = ::testing::TempDir() + "/step_" + m.layout + std::to_string(m.seq) + ".yaml";
   std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: " << m.gpus << "}\n"
                       << "model: {catalog: llama3_8b, layers: 4}\n"
@@ -54,6 +55,7 @@ double simulated_fwd_bwd(const Measured& m) {
                       << "training: {seq_length: " << m.seq << ", micro_batch_size: 1, "
                       << "precision: bf16, elementwise: eager, cross_entropy: unfused}\n";
   SimulateOptions o;
+  o.power_state = power_state;
   o.timeline = true;
   o.timeline_ranks = {0};
   const RunReport r = simulate_job(load_job(path), o);
@@ -67,13 +69,18 @@ double simulated_fwd_bwd(const Measured& m) {
   return optimizer_start - zeroing;
 }
 
-TEST(StepCheck, RealStepsOnOneAndTwoH200WithinTenPercent) {
+TEST(StepCheck, RealStepsOnOneAndTwoH200WithinSevenPercent) {
   const auto steps = measured_steps();
   ASSERT_EQ(steps.size(), 9u);
   for (const Measured& m : steps) {
     const double sim = simulated_fwd_bwd(m);
-    EXPECT_NEAR(sim, m.fwd_bwd_s, 0.10 * m.fwd_bwd_s) << m.layout << " seq " << m.seq;
+    EXPECT_NEAR(sim, m.fwd_bwd_s, 0.07 * m.fwd_bwd_s) << m.layout << " seq " << m.seq;
   }
+  // The power state is what brings the single-GPU steps in: at the tables' sustained speed
+  // their GEMMs, 64% of the compute, run slower than the real step's.
+  const Measured& single_4k = steps.front();
+  ASSERT_EQ(single_4k.layout, "single");
+  EXPECT_GT(simulated_fwd_bwd(single_4k, false), 1.07 * single_4k.fwd_bwd_s);
 }
 
 }  // namespace
