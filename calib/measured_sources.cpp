@@ -63,6 +63,17 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           (rule_.measured ? "" : ", ratios applied unchanged"),
   };
   out.insert(out.end(), rest.begin(), rest.end());
+  const PowerBoostTable& boost = tables_->power_boost();
+  if (boost.empty()) {
+    out.push_back("power state: no power_boost.csv in " + dir + ": GEMMs and attention at their "
+                  "tables' sustained speed");
+  } else {
+    out.push_back("power state: " + boost.file() + " (GEMM BF16/FP8 and attention clock boost by "
+                  "the rank's compute-bound share, runs 24-25); " +
+                  (rule_.power_boost ? std::string(rule_.measured ? "measured on H200"
+                                                                  : "H200 curves, same die and power limit")
+                                     : std::string("not applied to ") + gpu_.name + " (not measured)"));
+  }
   return out;
 }
 

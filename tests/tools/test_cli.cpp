@@ -199,7 +199,8 @@ TEST(Cli, JobThatFitsCarriesTheMemoryVerdictAndTheCostTables) {
   EXPECT_TRUE(j["memory"]["fits"].get<bool>());
   EXPECT_LT(j["memory"]["peak_gib"].get<double>(), j["memory"]["capacity_gib"].get<double>());
   EXPECT_FALSE(j["memory"].contains("oom"));
-  EXPECT_EQ(j["cost_tables"].size(), 11u);  // GEMMs under TP overlap (run 12) and beside held SMs (run 18)
+  EXPECT_EQ(j["cost_tables"].size(), 12u);  // GEMMs under TP overlap (run 12), beside held SMs (run 18), power state
+  EXPECT_TRUE(j["power_state"]["applied"].get<bool>());
 }
 
 TEST(Cli, DefaultJobFitsInMemory) {
