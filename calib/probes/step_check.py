@@ -7,7 +7,9 @@ batch 1, one microbatch per step. Layouts:
   - ddp: torch DistributedDataParallel, BF16 gradients all-reduced in buckets of 4e7 elements
     (Megatron's bucket size, the simulator's), overlapped with the backward;
   - fsdp: FSDP2 fully_shard per decoder layer and on the root (ZeRO-3: parameters gathered per
-    layer in forward and backward, gradients reduce-scattered, BF16 throughout).
+    layer in forward and backward, gradients reduce-scattered, BF16 throughout);
+  - tp: tensor parallelism over all ranks, Megatron's shapes and collectives without sequence
+    parallelism (tp_model.py: the same layer shape, not transformers' module).
 Optimizer: Megatron-style mixed precision, FP32 master weights and FP32 AdamW states (fused
 AdamW): a master copy beside the BF16 parameters (single, ddp), FSDP2's FP32 parameter shards
 (fsdp).
@@ -175,7 +177,7 @@ def kernel_split(model, opt, seq, dev):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layout", choices=["single", "ddp", "fsdp"], required=True)
+    ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp"], required=True)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--seqs", default="4096,8192,16384")
     ap.add_argument("--warm-s", type=float, default=12.0)
@@ -192,12 +194,18 @@ def main():
     if world > 1:
         dist.init_process_group("nccl", device_id=dev)
     seqs = [int(s) for s in args.seqs.split(",")]
-    model = wrap(build_model(args.layers, max(seqs), dev), args.layout, dev)
+    if args.layout == "tp":
+        from tp_model import TpLlama
+        torch.manual_seed(1234)  # the same ids on every rank
+        model = TpLlama(args.layers, max(seqs), dev)
+    else:
+        model = wrap(build_model(args.layers, max(seqs), dev), args.layout, dev)
     if args.layout == "fsdp":  # FP32 shards are the masters: AdamW on them
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     else:
         opt = MasterAdam(model.parameters())
-    params = sum(p.numel() for p in model.parameters()) * (world if args.layout == "fsdp" else 1)
+    sharded = args.layout in ("fsdp", "tp")
+    params = sum(p.numel() for p in model.parameters()) * (world if sharded else 1)
     csv = None
     if rank == 0:
         csv = CsvWriter(args.out, "step_check (transformers LlamaForCausalLM, real steps)",
