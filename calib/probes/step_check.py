@@ -38,6 +38,13 @@ import torch.distributed as dist
 from probe_common import CsvWriter, fmt
 
 
+# Layer shapes of the tp layout (workloads/models/*.yaml).
+SHAPES = {
+    "llama3_8b": dict(hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256),
+    "llama3_70b": dict(hidden=8192, ffn=28672, heads=64, kv_heads=8, vocab=128256),
+}
+
+
 def build_model(layers, seq, dev):
     from transformers import LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
@@ -179,6 +186,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp"], required=True)
     ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3_8b",
+                    help="layer shape of the tp layout (the others use Llama-3 8B's)")
     ap.add_argument("--seqs", default="4096,8192,16384")
     ap.add_argument("--warm-s", type=float, default=12.0)
     ap.add_argument("--steps", type=int, default=8)
@@ -197,7 +206,7 @@ def main():
     if args.layout == "tp":
         from tp_model import TpLlama
         torch.manual_seed(1234)  # the same ids on every rank
-        model = TpLlama(args.layers, max(seqs), dev)
+        model = TpLlama(args.layers, max(seqs), dev, **SHAPES[args.shape])
     else:
         model = wrap(build_model(args.layers, max(seqs), dev), args.layout, dev)
     if args.layout == "fsdp":  # FP32 shards are the masters: AdamW on them
@@ -211,7 +220,8 @@ def main():
         csv = CsvWriter(args.out, "step_check (transformers LlamaForCausalLM, real steps)",
                         list(range(world)), {
                             "layout": f"{args.layout} on {world} GPU(s); layers {args.layers}; "
-                                      f"parameters {params}",
+                                      f"parameters {params}" +
+                                      (f"; shape {args.shape}" if args.layout == "tp" else ""),
                             "model": "Llama-3 8B layer shape, BF16, sdpa attention, transformers "
                                      "loss, micro batch 1, one microbatch per step",
                             "timing": f"median of {args.steps} steps after >= {args.warm_s} s of "

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue 9, for the nvidia-h200-x8 kind (not lent so far): the NCCL probe over 2, 4 and 8 GPUs of
 # one NVSwitch board, and real training steps on 8 GPUs beside the simulator's prediction
-# (calib/probes/step_check.py: DDP and FSDP2 of a 4-layer Llama-3-8B-shaped model; on 4 GPUs
-# too when the x4 kind is what is lent). The TP layouts issue 9 asks for (Llama3-70B layers at
-# TP8, TP4 x DP2) need a tensor-parallel model in step_check.py, which it does not have yet.
+# (calib/probes/step_check.py: DDP and FSDP2 of a 4-layer Llama-3-8B-shaped model, and two
+# Llama3-70B-shaped layers at seq 4096 with Megatron-style TP over all GPUs; on 4 GPUs too when
+# the x4 kind is what is lent). Issue 9's TP4 x DP2 layout needs 2-D process groups in
+# step_check.py, which it does not have yet.
 # One device call of about 9 minutes with a hard stop at 9.5 (CALIB_DEADLINE).
 # Usage: calib/scripts/run_x8.sh RESULTS_DIR [full|smoke]. Results end up in RESULTS_DIR.tgz;
 # commit them under calib/data/h200x8/ with the log. Smoke-tested on 2 GPUs on 2026-11-30 (93 s,
@@ -41,6 +42,9 @@ for layout in ddp fsdp; do
     --nproc_per_node "$GPUS" "$PROBES/step_check.py" --layout "$layout" --layers 4 \
     --seqs 4096,8192 --warm-s 8 --out "$OUT_DIR/step_${layout}_${GPUS}gpu.csv"
 done
+step "step_tp_$GPUS" 100 python3 -m torch.distributed.run --standalone \
+  --nproc_per_node "$GPUS" "$PROBES/step_check.py" --layout tp --shape llama3_70b --layers 2 \
+  --seqs 4096 --warm-s 8 --out "$OUT_DIR/step_tp_70b_${GPUS}gpu.csv"
 stop_telemetry
 log "run_x8 done in $SECONDS s"
 # A device call returns a limited number of files: pack them into one.
