@@ -66,6 +66,33 @@ void add_cost_sources(RunReport& report, const sim::CostModel& cost) {
   }
 }
 
+// Seconds of a program's GEMMs and attention.
+double compute_bound_seconds(const sim::Program& p) {
+  double s = 0.0;
+  for (const sim::Op& op : p.ops) {
+    if (op.is_compute() && sim::compute_class(op) != sim::ComputeClass::MemoryBound) s += op.duration_s;
+  }
+  return s;
+}
+
+struct PowerStateSummary {
+  double share = 0.0;  ///< rank 0's compute-bound share at table speed
+  double boost = 1.0;  ///< its GEMMs' and attention's time before / after
+};
+
+// Applies the power state (sim::apply_power_state) when `on`, and summarizes it for rank 0.
+PowerStateSummary power_state(sim::Workload& workload, const sim::CostModel& cost, bool on) {
+  PowerStateSummary out;
+  if (workload.program_of_rank.empty()) return out;
+  const sim::Program& rank0 = workload.program(0);
+  out.share = sim::compute_bound_share(rank0);
+  const double before = compute_bound_seconds(rank0);
+  if (on) sim::apply_power_state(workload, cost);
+  const double after = compute_bound_seconds(rank0);
+  if (after > 0.0) out.boost = before / after;
+  return out;
+}
+
 }  // namespace
 
 RunReport simulate_job(const Job& job, const SimulateOptions& options) {
@@ -76,17 +103,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   const auto cost_model = make_cost_model(options.cost, platform->gpu());
   const sim::CostModel& cost = *cost_model;
   sim::cost_workload(workload, cost);
-  const auto bound_seconds = [](const sim::Program& p) {
-    double s = 0.0;
-    for (const sim::Op& op : p.ops) {
-      if (op.is_compute() && sim::compute_class(op) != sim::ComputeClass::MemoryBound) s += op.duration_s;
-    }
-    return s;
-  };
-  const double share = workload.programs.empty() ? 0.0 : sim::compute_bound_share(workload.programs[0]);
-  const double bound_before = workload.programs.empty() ? 0.0 : bound_seconds(workload.programs[0]);
-  if (options.power_state) sim::apply_power_state(workload, cost);
-  const double bound_after = workload.programs.empty() ? 0.0 : bound_seconds(workload.programs[0]);
+  const PowerStateSummary power = power_state(workload, cost, options.power_state);
 
   sim::EngineOptions engine_options;
   engine_options.record_timeline = options.timeline;
@@ -120,8 +137,8 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
   report.interference = engine_options.interference;
   report.power_state = options.power_state;
-  report.compute_bound_share = share;
-  report.compute_bound_boost = bound_after > 0.0 ? bound_before / bound_after : 1.0;
+  report.compute_bound_share = power.share;
+  report.compute_bound_boost = power.boost;
   report.gpus = workload.layout.world();
   const auto& acc = workload.accounting;
   const double gpu_seconds = report.step.step_time_s * report.gpus;
