@@ -98,7 +98,8 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       tp_overlap_(*tables_),
       held_sms_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
-  overlap_points_ = {interference_points("gemm"), interference_points("attention")};
+  overlap_points_ = {interference_points("gemm"), interference_points("attention"),
+                     interference_points("membound")};
 }
 
 double MeasuredCostModel::compute_time(const sim::Op& op) const {
@@ -414,11 +415,10 @@ std::vector<InterferencePoint> MeasuredCostModel::interference_points(const std:
 }
 
 InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, double comm_bytes) const {
-  const auto& pts = overlap_points_[compute == OverlapCompute::Gemm ? 0 : 1];
-  if (pts.empty()) {
-    throw std::out_of_range(std::string("no interference measurement for ") +
-                            (compute == OverlapCompute::Gemm ? "gemm" : "attention"));
-  }
+  const auto index = static_cast<std::size_t>(compute);
+  const char* names[] = {"gemm", "attention", "membound"};
+  const auto& pts = overlap_points_[index];
+  if (pts.empty()) throw std::out_of_range(std::string("no interference measurement for ") + names[index]);
   if (comm_bytes <= pts.front().bytes) return {pts.front().compute_slowdown, pts.front().comm_slowdown};
   if (comm_bytes >= pts.back().bytes) return {pts.back().compute_slowdown, pts.back().comm_slowdown};
   std::size_t j = 0;
@@ -430,11 +430,14 @@ InterferenceFactors MeasuredCostModel::interference(OverlapCompute compute, doub
 
 sim::Interference MeasuredCostModel::interference(sim::ComputeClass compute,
                                                  double comm_bytes) const {
-  // Memory-bound kernels were not measured against NCCL: they compete for HBM bandwidth as the
-  // GEMM does, so they take the GEMM row (docs/cost-model.md).
-  const auto f = interference(compute == sim::ComputeClass::Attention ? OverlapCompute::Attention
-                                                                     : OverlapCompute::Gemm,
-                              std::max(comm_bytes, 1.0));
+  // Memory-bound kernels take their own row (run 28: element-wise adds beside the all_reduce);
+  // without it, the GEMM row (both stream through HBM while NCCL copies through it).
+  OverlapCompute kind = OverlapCompute::Gemm;
+  if (compute == sim::ComputeClass::Attention) kind = OverlapCompute::Attention;
+  if (compute == sim::ComputeClass::MemoryBound && !overlap_points_[2].empty()) {
+    kind = OverlapCompute::MemoryBound;
+  }
+  const auto f = interference(kind, std::max(comm_bytes, 1.0));
   return {std::max(1.0, f.compute_slowdown), std::max(1.0, f.comm_slowdown)};
 }
 

@@ -21,7 +21,7 @@
 namespace clustersim::calib {
 
 /// Compute that overlaps a collective, for interference lookups.
-enum class OverlapCompute { Gemm, Attention };
+enum class OverlapCompute { Gemm, Attention, MemoryBound };
 
 /// Measured slowdowns of compute and communication when they overlap.
 struct InterferenceFactors {
@@ -121,7 +121,8 @@ class MeasuredCostModel : public sim::CostModel {
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
   TpOverlapFactor tp_overlap_;  ///< GEMMs split or planned for fewer SMs by TE's TP overlap
   HeldSmFactor held_sms_;       ///< GEMMs beside SMs held by TE's communication kernels
-  std::array<std::vector<InterferencePoint>, 2> overlap_points_;  ///< gemm, attention
+  /// gemm, attention, membound (empty without interference_membound.csv: the GEMM row serves)
+  std::array<std::vector<InterferencePoint>, 3> overlap_points_;
   mutable std::mutex mutex_;
   mutable std::map<std::string, std::size_t> out_of_grid_;
   mutable std::vector<std::string> out_of_grid_order_;

@@ -59,7 +59,10 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           "DRAM peak); CPU of the measuring host, not the platform's",
       "collectives and p2p over the network: roofline figures (" + roofline_.describe() + ")",
       "compute/communication interference: " + dir + "/interference.csv (all_reduce at NCCL's "
-          "default channels vs BF16 GEMM and cuDNN attention); measured on H200" +
+          "default channels vs BF16 GEMM and cuDNN attention)" +
+          (overlap_points_[2].empty() ? std::string("; memory-bound ops take the GEMM row")
+                                      : "; " + dir + "/interference_membound.csv (vs element-wise adds)") +
+          "; measured on H200" +
           (rule_.measured ? "" : ", ratios applied unchanged"),
   };
   out.insert(out.end(), rest.begin(), rest.end());

@@ -160,6 +160,9 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
     }
   }
   t->interference_ = load_interference(dir + "/interference.csv");
+  if (std::ifstream(dir + "/interference_membound.csv").good()) {  // run 28
+    for (auto& p : load_interference(dir + "/interference_membound.csv")) t->interference_.push_back(p);
+  }
   t->host_offload_ = load_host_offload(dir + "/host_offload.csv");
   if (std::ifstream(dir + "/power_boost.csv").good()) {
     t->power_boost_ = PowerBoostTable::load(dir + "/power_boost.csv");

@@ -22,7 +22,7 @@ class MeasuredTables {
   /// Loads the tables of `dir` (gemm_bf16.csv, gemm_fp8.csv, attention.csv, membound.csv,
   /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv, host_offload.csv;
   /// optional: gemm_fp8_fastacc.csv, gemm_tp_overlap_{fwd_wgrad,dgrad_fp8}.csv,
-  /// gemm_busy_sms.csv, attention_cp.csv, power_boost.csv).
+  /// gemm_busy_sms.csv, attention_cp.csv, power_boost.csv, interference_membound.csv).
   /// @throws SpecError naming file, line and column for a missing or malformed table.
   static std::shared_ptr<const MeasuredTables> load(const std::string& dir);
 

@@ -106,7 +106,7 @@ std::vector<NcclChoice> load_nccl_choices(const std::string& path, int nranks);
 /// Measured slowdowns when compute and an NCCL all_reduce overlap (interference.csv), averaged
 /// over the ranks.
 struct InterferencePoint {
-  std::string compute;   ///< "gemm" or "attention"
+  std::string compute;   ///< "gemm", "attention" or "membound"
   std::string channels;  ///< "default" or the NCCL channel (CTA) count
   double bytes = 0.0;    ///< all_reduce size per rank
   double compute_slowdown = 1.0;  ///< compute time with the collective / alone

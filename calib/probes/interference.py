@@ -42,7 +42,15 @@ def heat(stream):
 
 
 def make_compute(kind, dev):
-    """'gemm' (8192^3), 'gemm:M:N:K' (C[M,N] = A[M,K] B[K,N], BF16) or 'attention'."""
+    """'gemm' (8192^3), 'gemm:M:N:K' (C[M,N] = A[M,K] B[K,N], BF16), 'membound' (element-wise
+    add of 256 MiB BF16 tensors: HBM-bound, as the norms and activations of a layer) or
+    'attention'."""
+    if kind == "membound":
+        n = 1 << 27
+        x = torch.rand(n, device=dev, dtype=torch.bfloat16)
+        y = torch.rand(n, device=dev, dtype=torch.bfloat16)
+        z = torch.empty_like(x)
+        return lambda: torch.add(x, y, out=z)
     if kind.startswith("gemm"):
         m, n, k = (int(x) for x in kind.split(":")[1:]) if ":" in kind else (8192, 8192, 8192)
         a = torch.rand(m, k, device=dev, dtype=torch.bfloat16) - 0.5
@@ -210,7 +218,8 @@ def main():
     ap.add_argument("--out", default="interference.csv")
     ap.add_argument("--sizes", default="16777216,134217728,1073741824")
     ap.add_argument("--channels", default="default,4,16")
-    ap.add_argument("--workloads", default="gemm,attention")
+    ap.add_argument("--workloads", default="gemm,attention",
+                    help="comma-separated: gemm, gemm:M:N:K, membound, attention")
     ap.add_argument("--compute-calls", type=int, default=30)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--init", default="tcp://127.0.0.1:29533")
