@@ -101,14 +101,20 @@ bool on_host(const Op& op) {
 
 }  // namespace
 
-double compute_bound_share(const Program& program) {
-  double bound = 0.0, all = 0.0;
+double compute_bound_seconds(const Program& program) {
+  double bound = 0.0;
   for (const Op& op : program.ops) {
-    if (!op.is_compute() || on_host(op)) continue;
-    all += op.duration_s;
-    if (compute_class(op) != ComputeClass::MemoryBound) bound += op.duration_s;
+    if (op.is_compute() && compute_class(op) != ComputeClass::MemoryBound) bound += op.duration_s;
   }
-  return all > 0.0 ? bound / all : 0.0;
+  return bound;
+}
+
+double compute_bound_share(const Program& program) {
+  double all = 0.0;
+  for (const Op& op : program.ops) {
+    if (op.is_compute() && !on_host(op)) all += op.duration_s;
+  }
+  return all > 0.0 ? compute_bound_seconds(program) / all : 0.0;
 }
 
 void apply_power_state(Workload& workload, const CostModel& cost) {

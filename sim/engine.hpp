@@ -102,6 +102,9 @@ std::string replica_reduction_problem(const Workload& workload);
 /// @throws std::invalid_argument if the cost model returns a held-SM slowdown below 1.
 void cost_workload(Workload& workload, const CostModel& cost);
 
+/// Seconds of a program's compute-bound ops (GEMMs and attention) at their costed durations.
+double compute_bound_seconds(const Program& program);
+
 /// Share of a program's GPU compute time (host-side ops excluded) in compute-bound ops, GEMMs
 /// and attention, at the costed durations; 0 for a program without compute.
 double compute_bound_share(const Program& program);

@@ -66,15 +66,6 @@ void add_cost_sources(RunReport& report, const sim::CostModel& cost) {
   }
 }
 
-// Seconds of a program's GEMMs and attention.
-double compute_bound_seconds(const sim::Program& p) {
-  double s = 0.0;
-  for (const sim::Op& op : p.ops) {
-    if (op.is_compute() && sim::compute_class(op) != sim::ComputeClass::MemoryBound) s += op.duration_s;
-  }
-  return s;
-}
-
 struct PowerStateSummary {
   double share = 0.0;  ///< rank 0's compute-bound share at table speed
   double boost = 1.0;  ///< its GEMMs' and attention's time before / after
@@ -86,9 +77,9 @@ PowerStateSummary power_state(sim::Workload& workload, const sim::CostModel& cos
   if (workload.program_of_rank.empty()) return out;
   const sim::Program& rank0 = workload.program(0);
   out.share = sim::compute_bound_share(rank0);
-  const double before = compute_bound_seconds(rank0);
+  const double before = sim::compute_bound_seconds(rank0);
   if (on) sim::apply_power_state(workload, cost);
-  const double after = compute_bound_seconds(rank0);
+  const double after = sim::compute_bound_seconds(rank0);
   if (after > 0.0) out.boost = before / after;
   return out;
 }

@@ -9,6 +9,7 @@
 #include "workloads/dp_sync.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/job_checks.hpp"
+#include "workloads/layer_memory.hpp"
 #include "workloads/schedule.hpp"
 #include "workloads/stage_layout.hpp"
 #include "workloads/transformer_ops.hpp"
@@ -18,7 +19,7 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = 1024.0 * kMiB;
-constexpr double kBf16 = 2.0;
+constexpr double kBf16 = kBf16Bytes;
 // Adam with BF16 parameters: FP32 master weight, first and second moment (Megatron-LM
 // docs/source/api-guide/dist_optimizer.md: 12 bytes per parameter, sharded over DP with the
 // distributed optimizer).
@@ -46,137 +47,6 @@ constexpr double kFragmentation = 1.108;
 constexpr double kFragmentationExpandable = 1.024;
 
 double d(std::int64_t v) { return static_cast<double>(v); }
-
-// Bytes per element of a transformer-layer GEMM input kept for the backward. With FP8,
-// Transformer Engine's Linear saves the FP8 cast of its input for the weight gradient, not the
-// BF16 tensor (transformer_engine/pytorch/module/linear.py, _Linear.forward: saved_inputmat /
-// saved_inputmat_t are the FP8 tensors unless the recipe overrides wgrad precision); its
-// LayerNormLinear likewise keeps the FP8 norm output.
-double gemm_input_bytes(const WorkloadSpec& spec) {
-  return spec.training.precision == Precision::FP8 ? 1.0 : kBf16;
-}
-
-// Bytes per element of q, k, v and the attention output: BF16, FP8 with fp8_attention.
-double attention_tensor_bytes(const WorkloadSpec& spec) {
-  return spec.training.fp8_attention ? 1.0 : kBf16;
-}
-
-struct Shape {
-  RankShapes s;
-  double t = 0, tsp = 0, h = 0;
-};
-
-// Attention-block activations kept for the backward (bytes per microbatch on one rank).
-double attention_bytes(const WorkloadSpec& spec, const Shape& x, Recompute recompute,
-                       const ActivationOptions& opt) {
-  const RankShapes& s = x.s;
-  const double a = d(s.heads);
-  const double gin = gemm_input_bytes(spec);
-  const double att = attention_tensor_bytes(spec);
-  double bytes = 0.0;
-  if (spec.model.attention == AttentionKind::Mla) {
-    // Input of the down projections, the latents (norm inputs, BF16, and up-projection
-    // inputs, kept as sequence shards), then q, k, v expanded per head.
-    bytes += gin * x.tsp * x.h + (kBf16 + gin) * x.tsp * d(s.q_lora + s.kv_lora);
-    bytes += att * x.t * a * d(2 * s.head_dim + s.v_head_dim);
-  } else {
-    bytes += gin * x.tsp * x.h;  // QKV GEMM input (the norm output)
-    bytes += att * x.t * d((s.heads + 2 * s.kv_heads) * s.head_dim);  // q, k, v
-  }
-  // Attention output = projection input: one tensor, unless the projection runs in FP8 on a
-  // BF16 output, when it keeps its own FP8 copy beside the output attention keeps.
-  double out = att * x.t * a * d(s.v_head_dim);
-  if (gin < att) out += gin * x.t * a * d(s.v_head_dim);
-  if (opt.flash_attention) {
-    // Flash attention keeps its output and the FP32 log-sum-exp per head and token; selective
-    // recompute of the core attention drops the latter.
-    bytes += out + (recompute == Recompute::Selective ? 0.0 : 4.0 * x.t * a);
-  } else {
-    // Korthikanti et al.: softmax output (2 bytes), its dropout mask (1) and dropout output (2)
-    // per score, a * s^2 * b scores; selective recompute drops them.
-    const double scores = a * d(s.seq) * x.t;
-    if (recompute != Recompute::Selective) bytes += (opt.dropout ? 5.0 : 2.0) * scores;
-    bytes += out;
-  }
-  if (opt.dropout) bytes += x.tsp * x.h;  // projection dropout mask
-  return bytes;
-}
-
-// MLP or MoE-block activations.
-double mlp_bytes(const WorkloadSpec& spec, const Shape& x, int layer, const ActivationOptions& opt) {
-  const RankShapes& s = x.s;
-  const double gin = gemm_input_bytes(spec);
-  if (spec.model.is_moe_layer(layer)) {
-    const double rows = d(s.expert_rows);
-    const double copies = d(s.moe_tokens * spec.model.top_k) * s.expert_load;
-    double bytes = kBf16 * x.tsp * x.h;                       // router input (BF16 router GEMM)
-    bytes += 4.0 * d(s.moe_tokens) * d(s.experts);            // FP32 routing probabilities
-    // Expert GEMM inputs (FP8 with fp8) and the activation input (BF16).
-    bytes += rows * (gin * (x.h + d(s.expert_ffn)) + kBf16 * d(s.expert_fc1_out));
-    bytes += kBf16 * copies * x.h;                            // expert outputs for the weighting
-    bytes += x.t * (kBf16 * d(s.shared_fc1_out) + gin * d(s.shared_ffn));  // shared experts
-    if (opt.dropout) bytes += x.tsp * x.h;                    // MLP dropout mask
-    return bytes;
-  }
-  double bytes = gin * x.tsp * x.h;                          // FC1 input (the norm output)
-  bytes += x.t * (kBf16 * d(s.fc1_out) + gin * d(s.ffn));   // activation input and FC2 input
-  if (opt.dropout) bytes += x.tsp * x.h;  // MLP dropout mask
-  return bytes;
-}
-
-// What Hugging Face transformers' eager modules (training.elementwise: eager) keep beyond the
-// fused kernels, from the modules' code: LlamaRMSNorm upcasts its input to FP32 and keeps that
-// copy (4 B) and the BF16 normalized tensor for the weight's gradient (2 B), where a fused norm
-// keeps its BF16 input (2 B): +4 B per element, two norms per layer; act_fn(gate) * up keeps the
-// SiLU output (2 B per FFN element) beside the gate and up a fused SwiGLU keeps (routed and
-// shared experts alike). LayerNorm and GeLU are single PyTorch kernels either way. Checked
-// against calibration run 19 (docs/calibration.md): a transformers LlamaDecoderLayer keeps
-// 209.5 KB per token after its forward at h 4096, ffn 14336; fused terms + these extras + the
-// layer input its harness holds give 208.7.
-double eager_extra_bytes(const WorkloadSpec& spec, const Shape& x, int layer) {
-  if (spec.training.elementwise != Elementwise::Eager) return 0.0;
-  const ModelSpec& m = spec.model;
-  const RankShapes& s = x.s;
-  double bytes = m.norm == NormKind::RmsNorm ? 2.0 * 4.0 * x.tsp * x.h : 0.0;
-  if (m.activation != Activation::Swiglu) return bytes;
-  if (m.is_moe_layer(layer)) {
-    bytes += kBf16 * d(s.expert_rows) * d(s.expert_fc1_out) / 2.0;
-    return bytes + kBf16 * x.t * d(s.shared_fc1_out) / 2.0;
-  }
-  return bytes + kBf16 * x.t * d(s.fc1_out) / 2.0;
-}
-
-// Gradient tensors alive at the peak of a layer's backward (the MLP activation backward): the
-// residual-stream gradient, the gradients of the activation input and output, and with
-// sequence parallelism the re-gathered input for the weight gradient.
-double backward_transients(const WorkloadSpec& spec, const Shape& x, int layer) {
-  const RankShapes& s = x.s;
-  double bytes = kBf16 * x.tsp * x.h;
-  if (spec.model.is_moe_layer(layer)) {
-    bytes += kBf16 * d(s.expert_rows) * d(s.expert_fc1_out + s.expert_ffn + s.hidden);
-  } else {
-    bytes += kBf16 * x.t * d(s.fc1_out + s.ffn);
-    if (s.sequence_parallel) bytes += kBf16 * x.t * x.h;
-  }
-  return bytes;
-}
-
-// FC2 input (or the expert FC2 input): freed by the FC2 weight gradient before the peak.
-double freed_before_peak(const WorkloadSpec& spec, const Shape& x, int layer) {
-  const RankShapes& s = x.s;
-  const double gin = gemm_input_bytes(spec);
-  return spec.model.is_moe_layer(layer) ? gin * d(s.expert_rows) * d(s.expert_ffn)
-                                        : gin * x.t * d(s.ffn);
-}
-
-Shape shape_of(const WorkloadSpec& spec) {
-  Shape x;
-  x.s = RankShapes::of(spec);
-  x.t = d(x.s.tokens);
-  x.tsp = d(x.s.sp_tokens);
-  x.h = d(x.s.hidden);
-  return x;
-}
 
 // Logits of the last stage per microbatch: kept and transient bytes per logit by loss.
 double logit_bytes_per_element(CrossEntropy ce) {
@@ -328,7 +198,7 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
                      int& in_flight_count) {
   const ParallelSpec& p = spec.parallel;
   const Recompute recompute = spec.training.recompute;
-  const Shape x = shape_of(spec);
+  const LayerShape x = layer_shape(spec);
   const auto chunks = stage_chunks(spec.model, p, stage);
   std::vector<double> per_chunk;
   double working = 0.0;
@@ -428,16 +298,6 @@ std::string MemoryReport::oom_message() const {
                 (w.total() - capacity_bytes) / kGiB, w.dominant().name.c_str(),
                 w.dominant().bytes / kGiB);
   return text;
-}
-
-double layer_activation_bytes(const WorkloadSpec& spec, int layer, Recompute recompute,
-                              const ActivationOptions& options) {
-  const Shape x = shape_of(spec);
-  // Full recompute keeps only the layer input (BF16; the sequence shard with SP).
-  if (recompute == Recompute::Full) return kBf16 * x.tsp * x.h;
-  const double norms = 2.0 * kBf16 * x.tsp * x.h;  // inputs of the two norms
-  return norms + attention_bytes(spec, x, recompute, options) + mlp_bytes(spec, x, layer, options) +
-         eager_extra_bytes(spec, x, layer);
 }
 
 MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes) {

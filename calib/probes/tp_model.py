@@ -9,7 +9,6 @@ as the simulator's `elementwise: eager`. Attention: PyTorch SDPA, causal, GQA.
 Not a model anyone trains: it exists to time a real TP step beside the simulator's prediction.
 """
 
-import math
 from types import SimpleNamespace
 
 import torch
@@ -155,12 +154,3 @@ class TpLlama(torch.nn.Module):
         loss = _VocabParallelCrossEntropy.apply(logits.view(-1, self.v), target.view(-1), start)
         return SimpleNamespace(loss=loss)
 
-
-def check_math():
-    """On one process (world size 1 after init): the loss is finite and near log(vocab)."""
-    model = TpLlama(1, 128, torch.device("cuda"), vocab=1024, hidden=256, ffn=512, heads=4,
-                    kv_heads=2)
-    ids = torch.randint(0, 1024, (1, 128), device="cuda")
-    loss = model(ids, ids).loss
-    loss.backward()
-    return abs(loss.item() - math.log(1024)) < 1.0

@@ -1,0 +1,34 @@
+// Per-layer activation terms of the memory model (docs/memory-model.md, "Activations"): what one
+// transformer layer keeps for its backward, by tensor, and the gradient tensors alive at the peak
+// of its backward. Internal to workloads/ (memory.cpp); layer_activation_bytes, declared in
+// workloads/memory.hpp, is the public face.
+#pragma once
+
+#include "workloads/job_spec.hpp"
+#include "workloads/transformer_ops.hpp"
+
+namespace clustersim::workloads {
+
+/// BF16 bytes per element.
+inline constexpr double kBf16Bytes = 2.0;
+
+/// One rank's activation shapes: its per-rank op shapes, tokens per microbatch (t), tokens of a
+/// sequence shard (tsp: t / tp with sequence parallelism, else t) and hidden size (h).
+struct LayerShape {
+  RankShapes s;
+  double t = 0, tsp = 0, h = 0;
+};
+
+/// The shapes of one rank of `spec`.
+LayerShape layer_shape(const WorkloadSpec& spec);
+
+/// Gradient tensors alive at the peak of layer `layer`'s backward (the MLP activation backward):
+/// the residual-stream gradient, the gradients of the activation input and output, and with
+/// sequence parallelism the re-gathered input for the weight gradient. Bytes.
+double backward_transients(const WorkloadSpec& spec, const LayerShape& x, int layer);
+
+/// The FC2 input (or the expert FC2 input), freed by the FC2 weight gradient before the peak of
+/// the layer's backward. Bytes.
+double freed_before_peak(const WorkloadSpec& spec, const LayerShape& x, int layer);
+
+}  // namespace clustersim::workloads
