@@ -28,7 +28,8 @@ inline constexpr Named<Recompute> kRecomputeNames[] = {{"none", Recompute::None}
                                                        {"full", Recompute::Full}};
 inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEntropy::Unfused},
                                                              {"fused", CrossEntropy::Fused},
-                                                             {"chunked", CrossEntropy::Chunked}};
+                                                             {"chunked", CrossEntropy::Chunked},
+                                                             {"eager", CrossEntropy::Eager}};
 inline constexpr Named<Elementwise> kElementwiseNames[] = {{"fused", Elementwise::Fused},
                                                             {"eager", Elementwise::Eager}};
 inline constexpr Named<OptimizerOffload> kOffloadNames[] = {{"none", OptimizerOffload::None},

@@ -34,8 +34,10 @@ enum class Recompute : std::uint8_t { None, Selective, Full };
 /// Cross-entropy implementation, for memory: unfused (Megatron's vocab-parallel cross entropy
 /// keeps the FP32 softmax for the backward), fused (Megatron --cross-entropy-loss-fusion: the
 /// BF16 logits are reused for the gradient), chunked (the output GEMM and the loss are computed
-/// in sequence chunks, as Liger's fused linear cross entropy does: logits never exist whole).
-enum class CrossEntropy : std::uint8_t { Unfused, Fused, Chunked };
+/// in sequence chunks, as Liger's fused linear cross entropy does: logits never exist whole),
+/// eager (Hugging Face transformers' loss: the logits upcast to FP32, then PyTorch's
+/// cross_entropy, whose backward builds dense FP32 gradients beside the saved log-softmax).
+enum class CrossEntropy : std::uint8_t { Unfused, Fused, Chunked, Eager };
 /// How the layer's element-wise work runs: fused kernels (Megatron-core / Transformer Engine:
 /// one kernel per norm, RoPE and activation), or the eager PyTorch modules of Hugging Face
 /// transformers' Llama layer (LlamaRMSNorm, apply_rotary_pos_emb, act_fn(gate) * up, and the

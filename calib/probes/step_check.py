@@ -8,8 +8,11 @@ batch 1, one microbatch per step. Layouts:
     (Megatron's bucket size, the simulator's), overlapped with the backward;
   - fsdp: FSDP2 fully_shard per decoder layer and on the root (ZeRO-3: parameters gathered per
     layer in forward and backward, gradients reduce-scattered, BF16 throughout);
-  - tp: tensor parallelism over all ranks, Megatron's shapes and collectives without sequence
-    parallelism (tp_model.py: the same layer shape, not transformers' module).
+  - tp: tensor parallelism, Megatron's shapes and collectives without sequence parallelism
+    (tp_model.py: the same layer shape, not transformers' module), over all ranks or, with
+    --tp N below the world size, over groups of N adjacent ranks (Megatron's rank order, TP
+    fastest) with data parallelism across the groups: torch DDP over each TP rank's replica
+    group, BF16 gradients all-reduced in 4e7-element buckets overlapped with the backward.
 Optimizer: Megatron-style mixed precision, FP32 master weights and FP32 AdamW states (fused
 AdamW): a master copy beside the BF16 parameters (single, ddp), FSDP2's FP32 parameter shards
 (fsdp).
@@ -182,12 +185,37 @@ def kernel_split(model, opt, seq, dev):
     return split, names
 
 
+def tp_dp_groups(world, tp, rank):
+    """Process groups of the tp layout: TP groups of `tp` adjacent ranks and, when tp < world,
+    DP groups of the ranks holding the same shard (Megatron's order). Every rank creates every
+    group, in the same order, as torch.distributed requires. Returns (tp_group, dp_group); None
+    stands for the default group (tp = world) or for no DP (dp = 1)."""
+    if tp < 1 or world % tp:
+        raise SystemExit(f"--tp {tp} must divide the {world} ranks")
+    if tp == world:
+        return None, None
+    tp_group = dp_group = None
+    for g in range(world // tp):
+        ranks = list(range(g * tp, (g + 1) * tp))
+        group = dist.new_group(ranks)
+        if rank in ranks:
+            tp_group = group
+    for t in range(tp):
+        ranks = list(range(t, world, tp))
+        group = dist.new_group(ranks)
+        if rank in ranks:
+            dp_group = group
+    return tp_group, dp_group
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp"], required=True)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3_8b",
                     help="layer shape of the tp layout (the others use Llama-3 8B's)")
+    ap.add_argument("--tp", type=int, default=0,
+                    help="tp layout: ranks per TP group (default: all); the rest is DP")
     ap.add_argument("--seqs", default="4096,8192,16384")
     ap.add_argument("--warm-s", type=float, default=12.0)
     ap.add_argument("--steps", type=int, default=8)
@@ -203,25 +231,32 @@ def main():
     if world > 1:
         dist.init_process_group("nccl", device_id=dev)
     seqs = [int(s) for s in args.seqs.split(",")]
+    tp = args.tp or world
     if args.layout == "tp":
         from tp_model import TpLlama
+        tp_group, dp_group = tp_dp_groups(world, tp, rank)
         torch.manual_seed(1234)  # the same ids on every rank
-        model = TpLlama(args.layers, max(seqs), dev, **SHAPES[args.shape])
+        model = TpLlama(args.layers, max(seqs), dev, group=tp_group, **SHAPES[args.shape])
+        if dp_group is not None:
+            model = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[dev.index], process_group=dp_group,
+                bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
     else:
         model = wrap(build_model(args.layers, max(seqs), dev), args.layout, dev)
     if args.layout == "fsdp":  # FP32 shards are the masters: AdamW on them
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     else:
         opt = MasterAdam(model.parameters())
-    sharded = args.layout in ("fsdp", "tp")
-    params = sum(p.numel() for p in model.parameters()) * (world if sharded else 1)
+    shards = {"fsdp": world, "tp": tp}.get(args.layout, 1)
+    params = sum(p.numel() for p in model.parameters()) * shards
     csv = None
     if rank == 0:
         csv = CsvWriter(args.out, "step_check (transformers LlamaForCausalLM, real steps)",
                         list(range(world)), {
                             "layout": f"{args.layout} on {world} GPU(s); layers {args.layers}; "
                                       f"parameters {params}" +
-                                      (f"; shape {args.shape}" if args.layout == "tp" else ""),
+                                      (f"; shape {args.shape}; tp {tp} x dp {world // tp}"
+                                       if args.layout == "tp" else ""),
                             "model": "Llama-3 8B layer shape, BF16, sdpa attention, transformers "
                                      "loss, micro batch 1, one microbatch per step",
                             "timing": f"median of {args.steps} steps after >= {args.warm_s} s of "

@@ -17,50 +17,51 @@ import torch.nn.functional as F
 
 
 class _CopyToTp(torch.autograd.Function):
-    """Megatron's f: identity forward, all-reduce of the gradient backward."""
+    """Megatron's f: identity forward, all-reduce of the gradient over the TP group backward."""
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, group):
+        ctx.group = group
         return x
 
     @staticmethod
     def backward(ctx, g):
         g = g.contiguous().clone()
-        dist.all_reduce(g)
-        return g
+        dist.all_reduce(g, group=ctx.group)
+        return g, None
 
 
 class _ReduceFromTp(torch.autograd.Function):
-    """Megatron's g: all-reduce forward, identity backward."""
+    """Megatron's g: all-reduce over the TP group forward, identity backward."""
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, group):
         y = x.contiguous().clone()
-        dist.all_reduce(y)
+        dist.all_reduce(y, group=group)
         return y
 
     @staticmethod
     def backward(ctx, g):
-        return g
+        return g, None
 
 
 class _VocabParallelCrossEntropy(torch.autograd.Function):
     """Megatron's vocab-parallel cross entropy over logits sharded by vocabulary (mean loss)."""
 
     @staticmethod
-    def forward(ctx, logits, target, start):
+    def forward(ctx, logits, target, start, group):
         local = logits.shape[-1]
         x = logits.float()
         top = x.max(dim=-1)[0]
-        dist.all_reduce(top, op=dist.ReduceOp.MAX)
+        dist.all_reduce(top, op=dist.ReduceOp.MAX, group=group)
         x.sub_(top.unsqueeze(-1))
         outside = (target < start) | (target >= start + local)
         idx = (target - start).masked_fill(outside, 0)
         picked = x.gather(-1, idx.unsqueeze(-1)).squeeze(-1).masked_fill(outside, 0.0)
-        dist.all_reduce(picked)
+        dist.all_reduce(picked, group=group)
         x.exp_()
         total = x.sum(dim=-1)
-        dist.all_reduce(total)
+        dist.all_reduce(total, group=group)
         loss = torch.log(total) - picked
         x.div_(total.unsqueeze(-1))
         ctx.save_for_backward(x, idx, outside)
@@ -73,7 +74,7 @@ class _VocabParallelCrossEntropy(torch.autograd.Function):
         n = softmax.shape[0]
         softmax.scatter_add_(-1, idx.unsqueeze(-1), -(~outside).float().unsqueeze(-1))
         softmax.mul_(g / n)
-        return softmax.to(ctx.in_dtype), None, None
+        return softmax.to(ctx.in_dtype), None, None, None
 
 
 def rms_norm(x, w, eps=1e-5):
@@ -89,11 +90,14 @@ def rotate_half(x):
 
 
 class TpLlama(torch.nn.Module):
-    """Llama-3 8B's layer shape by default, `layers` layers, sharded over the default group."""
+    """Llama-3 8B's layer shape by default, `layers` layers, sharded over `group` (a process
+    group of the TP ranks; None: all ranks)."""
 
-    def __init__(self, layers, seq, dev, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256):
+    def __init__(self, layers, seq, dev, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256,
+                 group=None):
         super().__init__()
-        self.tp, self.rank = dist.get_world_size(), dist.get_rank()
+        self.group = group
+        self.tp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         tp = self.tp
         if heads % tp or kv_heads % tp or ffn % tp or vocab % tp:
             raise ValueError("tp must divide heads, kv_heads, ffn and vocab")
@@ -125,7 +129,7 @@ class TpLlama(torch.nn.Module):
 
     def block(self, b, x):
         s = x.shape[1]
-        y = _CopyToTp.apply(rms_norm(x, b.ln1))
+        y = _CopyToTp.apply(rms_norm(x, b.ln1), self.group)
         qkv = F.linear(y, b.qkv)
         q, k, v = qkv.split([self.q * self.d, self.kv * self.d, self.kv * self.d], dim=-1)
         q = q.view(1, s, self.q, self.d).transpose(1, 2)
@@ -136,21 +140,22 @@ class TpLlama(torch.nn.Module):
         k = k * cos + rotate_half(k) * sin
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         a = a.transpose(1, 2).reshape(1, s, self.q * self.d)
-        x = x + _ReduceFromTp.apply(F.linear(a, b.o))
-        y = _CopyToTp.apply(rms_norm(x, b.ln2))
+        x = x + _ReduceFromTp.apply(F.linear(a, b.o), self.group)
+        y = _CopyToTp.apply(rms_norm(x, b.ln2), self.group)
         gate, up = F.linear(y, b.gate_up).chunk(2, dim=-1)
-        return x + _ReduceFromTp.apply(F.linear(F.silu(gate) * up, b.down))
+        return x + _ReduceFromTp.apply(F.linear(F.silu(gate) * up, b.down), self.group)
 
     def forward(self, input_ids, labels):
         start = self.rank * self.v
         outside = (input_ids < start) | (input_ids >= start + self.v)
         x = F.embedding((input_ids - start).masked_fill(outside, 0), self.embed)
-        x = _ReduceFromTp.apply(x.masked_fill(outside.unsqueeze(-1), 0.0))
+        x = _ReduceFromTp.apply(x.masked_fill(outside.unsqueeze(-1), 0.0), self.group)
         for b in self.blocks:
             x = self.block(b, x)
-        y = _CopyToTp.apply(rms_norm(x, self.norm))
+        y = _CopyToTp.apply(rms_norm(x, self.norm), self.group)
         logits = F.linear(y, self.head)
         target = torch.roll(labels, -1, dims=1)
-        loss = _VocabParallelCrossEntropy.apply(logits.view(-1, self.v), target.view(-1), start)
+        loss = _VocabParallelCrossEntropy.apply(logits.view(-1, self.v), target.view(-1), start,
+                                                 self.group)
         return SimpleNamespace(loss=loss)
 

@@ -218,7 +218,7 @@ TEST(CaseJob, StatedFrameworkSettingsReachTheJobAndMemoryMetricIsRead) {
   EXPECT_EQ(set.cases[0].points[0].peak_memory_metric, "max_memory_reserved");
   const CaseJob plain = build_case_job(set, set.cases[1], set.cases[1].points[0]);
   EXPECT_EQ(field(plain, "elementwise"), "eager [DS-HF]");
-  EXPECT_EQ(field(plain, "cross_entropy"), "unfused [DS-HF]");
+  EXPECT_EQ(field(plain, "cross_entropy"), "eager [DS-HF]");
   EXPECT_EQ(field(plain, "zero_init"), "<unset>");
   EXPECT_EQ(set.cases[1].points[0].peak_memory_metric, "device");
   SpecError e = parse_error(

@@ -65,7 +65,7 @@ double simulated_fwd_bwd(const Measured& m, bool power_state = true) {
                       << "parallelism: {zero_stage: " << (m.layout == "fsdp" ? 3 : 0)
                       << ", tp: " << (m.layout == "tp" ? m.gpus : 1) << ", grad_reduce_in_fp32: false}\n"
                       << "training: {seq_length: " << m.seq << ", micro_batch_size: 1, "
-                      << "precision: bf16, elementwise: eager, cross_entropy: unfused}\n";
+                      << "precision: bf16, elementwise: eager, cross_entropy: eager}\n";
   SimulateOptions o;
   o.power_state = power_state;
   o.timeline = true;

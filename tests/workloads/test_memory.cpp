@@ -131,6 +131,33 @@ TEST(ActivationMemory, EagerModulesKeepWhatTransformersLayerWasMeasuredToKeep) {
                    layer_activation_bytes(fused, 0, Recompute::Full));
 }
 
+// transformers' loss (cross_entropy: eager) holds 12 B per logit at its backward's peak.
+// Measured (calibration run 23, calib/data/h200/run23/step_single.csv): a 4-layer
+// Llama-3-8B-shaped transformers model on one H200 peaks at 57,991,571,456 B allocated at seq
+// 8192 and 77,453,502,464 B at 16384. Everything that grows with the sequence (activations,
+// the layer backward's working set, the logits) must grow by that difference within 4%;
+// Megatron's 6 B per logit would be 30% short of it.
+TEST(MemoryModel, EagerLossMatchesTheMeasuredPeakGrowthWithSequence) {
+  auto growth = [](const char* ce) {
+    double bytes[2] = {0.0, 0.0};
+    const int seqs[2] = {8192, 16384};
+    for (int i = 0; i < 2; ++i) {
+      const std::string yaml = "model: {catalog: llama3_8b, layers: 4}\nparallelism: {zero_stage: 0}\ntraining:\n  seq_length: " +
+                               std::to_string(seqs[i]) +
+                               "\n  micro_batch_size: 1\n  precision: bf16\n  elementwise: eager\n"
+                               "  cross_entropy: " + ce + "\n";
+      const auto report = estimate_memory(testing::parse_job(yaml, 1), 141.0 * kGiB);
+      for (const char* c : {"activations", "activation_working_set", "logits"}) {
+        bytes[i] += report.stages[0].bytes(c);
+      }
+    }
+    return bytes[1] - bytes[0];
+  };
+  const double measured = 77453502464.0 - 57991571456.0;
+  EXPECT_NEAR(growth("eager"), measured, 0.04 * measured);
+  EXPECT_LT(growth("unfused"), 0.75 * measured);
+}
+
 TEST(MemoryModel, Fp8AddsCachedFp8WeightsOfTheLayerGemmsOnly) {
   auto spec = testing::parse_job(testing::small_llama_job(1, 1, 8, false, 8, 1), 8);
   const auto report_bf = estimate_memory(spec, 80.0 * kGiB);

@@ -182,7 +182,7 @@ void apply_deepspeed_zero(const FamilyInput& in, DraftJob& j) {
   j.fill("parallelism", "pp", "1", "DS-ZERO", line);
   j.fill("training", "mfu_convention", "causal", "S3-CONV", line);
   j.fill("parallelism", "grad_reduce_in_fp32", "false", "DS-BF16", line);
-  j.fill("training", "cross_entropy", "unfused", "DS-HF", line);
+  j.fill("training", "cross_entropy", "eager", "DS-HF", line);
   j.fill("training", "elementwise", "eager", "DS-HF", line);
   if (batch_stated(in.rc)) return;
   const std::int64_t mbs = j.get_int("training", "micro_batch_size", 0);
@@ -315,7 +315,7 @@ const std::vector<Citation>& citations() {
       {"DS-HF", "DeepSpeed trains Hugging Face transformers models (Bekman et al. 2025, ALST, "
                 "arXiv 2506.13996; the S3 scripts load AutoModelForCausalLM); transformers' Llama "
                 "runs RMSNorm, RoPE and SwiGLU as eager PyTorch modules and its loss upcasts the "
-                "logits to FP32 (training.elementwise: eager, cross_entropy: unfused) unless a "
+                "logits to FP32 (training.elementwise: eager, cross_entropy: eager) unless a "
                 "kernel library such as Liger-Kernel patches them, which a case then states (S3's "
                 "sweep does: its benchmark.py runs with USE_LIGER=1)"},
       {"DS-GA", "DeepSpeed configuration docs: gradient_accumulation_steps defaults to 1, so "

@@ -122,7 +122,7 @@ CaseConfig read_config(Block c) {
   cfg.recompute = opt_enum(c, "activation_checkpointing", {"none", "selective", "full"});
   cfg.optimizer_offload = opt_enum(c, "optimizer_offload", {"none", "cpu"});
   cfg.elementwise = opt_enum(c, "elementwise", {"fused", "eager"});
-  cfg.cross_entropy = opt_enum(c, "cross_entropy", {"unfused", "fused", "chunked"});
+  cfg.cross_entropy = opt_enum(c, "cross_entropy", {"unfused", "fused", "chunked", "eager"});
   cfg.zero_init = opt_bool(c, "zero_init");
   cfg.sequence_parallel = opt_bool(c, "sequence_parallel");
   cfg.tp_comm_overlap = opt_bool(c, "tp_comm_overlap");

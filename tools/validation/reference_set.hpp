@@ -49,7 +49,7 @@ struct CaseConfig {
   std::optional<Stated<std::string>> recompute;  ///< activation_checkpointing: none|selective|full
   std::optional<Stated<std::string>> optimizer_offload;  ///< none | cpu
   std::optional<Stated<std::string>> elementwise;        ///< fused | eager
-  std::optional<Stated<std::string>> cross_entropy;      ///< unfused | fused | chunked
+  std::optional<Stated<std::string>> cross_entropy;      ///< unfused | fused | chunked | eager
   std::optional<Stated<bool>> sequence_parallel, tp_comm_overlap;
   std::optional<Stated<bool>> zero_init;                 ///< ZeRO-3 parameters built sharded
 };
