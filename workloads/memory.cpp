@@ -62,9 +62,10 @@ double logit_bytes_per_element(CrossEntropy ce) {
     // nll_loss. The FP32 log-softmax output is saved; at the start of the backward,
     // nll_loss_backward writes a dense FP32 gradient and log_softmax_backward a second one
     // beside it, while the saved output is alive: 4 + 4 + 4 (the BF16 and FP32 logits are freed
-    // after the forward; its forward peak, 2 + 4 + 4, is lower). Measured on H200 (run 23,
-    // calib/data/h200/run23/step_single.csv): the peak grows by 2.376 MB per token, against
-    // 2.342 MB with 12 B per logit and the activation model (test MemoryModel.EagerLoss...).
+    // after the forward; its forward peak, 2 + 4 + 4, is lower). Measured on H200 (run 29,
+    // calib/data/h200/run29/eager_loss.csv): 10.0, 4.0 and 12.0 B per logit at the forward's
+    // peak, after it and at the backward's peak, 2k-16k tokens; in a whole step (run 23,
+    // run23/step_single.csv) the peak grows by 2.376 MB per token, the model by 2.436.
     case CrossEntropy::Eager: return 12.0;
   }
   return 0.0;

@@ -158,6 +158,17 @@ TEST(MemoryModel, EagerLossMatchesTheMeasuredPeakGrowthWithSequence) {
   EXPECT_LT(growth("unfused"), 0.75 * measured);
 }
 
+// The loss alone (calibration run 29, calib/data/h200/run29/eager_loss.csv): transformers'
+// ForCausalLMLoss on BF16 logits peaks at 12.0 B per logit in its backward (6,304,039,424 B
+// for 4,096 x 128,256 logits). The model's logits component is that peak.
+TEST(MemoryModel, EagerLossIsTheMeasuredTwelveBytesPerLogit) {
+  const std::string yaml =
+      "model: llama3_8b\nparallelism: {zero_stage: 0}\ntraining:\n  seq_length: 4096\n"
+      "  micro_batch_size: 1\n  precision: bf16\n  cross_entropy: eager\n";
+  const auto report = estimate_memory(testing::parse_job(yaml, 1), 141.0 * kGiB);
+  EXPECT_NEAR(report.stages[0].bytes("logits"), 6304039424.0, 0.01 * 6304039424.0);
+}
+
 TEST(MemoryModel, Fp8AddsCachedFp8WeightsOfTheLayerGemmsOnly) {
   auto spec = testing::parse_job(testing::small_llama_job(1, 1, 8, false, 8, 1), 8);
   const auto report_bf = estimate_memory(spec, 80.0 * kGiB);
