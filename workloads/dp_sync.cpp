@@ -165,13 +165,19 @@ GradSink* DataParallelSync::backward_sink(bool last_of_chunk) {
 void DataParallelSync::launch_reduce(std::size_t bucket, sim::Stream stream,
                                      std::vector<std::uint32_t> deps) {
   if (bucket_dp_[bucket] <= 1) return;
+  const double bytes = static_cast<double>(buckets_[bucket].numel) * grad_bytes();
+  // The bucket is scaled by 1/dp on the compute stream before its reduction: Megatron's
+  // start_grad_sync (bucket.grad_data *= gradient_scaling_factor; average_in_collective is off
+  // by default), PyTorch DDP's default all-reduce hook (div_ by the group size) and DeepSpeed's
+  // average_tensor alike. One read and one write of the bucket.
+  const std::uint32_t scaled =
+      b_.mem("dp_grad_scale", sim::MemKernel::Elementwise, 2.0 * bytes, std::move(deps));
   // Distributed optimizer: reduce-scatter (each rank keeps its shard); else all-reduce.
   const bool scatter = parallel_.distributed_optimizer;
   reduce_op_[bucket] = b_.collective(
       scatter ? "dp_rs" : "dp_ar",
       scatter ? sim::CollectiveKind::ReduceScatter : sim::CollectiveKind::AllReduce,
-      bucket_group_[bucket], stream, static_cast<double>(buckets_[bucket].numel) * grad_bytes(),
-      std::move(deps));
+      bucket_group_[bucket], stream, bytes, {scaled});
 }
 
 void DataParallelSync::gradient_ready(ParamGroup group, int layer, std::uint32_t op) {

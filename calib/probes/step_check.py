@@ -8,6 +8,9 @@ batch 1, one microbatch per step. Layouts:
     (Megatron's bucket size, the simulator's), overlapped with the backward;
   - fsdp: FSDP2 fully_shard per decoder layer and on the root (ZeRO-3: parameters gathered per
     layer in forward and backward, gradients reduce-scattered, BF16 throughout);
+  - pp: pipeline parallelism, one stage per rank, Megatron's 1F1B schedule with blocking batched
+    point-to-point exchanges (pp_model.py: tp_model.py's layers, not transformers' module),
+    --microbatches per step;
   - tp: tensor parallelism, Megatron's shapes and collectives without sequence parallelism
     (tp_model.py: the same layer shape, not transformers' module), over all ranks or, with
     --tp N below the world size, over groups of N adjacent ranks (Megatron's rank order, TP
@@ -108,15 +111,22 @@ class MasterAdam:
             torch._foreach_zero_(grads)
 
 
-def run_seq(model, opt, seq, dev, warm_s, steps):
+def fwd_bwd(model, ids, microbatches):
+    """Forward and backward of one step: the pipeline's schedule, or one microbatch."""
+    if hasattr(model, "fwd_bwd"):
+        model.fwd_bwd(ids, microbatches)
+    else:
+        model(input_ids=ids, labels=ids).loss.backward()
+
+
+def run_seq(model, opt, seq, dev, warm_s, steps, microbatches):
     vocab = 128256
     ids = torch.randint(0, vocab - 256, (1, seq), device=dev)
 
     def step(events):
         if events:
             events[0].record()
-        loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
+        fwd_bwd(model, ids, microbatches)
         if events:
             events[1].record()
         opt.step()
@@ -161,14 +171,14 @@ ATTN = re.compile(r"flash|fmha|cudnn|attention|sdpa", re.I)
 NCCL = re.compile(r"nccl", re.I)
 
 
-def kernel_split(model, opt, seq, dev):
+def kernel_split(model, opt, seq, dev, microbatches):
     """GPU kernel seconds of one whole step (forward, backward, optimizer) by kind, from the
     PyTorch profiler, and the attention kernels' names (which SDPA backend ran). Every rank runs
     it: the step has collectives."""
     from torch.profiler import ProfilerActivity, profile
     ids = torch.randint(0, 128000, (1, seq), device=dev)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        model(input_ids=ids, labels=ids).loss.backward()
+        fwd_bwd(model, ids, microbatches)
         opt.step()
         opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize()
@@ -210,12 +220,13 @@ def tp_dp_groups(world, tp, rank):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp"], required=True)
+    ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp", "pp"], required=True)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3_8b",
-                    help="layer shape of the tp layout (the others use Llama-3 8B's)")
+                    help="layer shape of the tp and pp layouts (the others use Llama-3 8B's)")
     ap.add_argument("--tp", type=int, default=0,
                     help="tp layout: ranks per TP group (default: all); the rest is DP")
+    ap.add_argument("--microbatches", type=int, default=1, help="pp layout: microbatches per step")
     ap.add_argument("--seqs", default="4096,8192,16384")
     ap.add_argument("--warm-s", type=float, default=12.0)
     ap.add_argument("--steps", type=int, default=8)
@@ -224,11 +235,11 @@ def main():
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    if (args.layout == "single") != (world == 1):
+    if (args.layout == "single") != (world == 1) and args.layout != "tp":
         raise SystemExit("--layout single runs on one process; ddp and fsdp under torchrun")
     dev = torch.device("cuda", local)
     torch.cuda.set_device(dev)
-    if world > 1:
+    if world > 1 or args.layout == "tp":  # tp on one process: TP 1, the layout's baseline
         dist.init_process_group("nccl", device_id=dev)
     seqs = [int(s) for s in args.seqs.split(",")]
     tp = args.tp or world
@@ -241,13 +252,17 @@ def main():
             model = torch.nn.parallel.DistributedDataParallel(
                 model, device_ids=[dev.index], process_group=dp_group,
                 bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
+    elif args.layout == "pp":
+        from pp_model import PpLlama
+        torch.manual_seed(1234)
+        model = PpLlama(args.layers, max(seqs), dev, **SHAPES[args.shape])
     else:
         model = wrap(build_model(args.layers, max(seqs), dev), args.layout, dev)
     if args.layout == "fsdp":  # FP32 shards are the masters: AdamW on them
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=True)
     else:
         opt = MasterAdam(model.parameters())
-    shards = {"fsdp": world, "tp": tp}.get(args.layout, 1)
+    shards = {"fsdp": world, "tp": tp, "pp": world}.get(args.layout, 1)
     params = sum(p.numel() for p in model.parameters()) * shards
     csv = None
     if rank == 0:
@@ -256,7 +271,10 @@ def main():
                             "layout": f"{args.layout} on {world} GPU(s); layers {args.layers}; "
                                       f"parameters {params}" +
                                       (f"; shape {args.shape}; tp {tp} x dp {world // tp}"
-                                       if args.layout == "tp" else ""),
+                                       if args.layout == "tp" else "") +
+                                      (f"; shape {args.shape}; pp {world}, 1F1B, "
+                                       f"{args.microbatches} microbatches"
+                                       if args.layout == "pp" else ""),
                             "model": "Llama-3 8B layer shape, BF16, sdpa attention, transformers "
                                      "loss, micro batch 1, one microbatch per step",
                             "timing": f"median of {args.steps} steps after >= {args.warm_s} s of "
@@ -266,8 +284,8 @@ def main():
                     "kernels_attention_s", "kernels_nccl_s", "kernels_other_s"])
     for seq in seqs:
         (fb, op, whole), (alloc, reserved), warm = run_seq(model, opt, seq, dev, args.warm_s,
-                                                           args.steps)
-        split, names = kernel_split(model, opt, seq, dev)
+                                                           args.steps, args.microbatches)
+        split, names = kernel_split(model, opt, seq, dev, args.microbatches)
         if csv:
             csv.row([args.layout, world, args.layers, seq, fmt(fb), fmt(op), fmt(whole), warm,
                      int(alloc), int(reserved), fmt(split["gemm"]), fmt(split["attention"]),
@@ -277,7 +295,7 @@ def main():
         torch.cuda.empty_cache()
     if csv:
         csv.close()
-    if world > 1:
+    if dist.is_initialized():
         dist.destroy_process_group()
 
 

@@ -23,7 +23,8 @@
 namespace clustersim::tools {
 namespace {
 
-// Seconds of one layer's forward and backward ops (layer 1 of rank 0), all compute ops.
+// Seconds of one layer's forward and backward ops (layer 1 of rank 0), all compute ops but the
+// data-parallel gradient scaling launched from that layer's backward (not the layer's work).
 double layer_seconds(const std::string& elementwise, int seq) {
   const std::string path = ::testing::TempDir() + "/eager_" + elementwise + std::to_string(seq) + ".yaml";
   std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: 8}\n"
@@ -36,9 +37,12 @@ double layer_seconds(const std::string& elementwise, int seq) {
   sim::Workload w = workloads::generate_workload(job.workload);
   const auto cost = make_cost_model("measured", platform->gpu());
   sim::cost_workload(w, *cost);
+  const sim::Program& p = w.programs[0];
   double t = 0.0;
-  for (const sim::Op& op : w.programs[0].ops) {
-    if (op.is_compute() && op.layer == 1 && !op.recompute) t += op.duration_s;
+  for (const sim::Op& op : p.ops) {
+    if (op.is_compute() && op.layer == 1 && !op.recompute && p.labels[op.label] != "dp_grad_scale") {
+      t += op.duration_s;
+    }
   }
   return t;
 }

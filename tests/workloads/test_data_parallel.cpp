@@ -142,13 +142,21 @@ TEST_F(DefaultJob, FirstStageReducesBucketsAsTheLastBackwardCompletesThem) {
     EXPECT_EQ(c.group, sim::GroupKind::DP);
     EXPECT_EQ(op.stream, sim::Stream::DpComm);
     EXPECT_DOUBLE_EQ(op.bytes, static_cast<double>(expected[b].numel) * 4.0);  // FP32 grads
+    // Each reduction waits for its bucket's 1/dp scaling (read + write of the bucket on the
+    // compute stream), which waits for the backward op that completed the bucket.
     ASSERT_EQ(op.deps.size(), 1u);
-    const sim::Op& producer = p.ops[op.deps[0]];
+    const sim::Op& scale = p.ops[op.deps[0]];
+    EXPECT_EQ(label(p, op.deps[0]), "dp_grad_scale");
+    EXPECT_EQ(scale.stream, sim::Stream::Compute);
+    EXPECT_DOUBLE_EQ(scale.bytes, 2.0 * op.bytes);
+    ASSERT_EQ(scale.deps.size(), 1u);
+    const sim::Op& producer = p.ops[scale.deps[0]];
     EXPECT_EQ(producer.microbatch, 63);  // the last of 256 / (4 * 1) microbatches
     EXPECT_EQ(producer.phase, sim::Phase::Backward);
   }
   EXPECT_LT(rs.front(), last_backward);  // overlapped with the backward, not after it
-  EXPECT_EQ(label(p, p.ops[rs.back()].deps[0]), "embedding_bwd");  // shared embedding bucket last
+  // The shared embedding bucket last.
+  EXPECT_EQ(label(p, p.ops[p.ops[rs.back()].deps[0]].deps[0]), "embedding_bwd");
 }
 
 TEST_F(DefaultJob, LaterStagesReduceOneBucketAfterTheSchedule) {
@@ -159,7 +167,9 @@ TEST_F(DefaultJob, LaterStagesReduceOneBucketAfterTheSchedule) {
   EXPECT_EQ(op.stream, sim::Stream::DpComm);
   EXPECT_DOUBLE_EQ(op.bytes, static_cast<double>(buckets(3)[0].numel) * 4.0);
   ASSERT_EQ(op.deps.size(), 1u);
-  EXPECT_EQ(label(p, op.deps[0]), "pp_send_bwd");
+  EXPECT_EQ(label(p, op.deps[0]), "dp_grad_scale");
+  ASSERT_EQ(p.ops[op.deps[0]].deps.size(), 1u);
+  EXPECT_EQ(label(p, p.ops[op.deps[0]].deps[0]), "pp_send_bwd");
 }
 
 TEST_F(DefaultJob, ParameterAllGathersRunAheadOfTheFirstMicrobatch) {

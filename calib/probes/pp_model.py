@@ -1,0 +1,143 @@
+"""A pipeline-parallel Llama in plain PyTorch, for step_check.py's `pp` layout: one stage per rank,
+Megatron's non-interleaved 1F1B schedule (Narayanan et al. 2021, arXiv 2104.04473, Sec. 2.2.1;
+megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_without_interleaving)
+with its blocking, batched point-to-point exchanges (p2p_communication with batch_p2p_comm:
+torch.distributed.batch_isend_irecv, then wait). The layers are tp_model.py's with TP 1 (eager
+RMSNorm, rotate-half RoPE, SiLU * up, SDPA causal attention); the first stage holds the
+embedding, the last the final norm, the output layer and an FP32 cross entropy.
+Not a model anyone trains: it exists to time a real pipelined step beside the simulator.
+"""
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from tp_model import rms_norm, rotate_half
+
+
+class PpLlama(torch.nn.Module):
+    """`layers` layers split evenly over the pipeline ranks (the default group); Llama-3 8B's
+    shape by default. fwd_bwd(ids, microbatches) runs one step's forward and backward."""
+
+    def __init__(self, layers, seq, dev, hidden=4096, ffn=14336, heads=32, kv_heads=8,
+                 vocab=128256):
+        super().__init__()
+        self.pp, self.rank = dist.get_world_size(), dist.get_rank()
+        if layers % self.pp:
+            raise ValueError("pp must divide the layers")
+        self.first, self.last = self.rank == 0, self.rank == self.pp - 1
+        self.h, self.d, self.q, self.kv, self.v = hidden, hidden // heads, heads, kv_heads, vocab
+        self.dev = dev
+
+        def p(*shape, std=0.02):
+            return torch.nn.Parameter(torch.randn(*shape, device=dev, dtype=torch.bfloat16) * std)
+
+        def ones():
+            return torch.nn.Parameter(torch.ones(hidden, device=dev, dtype=torch.bfloat16))
+
+        if self.first:
+            self.embed = p(vocab, hidden)
+        self.blocks = torch.nn.ModuleList()
+        for _ in range(layers // self.pp):
+            b = torch.nn.Module()
+            b.ln1, b.ln2 = ones(), ones()
+            b.qkv = p((heads + 2 * kv_heads) * self.d, hidden)
+            b.o = p(hidden, heads * self.d)
+            b.gate_up = p(2 * ffn, hidden)
+            b.down = p(hidden, ffn)
+            self.blocks.append(b)
+        if self.last:
+            self.norm = ones()
+            self.head = p(vocab, hidden)
+        inv = 1.0 / (500000.0 ** (torch.arange(0, self.d, 2, device=dev).float() / self.d))
+        ang = torch.outer(torch.arange(seq, device=dev).float(), inv)
+        emb = torch.cat((ang, ang), dim=-1)
+        self.cos, self.sin = emb.cos().to(torch.bfloat16), emb.sin().to(torch.bfloat16)
+
+    def block(self, b, x):
+        s = x.shape[1]
+        y = rms_norm(x, b.ln1)
+        q, k, v = F.linear(y, b.qkv).split([self.q * self.d, self.kv * self.d, self.kv * self.d],
+                                           dim=-1)
+        q = q.view(1, s, self.q, self.d).transpose(1, 2)
+        k = k.view(1, s, self.kv, self.d).transpose(1, 2)
+        v = v.view(1, s, self.kv, self.d).transpose(1, 2)
+        cos, sin = self.cos[:s], self.sin[:s]
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + F.linear(a.transpose(1, 2).reshape(1, s, self.q * self.d), b.o)
+        gate, up = F.linear(rms_norm(x, b.ln2), b.gate_up).chunk(2, dim=-1)
+        return x + F.linear(F.silu(gate) * up, b.down)
+
+    def stage_forward(self, x, ids):
+        if self.first:
+            x = F.embedding(ids, self.embed)
+        for b in self.blocks:
+            x = self.block(b, x)
+        if not self.last:
+            return x
+        logits = F.linear(rms_norm(x, self.norm), self.head).float()
+        target = torch.roll(ids, -1, dims=1)
+        return F.cross_entropy(logits.view(-1, self.v), target.view(-1))
+
+    def _exchange(self, send_next=None, send_prev=None, recv_prev=False, recv_next=False, seq=0):
+        """One batched exchange with the neighbouring stages; blocks until it completes.
+        Returns (tensor from the previous stage, tensor from the next stage)."""
+        ops, got_prev, got_next = [], None, None
+        shape = (1, seq, self.h)
+        if send_prev is not None:
+            ops.append(dist.P2POp(dist.isend, send_prev, self.rank - 1))
+        if recv_prev:
+            got_prev = torch.empty(shape, device=self.dev, dtype=torch.bfloat16)
+            ops.append(dist.P2POp(dist.irecv, got_prev, self.rank - 1))
+        if send_next is not None:
+            ops.append(dist.P2POp(dist.isend, send_next, self.rank + 1))
+        if recv_next:
+            got_next = torch.empty(shape, device=self.dev, dtype=torch.bfloat16)
+            ops.append(dist.P2POp(dist.irecv, got_next, self.rank + 1))
+        if ops:
+            for req in dist.batch_isend_irecv(ops):
+                req.wait()
+        return got_prev, got_next
+
+    def fwd_bwd(self, ids, microbatches):
+        """One step of 1F1B over `microbatches` microbatches of `ids` (the same tokens each);
+        the loss is averaged over them."""
+        seq = ids.shape[1]
+        warmup = min(self.pp - self.rank - 1, microbatches)
+        inputs, outputs = [], []
+
+        def forward(x):
+            if x is not None:
+                x.requires_grad_()
+            out = self.stage_forward(x, ids)
+            inputs.append(x)
+            outputs.append(out / microbatches if self.last else out)
+            return out
+
+        def backward(grad):
+            x, out = inputs.pop(0), outputs.pop(0)
+            torch.autograd.backward(out, grad_tensors=grad)
+            return None if x is None else x.grad
+
+        recv = not self.first
+        for _ in range(warmup):
+            x, _ = self._exchange(recv_prev=recv, seq=seq)
+            out = forward(x)
+            self._exchange(send_next=out.detach(), seq=seq)
+        x = self._exchange(recv_prev=recv, seq=seq)[0] if microbatches > warmup else None
+        steady = microbatches - warmup
+        for i in range(steady):
+            out = forward(x)
+            # send_forward_recv_backward
+            _, grad = self._exchange(send_next=None if self.last else out.detach(),
+                                     recv_next=not self.last, seq=seq)
+            dx = backward(grad)
+            if i == steady - 1:
+                self._exchange(send_prev=dx, seq=seq)
+            else:  # send_backward_recv_forward
+                x, _ = self._exchange(send_prev=dx, recv_prev=recv, seq=seq)
+        for _ in range(warmup):
+            _, grad = self._exchange(recv_next=not self.last, seq=seq)
+            self._exchange(send_prev=backward(grad), seq=seq)
