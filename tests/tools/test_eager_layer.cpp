@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <variant>
 
@@ -23,15 +24,12 @@
 namespace clustersim::tools {
 namespace {
 
-// Seconds of one layer's forward and backward ops (layer 1 of rank 0), all compute ops but the
-// data-parallel gradient scaling launched from that layer's backward (not the layer's work).
-double layer_seconds(const std::string& elementwise, int seq) {
-  const std::string path = ::testing::TempDir() + "/eager_" + elementwise + std::to_string(seq) + ".yaml";
-  std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: 8}\n"
-                         "model: {catalog: llama3_8b, layers: 4}\n"
-                         "parallelism: {tp: 1}\n"
-                         "training: {seq_length: " << seq << ", micro_batch_size: 1, "
-                         "global_batch_size: 8, precision: bf16, elementwise: " << elementwise << "}\n";
+// Seconds of one layer's forward and backward ops (layer 1 of rank 0) of the job `yaml`, all
+// compute ops but the data-parallel gradient scaling launched from that layer's backward (not
+// the layer's work).
+double layer_seconds_of(const std::string& name, const std::string& yaml) {
+  const std::string path = ::testing::TempDir() + "/" + name + ".yaml";
+  std::ofstream(path) << yaml;
   const Job job = load_job(path);
   auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
   sim::Workload w = workloads::generate_workload(job.workload);
@@ -45,6 +43,16 @@ double layer_seconds(const std::string& elementwise, int seq) {
     }
   }
   return t;
+}
+
+double layer_seconds(const std::string& elementwise, int seq) {
+  std::ostringstream yaml;
+  yaml << "cluster: {platform: hgx_h200, gpus: 8}\n"
+          "model: {catalog: llama3_8b, layers: 4}\n"
+          "parallelism: {tp: 1}\n"
+          "training: {seq_length: " << seq << ", micro_batch_size: 1, "
+          "global_batch_size: 8, precision: bf16, elementwise: " << elementwise << "}\n";
+  return layer_seconds_of("eager_" + elementwise + std::to_string(seq), yaml.str());
 }
 
 // fwd_bwd_s of the HF layer without checkpointing, by sequence length.
@@ -71,6 +79,34 @@ TEST(EagerLayer, EagerModulesPredictTheMeasuredHuggingFaceLayer) {
     EXPECT_NEAR(eager / hf.at(seq), 1.0, 0.05) << "seq " << seq;
     // The fused (Megatron/TE) kernels miss the eager element-wise time: 4-18% short.
     EXPECT_LT(fused, 0.97 * hf.at(seq)) << "seq " << seq;
+  }
+}
+
+// GPT-3 175B's layer at its TP shard (run 32, calib/probes/gpt_layer.py,
+// calib/data/h200/run32/gpt_layer_tp*.csv): one rank's kernels of a Megatron GPT layer (LayerNorm,
+// biases, causal MHA, tanh GeLU) without the TP collectives, forward + backward queued behind
+// heater matmuls on an H200, against the simulator's compute ops of the same layer (tp 4 and 8,
+// no sequence parallelism, fused element-wise kernels, no power state: the probe runs the layer
+// back to back, GEMMs most of the time). Stated tolerance: 10%.
+TEST(GptLayer, CostsOfOneTensorParallelShardMatchTheMeasuredLayer) {
+  for (const char* file : {"gpt_layer_tp4.csv", "gpt_layer_tp8.csv"}) {
+    const calib::CsvTable t =
+        calib::read_csv(std::string(CLUSTERSIM_SOURCE_DIR) + "/calib/data/h200/run32/" + file);
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      const int seq = static_cast<int>(t.number(r, t.column("seq")));
+      const int tp = static_cast<int>(t.number(r, t.column("tp")));
+      std::ostringstream yaml;
+      yaml << "cluster: {platform: hgx_h200, gpus: " << tp << "}\n"
+           << "model: {catalog: gpt3_175b, layers: 4, max_position_embeddings: " << seq << "}\n"
+           << "parallelism: {tp: " << tp << ", sequence_parallel: false}\n"
+           << "training: {seq_length: " << seq << ", micro_batch_size: 1, global_batch_size: 1, "
+           << "precision: bf16}\n";
+      const double sim = layer_seconds_of("gpt_tp" + std::to_string(tp) + "_" + std::to_string(seq),
+                                          yaml.str());
+      const double measured = t.number(r, t.column("fwd_bwd_s"));
+      EXPECT_NEAR(sim / measured, 1.0, 0.10) << "tp " << tp << " seq " << seq << ": simulated "
+                                             << sim << " s, measured " << measured << " s";
+    }
   }
 }
 
