@@ -8,9 +8,9 @@ batch 1, one microbatch per step. Layouts:
     (Megatron's bucket size, the simulator's), overlapped with the backward;
   - fsdp: FSDP2 fully_shard per decoder layer and on the root (ZeRO-3: parameters gathered per
     layer in forward and backward, gradients reduce-scattered, BF16 throughout);
-  - pp: pipeline parallelism, one stage per rank, Megatron's 1F1B schedule with blocking batched
-    point-to-point exchanges (pp_model.py: tp_model.py's layers, not transformers' module),
-    --microbatches per step;
+  - pp: pipeline parallelism, one stage per rank, Megatron's 1F1B schedule or with --vp > 1
+    its interleaved one, with blocking batched point-to-point exchanges (pp_model.py:
+    tp_model.py's layers, not transformers' module), --microbatches per step;
   - tp: tensor parallelism, Megatron's shapes and collectives without sequence parallelism
     (tp_model.py: the same layer shape, not transformers' module), over all ranks or, with
     --tp N below the world size, over groups of N adjacent ranks (Megatron's rank order, TP
@@ -227,6 +227,8 @@ def main():
     ap.add_argument("--tp", type=int, default=0,
                     help="tp layout: ranks per TP group (default: all); the rest is DP")
     ap.add_argument("--microbatches", type=int, default=1, help="pp layout: microbatches per step")
+    ap.add_argument("--vp", type=int, default=1,
+                    help="pp layout: model chunks per rank (> 1: the interleaved schedule)")
     ap.add_argument("--seqs", default="4096,8192,16384")
     ap.add_argument("--warm-s", type=float, default=12.0)
     ap.add_argument("--steps", type=int, default=8)
@@ -255,7 +257,7 @@ def main():
     elif args.layout == "pp":
         from pp_model import PpLlama
         torch.manual_seed(1234)
-        model = PpLlama(args.layers, max(seqs), dev, **SHAPES[args.shape])
+        model = PpLlama(args.layers, max(seqs), dev, vp=args.vp, **SHAPES[args.shape])
     else:
         model = wrap(build_model(args.layers, max(seqs), dev), args.layout, dev)
     if args.layout == "fsdp":  # FP32 shards are the masters: AdamW on them
@@ -272,8 +274,9 @@ def main():
                                       f"parameters {params}" +
                                       (f"; shape {args.shape}; tp {tp} x dp {world // tp}"
                                        if args.layout == "tp" else "") +
-                                      (f"; shape {args.shape}; pp {world}, 1F1B, "
-                                       f"{args.microbatches} microbatches"
+                                      (f"; shape {args.shape}; pp {world}, "
+                                       + (f"interleaved vp {args.vp}" if args.vp > 1 else "1F1B")
+                                       + f", {args.microbatches} microbatches"
                                        if args.layout == "pp" else ""),
                             "model": "Llama-3 8B layer shape, BF16, sdpa attention, transformers "
                                      "loss, micro batch 1, one microbatch per step",
