@@ -224,6 +224,8 @@ def main():
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3_8b",
                     help="layer shape of the tp and pp layouts (the others use Llama-3 8B's)")
+    ap.add_argument("--sp", action="store_true",
+                    help="tp layout: Megatron's sequence parallelism (all-gather / reduce-scatter)")
     ap.add_argument("--tp", type=int, default=0,
                     help="tp layout: ranks per TP group (default: all); the rest is DP")
     ap.add_argument("--microbatches", type=int, default=1, help="pp layout: microbatches per step")
@@ -249,7 +251,8 @@ def main():
         from tp_model import TpLlama
         tp_group, dp_group = tp_dp_groups(world, tp, rank)
         torch.manual_seed(1234)  # the same ids on every rank
-        model = TpLlama(args.layers, max(seqs), dev, group=tp_group, **SHAPES[args.shape])
+        model = TpLlama(args.layers, max(seqs), dev, group=tp_group, sp=args.sp,
+                        **SHAPES[args.shape])
         if dp_group is not None:
             model = torch.nn.parallel.DistributedDataParallel(
                 model, device_ids=[dev.index], process_group=dp_group,
@@ -273,6 +276,7 @@ def main():
                             "layout": f"{args.layout} on {world} GPU(s); layers {args.layers}; "
                                       f"parameters {params}" +
                                       (f"; shape {args.shape}; tp {tp} x dp {world // tp}"
+                                       + ("; sequence parallel" if args.sp else "")
                                        if args.layout == "tp" else "") +
                                       (f"; shape {args.shape}; pp {world}, "
                                        + (f"interleaved vp {args.vp}" if args.vp > 1 else "1F1B")

@@ -1,5 +1,7 @@
 """A Megatron-style tensor-parallel Llama in plain PyTorch, for step_check.py's `tp` layout: the
-shapes and collectives of Megatron-LM without sequence parallelism (Shoeybi et al. 2019): a
+shapes and collectives of Megatron-LM without sequence parallelism (Shoeybi et al. 2019), or with
+it (sp=True; Korthikanti et al. 2022: norms and residuals on sequence shards, all-gather before
+and reduce-scatter after each tensor-parallel block instead of the all-reduces): a
 vocab-parallel embedding (all-reduce), per layer a column-parallel fused QKV and a row-parallel
 output projection (all-reduce), a column-parallel fused gate/up and a row-parallel down
 projection (all-reduce), and a vocab-parallel output layer with Megatron's vocab-parallel cross
@@ -43,6 +45,49 @@ class _ReduceFromTp(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         return g, None
+
+
+def _seq_gather(x, group):
+    """All-gather of sequence shards [1, s/tp, h] into [1, s, h] (rank order = sequence order)."""
+    tp, (_, sl, h) = dist.get_world_size(group), x.shape
+    out = torch.empty(tp * sl, h, device=x.device, dtype=x.dtype)
+    dist.all_gather_into_tensor(out, x.contiguous().view(sl, h), group=group)
+    return out.view(1, tp * sl, h)
+
+
+def _seq_reduce_scatter(x, group):
+    """Reduce-scatter of [1, s, h] partial sums into this rank's sequence shard [1, s/tp, h]."""
+    tp, (_, s, h) = dist.get_world_size(group), x.shape
+    out = torch.empty(s // tp, h, device=x.device, dtype=x.dtype)
+    dist.reduce_scatter_tensor(out, x.contiguous().view(s, h), group=group)
+    return out.view(1, s // tp, h)
+
+
+class _GatherSeq(torch.autograd.Function):
+    """Megatron's gather_from_sequence_parallel_region: all-gather forward, reduce-scatter back."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return _seq_gather(x, group)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _seq_reduce_scatter(g, ctx.group), None
+
+
+class _ScatterSeq(torch.autograd.Function):
+    """Megatron's reduce_scatter_to_sequence_parallel_region: reduce-scatter forward, all-gather
+    back."""
+
+    @staticmethod
+    def forward(ctx, x, group):
+        ctx.group = group
+        return _seq_reduce_scatter(x, group)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _seq_gather(g, ctx.group), None
 
 
 class _VocabParallelCrossEntropy(torch.autograd.Function):
@@ -94,9 +139,9 @@ class TpLlama(torch.nn.Module):
     group of the TP ranks; None: all ranks)."""
 
     def __init__(self, layers, seq, dev, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256,
-                 group=None):
+                 group=None, sp=False):
         super().__init__()
-        self.group = group
+        self.group, self.sp = group, sp
         self.tp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         tp = self.tp
         if heads % tp or kv_heads % tp or ffn % tp or vocab % tp:
@@ -127,9 +172,17 @@ class TpLlama(torch.nn.Module):
         emb = torch.cat((ang, ang), dim=-1)
         self.cos, self.sin = emb.cos().to(torch.bfloat16), emb.sin().to(torch.bfloat16)
 
+    def _enter(self, y):
+        """Into a column-parallel linear: f (identity / all-reduce back) or, with SP, all-gather."""
+        return _GatherSeq.apply(y, self.group) if self.sp else _CopyToTp.apply(y, self.group)
+
+    def _leave(self, y):
+        """Out of a row-parallel linear: g (all-reduce) or, with SP, reduce-scatter."""
+        return _ScatterSeq.apply(y, self.group) if self.sp else _ReduceFromTp.apply(y, self.group)
+
     def block(self, b, x):
-        s = x.shape[1]
-        y = _CopyToTp.apply(rms_norm(x, b.ln1), self.group)
+        s = x.shape[1] * (self.tp if self.sp else 1)
+        y = self._enter(rms_norm(x, b.ln1))
         qkv = F.linear(y, b.qkv)
         q, k, v = qkv.split([self.q * self.d, self.kv * self.d, self.kv * self.d], dim=-1)
         q = q.view(1, s, self.q, self.d).transpose(1, 2)
@@ -140,19 +193,19 @@ class TpLlama(torch.nn.Module):
         k = k * cos + rotate_half(k) * sin
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         a = a.transpose(1, 2).reshape(1, s, self.q * self.d)
-        x = x + _ReduceFromTp.apply(F.linear(a, b.o), self.group)
-        y = _CopyToTp.apply(rms_norm(x, b.ln2), self.group)
+        x = x + self._leave(F.linear(a, b.o))
+        y = self._enter(rms_norm(x, b.ln2))
         gate, up = F.linear(y, b.gate_up).chunk(2, dim=-1)
-        return x + _ReduceFromTp.apply(F.linear(F.silu(gate) * up, b.down), self.group)
+        return x + self._leave(F.linear(F.silu(gate) * up, b.down))
 
     def forward(self, input_ids, labels):
         start = self.rank * self.v
         outside = (input_ids < start) | (input_ids >= start + self.v)
         x = F.embedding((input_ids - start).masked_fill(outside, 0), self.embed)
-        x = _ReduceFromTp.apply(x.masked_fill(outside.unsqueeze(-1), 0.0), self.group)
+        x = self._leave(x.masked_fill(outside.unsqueeze(-1), 0.0))
         for b in self.blocks:
             x = self.block(b, x)
-        y = _CopyToTp.apply(rms_norm(x, self.norm), self.group)
+        y = self._enter(rms_norm(x, self.norm))
         logits = F.linear(y, self.head)
         target = torch.roll(labels, -1, dims=1)
         loss = _VocabParallelCrossEntropy.apply(logits.view(-1, self.v), target.view(-1), start,
