@@ -8,8 +8,10 @@
 # One device call of about 9 minutes with a hard stop at 9.5 (CALIB_DEADLINE).
 # Usage: calib/scripts/run_x8.sh RESULTS_DIR [full|smoke]. Results end up in RESULTS_DIR.tgz;
 # commit them under calib/data/h200x8/ with the log. Smoke-tested on 2 GPUs on 2026-11-30 (93 s,
-# every step rc=0; its DDP steps within 1.6% of run 23's). Never changes GPU clocks or settings;
-# NCCL_NVLS_ENABLE=0 (common.sh).
+# every step rc=0; its DDP steps within 1.6% of run 23's) and again after the TP x DP, pipeline
+# and sequence-parallel options (104 s, every step rc=0; DDP, FSDP2 and the 70B TP2 step within
+# 0.2-0.9% of runs 23 and 27). The TP x DP step itself (needs 4 GPUs) ran on 2 as TP 1 x DP 2
+# (run 30). Never changes GPU clocks or settings; NCCL_NVLS_ENABLE=0 (common.sh).
 set -uo pipefail
 OUT_DIR=${1:?usage: run_x8.sh RESULTS_DIR [full|smoke]}
 GRID=${2:-full}
