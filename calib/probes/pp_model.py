@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from tp_model import rms_norm, rotate_half
+from tp_model import bf16_param, llama_layer, llama_layer_params, ones_param, rms_norm, rope_tables
 
 
 class PpLlama(torch.nn.Module):
@@ -32,46 +32,19 @@ class PpLlama(torch.nn.Module):
         self.h, self.d, self.q, self.kv, self.v = hidden, hidden // heads, heads, kv_heads, vocab
         self.dev = dev
 
-        def p(*shape, std=0.02):
-            return torch.nn.Parameter(torch.randn(*shape, device=dev, dtype=torch.bfloat16) * std)
-
-        def ones():
-            return torch.nn.Parameter(torch.ones(hidden, device=dev, dtype=torch.bfloat16))
-
         if self.first:
-            self.embed = p(vocab, hidden)
+            self.embed = bf16_param(dev, vocab, hidden)
         self.chunks = torch.nn.ModuleList(torch.nn.ModuleList() for _ in range(vp))
         for i in range(layers // self.pp):
-            b = torch.nn.Module()
-            b.ln1, b.ln2 = ones(), ones()
-            b.qkv = p((heads + 2 * kv_heads) * self.d, hidden)
-            b.o = p(hidden, heads * self.d)
-            b.gate_up = p(2 * ffn, hidden)
-            b.down = p(hidden, ffn)
-            self.chunks[i // (layers // (self.pp * vp))].append(b)
+            self.chunks[i // (layers // (self.pp * vp))].append(
+                llama_layer_params(dev, hidden, heads, kv_heads, self.d, ffn))
         if self.last:
-            self.norm = ones()
-            self.head = p(vocab, hidden)
-        inv = 1.0 / (500000.0 ** (torch.arange(0, self.d, 2, device=dev).float() / self.d))
-        ang = torch.outer(torch.arange(seq, device=dev).float(), inv)
-        emb = torch.cat((ang, ang), dim=-1)
-        self.cos, self.sin = emb.cos().to(torch.bfloat16), emb.sin().to(torch.bfloat16)
+            self.norm = ones_param(dev, hidden)
+            self.head = bf16_param(dev, vocab, hidden)
+        self.cos, self.sin = rope_tables(seq, self.d, dev)
 
     def block(self, b, x):
-        s = x.shape[1]
-        y = rms_norm(x, b.ln1)
-        q, k, v = F.linear(y, b.qkv).split([self.q * self.d, self.kv * self.d, self.kv * self.d],
-                                           dim=-1)
-        q = q.view(1, s, self.q, self.d).transpose(1, 2)
-        k = k.view(1, s, self.kv, self.d).transpose(1, 2)
-        v = v.view(1, s, self.kv, self.d).transpose(1, 2)
-        cos, sin = self.cos[:s], self.sin[:s]
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        x = x + F.linear(a.transpose(1, 2).reshape(1, s, self.q * self.d), b.o)
-        gate, up = F.linear(rms_norm(x, b.ln2), b.gate_up).chunk(2, dim=-1)
-        return x + F.linear(F.silu(gate) * up, b.down)
+        return llama_layer(b, x, x.shape[1], self.q, self.kv, self.d, self.cos, self.sin)
 
     def stage_forward(self, x, ids, chunk=0):
         if self.first and chunk == 0:

@@ -134,6 +134,57 @@ def rotate_half(x):
     return torch.cat((-b, a), dim=-1)
 
 
+def bf16_param(dev, *shape, std=0.02):
+    """A BF16 weight of random normal values (the scale of a trained layer)."""
+    return torch.nn.Parameter(torch.randn(*shape, device=dev, dtype=torch.bfloat16) * std)
+
+
+def ones_param(dev, n):
+    """A BF16 norm weight of ones."""
+    return torch.nn.Parameter(torch.ones(n, device=dev, dtype=torch.bfloat16))
+
+
+def llama_layer_params(dev, hidden, heads, kv_heads, head_dim, ffn):
+    """One Llama layer's weights (the local shard: heads, kv_heads and ffn of this rank)."""
+    b = torch.nn.Module()
+    b.ln1, b.ln2 = ones_param(dev, hidden), ones_param(dev, hidden)
+    b.qkv = bf16_param(dev, (heads + 2 * kv_heads) * head_dim, hidden)
+    b.o = bf16_param(dev, hidden, heads * head_dim)
+    b.gate_up = bf16_param(dev, 2 * ffn, hidden)
+    b.down = bf16_param(dev, hidden, ffn)
+    return b
+
+
+def rope_tables(seq, head_dim, dev):
+    """Llama 3's rotary cos and sin tables (theta 500000), BF16, [seq, head_dim]."""
+    inv = 1.0 / (500000.0 ** (torch.arange(0, head_dim, 2, device=dev).float() / head_dim))
+    ang = torch.outer(torch.arange(seq, device=dev).float(), inv)
+    emb = torch.cat((ang, ang), dim=-1)
+    return emb.cos().to(torch.bfloat16), emb.sin().to(torch.bfloat16)
+
+
+def _identity(y):
+    return y
+
+
+def llama_layer(b, x, s, heads, kv_heads, head_dim, cos, sin, enter=_identity, leave=_identity):
+    """One Llama layer over `s` tokens (eager RMSNorm, rotate-half RoPE, causal GQA SDPA, SiLU *
+    up). `enter` runs before each column-parallel linear and `leave` after each row-parallel one
+    (the TP collectives; identity without TP)."""
+    q, k, v = F.linear(enter(rms_norm(x, b.ln1)), b.qkv).split(
+        [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q = q.view(1, s, heads, head_dim).transpose(1, 2)
+    k = k.view(1, s, kv_heads, head_dim).transpose(1, 2)
+    v = v.view(1, s, kv_heads, head_dim).transpose(1, 2)
+    cos, sin = cos[:s], sin[:s]
+    q = q * cos + rotate_half(q) * sin
+    k = k * cos + rotate_half(k) * sin
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    x = x + leave(F.linear(a.transpose(1, 2).reshape(1, s, heads * head_dim), b.o))
+    gate, up = F.linear(enter(rms_norm(x, b.ln2)), b.gate_up).chunk(2, dim=-1)
+    return x + leave(F.linear(F.silu(gate) * up, b.down))
+
+
 class TpLlama(torch.nn.Module):
     """Llama-3 8B's layer shape by default, `layers` layers, sharded over `group` (a process
     group of the TP ranks; None: all ranks)."""
@@ -149,28 +200,12 @@ class TpLlama(torch.nn.Module):
         self.h, self.d = hidden, hidden // heads
         self.q, self.kv, self.f, self.v = heads // tp, kv_heads // tp, ffn // tp, vocab // tp
 
-        def p(*shape, std=0.02):
-            return torch.nn.Parameter(torch.randn(*shape, device=dev, dtype=torch.bfloat16) * std)
-
-        def ones():
-            return torch.nn.Parameter(torch.ones(hidden, device=dev, dtype=torch.bfloat16))
-
-        self.embed = p(self.v, hidden)
-        self.blocks = torch.nn.ModuleList()
-        for _ in range(layers):
-            b = torch.nn.Module()
-            b.ln1, b.ln2 = ones(), ones()
-            b.qkv = p((self.q + 2 * self.kv) * self.d, hidden)
-            b.o = p(hidden, self.q * self.d)
-            b.gate_up = p(2 * self.f, hidden)
-            b.down = p(hidden, self.f)
-            self.blocks.append(b)
-        self.norm = ones()
-        self.head = p(self.v, hidden)
-        inv = 1.0 / (500000.0 ** (torch.arange(0, self.d, 2, device=dev).float() / self.d))
-        ang = torch.outer(torch.arange(seq, device=dev).float(), inv)
-        emb = torch.cat((ang, ang), dim=-1)
-        self.cos, self.sin = emb.cos().to(torch.bfloat16), emb.sin().to(torch.bfloat16)
+        self.embed = bf16_param(dev, self.v, hidden)
+        self.blocks = torch.nn.ModuleList(
+            llama_layer_params(dev, hidden, self.q, self.kv, self.d, self.f) for _ in range(layers))
+        self.norm = ones_param(dev, hidden)
+        self.head = bf16_param(dev, self.v, hidden)
+        self.cos, self.sin = rope_tables(seq, self.d, dev)
 
     def _enter(self, y):
         """Into a column-parallel linear: f (identity / all-reduce back) or, with SP, all-gather."""
@@ -182,21 +217,8 @@ class TpLlama(torch.nn.Module):
 
     def block(self, b, x):
         s = x.shape[1] * (self.tp if self.sp else 1)
-        y = self._enter(rms_norm(x, b.ln1))
-        qkv = F.linear(y, b.qkv)
-        q, k, v = qkv.split([self.q * self.d, self.kv * self.d, self.kv * self.d], dim=-1)
-        q = q.view(1, s, self.q, self.d).transpose(1, 2)
-        k = k.view(1, s, self.kv, self.d).transpose(1, 2)
-        v = v.view(1, s, self.kv, self.d).transpose(1, 2)
-        cos, sin = self.cos[:s], self.sin[:s]
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        a = a.transpose(1, 2).reshape(1, s, self.q * self.d)
-        x = x + self._leave(F.linear(a, b.o))
-        y = self._enter(rms_norm(x, b.ln2))
-        gate, up = F.linear(y, b.gate_up).chunk(2, dim=-1)
-        return x + self._leave(F.linear(F.silu(gate) * up, b.down))
+        return llama_layer(b, x, s, self.q, self.kv, self.d, self.cos, self.sin, self._enter,
+                           self._leave)
 
     def forward(self, input_ids, labels):
         start = self.rank * self.v
