@@ -106,6 +106,10 @@ double MeasuredCostModel::compute_time(const sim::Op& op) const {
   if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) return gemm_time(*g, op.phase);
   if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) return attention_time(*a);
   if (const auto* mb = std::get_if<sim::MemBoundShape>(&op.shape)) {
+    if (sim::is_host_kernel(mb->kernel)) {
+      if (op.bytes < 0.0) throw std::invalid_argument("host op with negative bytes");
+      return host_time(mb->kernel, mb->host_threads, op.bytes);
+    }
     return membound_time(mb->kernel, op.bytes, op.phase);
   }
   throw std::invalid_argument("compute_time called on a communication op");
@@ -248,11 +252,6 @@ double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
   if (const auto eager = eager_kernels().find(kernel); eager != eager_kernels().end()) {
     return eager_time(kernel, eager->second, bytes, phase);
   }
-  const HostOffloadTable& host = tables_->host_offload();
-  if (kernel == sim::MemKernel::HostCopy) return host_copy_seconds(gpu_, bytes, host.link_efficiency);
-  if (kernel == sim::MemKernel::HostOptimizer) {
-    return host_optimizer_seconds(gpu_, bytes, adam_rate(host, gpu_.host_cores_per_gpu));
-  }
   const auto it = kernel_tables().find(kernel);
   if (it == kernel_tables().end() || it->second.empty()) {
     note_out_of_grid(std::string("memory-bound ") + sim::to_string(kernel) +
@@ -265,6 +264,26 @@ double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
   std::vector<double> times;
   for (const auto& name : it->second) times.push_back(kernel_time("membound/" + name, bytes));
   return geometric_mean(times) / rule_.memory;
+}
+
+double MeasuredCostModel::host_time(sim::MemKernel kernel, sim::HostThreads threads,
+                                    double bytes) const {
+  const HostOffloadTable& host = tables_->host_offload();
+  const double cores = gpu_.host_cores_per_gpu;
+  switch (kernel) {
+    case sim::MemKernel::HostCopy: return host_copy_seconds(gpu_, bytes, host.link_efficiency);
+    case sim::MemKernel::HostCopyPageable:
+      // The driver stages a pageable copy through pinned memory with CPU copies: never faster
+      // than a pinned copy over the link.
+      return std::max(bytes / curve_at(host.pageable_h2d, cores),
+                      host_copy_seconds(gpu_, bytes, host.link_efficiency));
+    case sim::MemKernel::HostOptimizer:
+      return host_op_seconds(gpu_, bytes, {host.adam, host.adam_all_cores_share}, threads);
+    case sim::MemKernel::HostElementwise: return host_op_seconds(gpu_, bytes, host.clip, threads);
+    case sim::MemKernel::HostCast: return host_op_seconds(gpu_, bytes, host.cast, threads);
+    default: break;
+  }
+  throw std::logic_error(std::string("host_time: not a host kernel: ") + sim::to_string(kernel));
 }
 
 double MeasuredCostModel::eager_time(sim::MemKernel kernel, sim::MemKernel fused, double bytes,

@@ -99,6 +99,10 @@ class MeasuredCostModel : public sim::CostModel {
                      const std::string& label) const;
   double attention_time(const sim::AttentionShape& a) const;
   double membound_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const;
+  /// A host kernel (optimizer offload) from host_offload.csv and offload_step.csv: copies over
+  /// the host link, host-memory ops at the measured rate for the rank's threads, capped at the
+  /// GPU's share of the host DRAM peak.
+  double host_time(sim::MemKernel kernel, sim::HostThreads threads, double bytes) const;
   /// An eager Hugging Face module (RmsNormEager, RopeEager, SwigluEager): its measured table by
   /// phase (membound_eager.csv, "membound/<name>_fwd|_bwd"), keyed by the fused op's bytes;
   /// without the table, the `fused` kernel family it replaces (listed).

@@ -53,10 +53,13 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
           "0.6/1.9/3.4 us per ring step for LL/LL128/Simple (NCCL 2.28 tuning table); measured on H200",
       "point-to-point over NVLink: " + dir + "/nccl_default.csv (send); measured on H200",
-      "optimizer offload: " + dir + "/host_offload.csv (host link at the measured pinned-copy "
-          "efficiency; host AdamW at the measured rate for " + fmt_cores(gpu_.host_cores_per_gpu) +
-          " threads, " + tables_->host_offload().cpu + ", capped at the GPU's share of the host "
-          "DRAM peak); CPU of the measuring host, not the platform's",
+      "optimizer offload: " + dir + "/host_offload.csv, " + dir + "/offload_step.csv (host "
+          "link at the measured pinned-copy efficiency, pageable copies at the measured staging "
+          "rate; host AdamW, gradient clip and FP32->BF16 cast at the measured rates for " +
+          fmt_cores(gpu_.host_cores_per_gpu) + " threads, " + tables_->host_offload().cpu +
+          ", capped at the GPU's share of the host DRAM peak, times the measured share all-cores "
+          "ranks keep when " + std::to_string(gpu_.gpus_per_host) + " share the host); CPU of "
+          "the measuring host, not the platform's",
       "collectives and p2p over the network: roofline figures (" + roofline_.describe() + ")",
       "compute/communication interference: " + dir + "/interference.csv (all_reduce at NCCL's "
           "default channels vs BF16 GEMM and cuDNN attention)" +

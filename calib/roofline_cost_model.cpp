@@ -113,8 +113,11 @@ double RooflineCostModel::compute_time(const sim::Op& op) const {
   if (const auto* mb = std::get_if<sim::MemBoundShape>(&op.shape)) {
     // Optimizer offload: the host link at its measured efficiency, and the host AdamW step at
     // the GPU's share of the host DRAM peak (calib/host_costs.hpp).
-    if (mb->kernel == sim::MemKernel::HostCopy) return host_copy_seconds(gpu_, op.bytes, kHostLinkEfficiency);
-    if (mb->kernel == sim::MemKernel::HostOptimizer) {
+    // Host-memory ops (Adam, clip, cast) at that DRAM share too; a pageable copy at the link.
+    if (mb->kernel == sim::MemKernel::HostCopy || mb->kernel == sim::MemKernel::HostCopyPageable) {
+      return host_copy_seconds(gpu_, op.bytes, kHostLinkEfficiency);
+    }
+    if (sim::is_host_kernel(mb->kernel)) {
       return host_optimizer_seconds(gpu_, op.bytes, gpu_.host_memory_bandwidth_per_gpu.value);
     }
     return memory_time(op.bytes);

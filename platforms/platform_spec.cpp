@@ -190,6 +190,7 @@ void share_host(PlatformSpec& s) {
   s.gpu.host_link_bandwidth = s.node.host_link_bandwidth;
   s.gpu.host_cores_per_gpu = s.node.host_cpu_cores / gpus;
   s.gpu.host_memory_bandwidth_per_gpu = BytesPerSecond{s.node.host_memory_bandwidth.value / gpus};
+  s.gpu.gpus_per_host = s.node.gpus_per_node;
 }
 
 }  // namespace

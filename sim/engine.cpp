@@ -96,7 +96,7 @@ namespace {
 
 bool on_host(const Op& op) {
   const auto* m = std::get_if<MemBoundShape>(&op.shape);
-  return m != nullptr && (m->kernel == MemKernel::HostCopy || m->kernel == MemKernel::HostOptimizer);
+  return m != nullptr && is_host_kernel(m->kernel);
 }
 
 }  // namespace

@@ -89,11 +89,27 @@ const char* to_string(MemKernel v) {
     case MemKernel::Copy: return "copy";
     case MemKernel::HostCopy: return "host_copy";
     case MemKernel::HostOptimizer: return "host_optimizer";
+    case MemKernel::HostElementwise: return "host_elementwise";
+    case MemKernel::HostCast: return "host_cast";
+    case MemKernel::HostCopyPageable: return "host_copy_pageable";
     case MemKernel::RmsNormEager: return "rmsnorm_eager";
     case MemKernel::RopeEager: return "rope_eager";
     case MemKernel::SwigluEager: return "swiglu_eager";
   }
   return "?";
+}
+
+const char* to_string(HostThreads v) {
+  switch (v) {
+    case HostThreads::PerRank: return "per_rank";
+    case HostThreads::AllCores: return "all_cores";
+  }
+  return "?";
+}
+
+bool is_host_kernel(MemKernel v) {
+  return v == MemKernel::HostCopy || v == MemKernel::HostOptimizer || v == MemKernel::HostElementwise ||
+         v == MemKernel::HostCast || v == MemKernel::HostCopyPageable;
 }
 
 double dtype_bytes(DType v) {

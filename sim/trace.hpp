@@ -57,13 +57,25 @@ enum class MemKernel : std::uint8_t {
   Copy,          ///< plain device copy
   HostCopy,      ///< copy between host and device over PCIe; bytes cross the PCIe link
   HostOptimizer, ///< AdamW step on the host CPU (optimizer offload); bytes of host memory traffic
+  HostElementwise, ///< element-wise pass over host memory (offload's gradient clip); host bytes
+  HostCast,        ///< FP32 -> BF16 conversion on the host (offload's parameter copy); host bytes
+  HostCopyPageable,  ///< host-to-device copy from pageable memory (staged by the driver); PCIe bytes
   /// Eager PyTorch modules of Hugging Face transformers' Llama layer (training.elementwise:
   /// eager), each a chain of unfused kernels; bytes are those of the fused op they replace
   /// (Norm, Rope, Activation), the measured tables are keyed by them (docs/trace-format.md).
   RmsNormEager,  ///< LlamaRMSNorm: to float32, pow, mean, rsqrt, mul, to bfloat16, weight mul
   RopeEager,     ///< apply_rotary_pos_emb on the heads-transposed q and k views
-  SwigluEager    ///< act_fn(gate) * up of LlamaMLP
+  SwigluEager,   ///< act_fn(gate) * up of LlamaMLP
 };
+
+/// How many CPU threads each rank's host-side offload work runs with (host_* kernels).
+enum class HostThreads : std::uint8_t {
+  PerRank,   ///< each rank its share of the host's cores (deepspeed --bind_cores_to_rank)
+  AllCores,  ///< every rank PyTorch's default, all cores: the ranks of a node oversubscribe them
+};
+
+/// True for the kernels that run on the host CPU or its link (host_copy, host_optimizer, ...).
+bool is_host_kernel(MemKernel v);
 
 /// C[m,n] = A[m,k] * B[k,n] on one GPU.
 struct GemmShape {
@@ -94,6 +106,8 @@ struct AttentionShape {
 /// A memory-bound kernel moving `bytes` (reads + writes) through HBM.
 struct MemBoundShape {
   MemKernel kernel = MemKernel::Elementwise;
+  /// Threads of a host kernel's rank (ignored by device kernels).
+  HostThreads host_threads = HostThreads::PerRank;
 };
 
 /// A collective over the rank's communicator of kind `group`. Op::bytes is the NCCL buffer
@@ -152,6 +166,7 @@ const char* to_string(GroupKind v);
 const char* to_string(CollectiveKind v);
 const char* to_string(Peer v);
 const char* to_string(MemKernel v);
+const char* to_string(HostThreads v);
 /// Bytes per element of a dtype.
 double dtype_bytes(DType v);
 

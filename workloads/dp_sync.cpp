@@ -20,9 +20,23 @@ constexpr double kOptimizerBytesPerParam = 4 + 8 + 8 + 8 + 4 + 2 + 4;
 // remainder, both read and written in place (2 + 2 each way), so no separate copy into the
 // BF16 parameter: gradient 4, parameter + remainder 8, moments 16, gradient norm 4.
 constexpr double kOptimizerBytesPerParamRemainders = 4 + 8 + 8 + 8 + 4;
-// The same update on the host (DeepSpeed CPU Adam): read the FP32 gradient (4), read and write
-// master weight, first and second moment (24), write the BF16 parameter copy (2).
-constexpr double kHostAdamBytesPerParam = 4 + 24 + 2;
+// DeepSpeed ZeRO-3 with offload_optimizer: cpu, read in deepspeed/runtime/zero/stage3.py
+// (2026-11-30). Per parameter of the rank's partition, in the backward (partition_grads): the
+// BF16 gradient is copied into a pinned BF16 host buffer and back (2 B each way), its FP64
+// norm is taken on the GPU (_constant_buffered_norm2: read 2, write and read 8 + 8), it is cast
+// to FP32 on the GPU (read 2, write 4) and copied blocking into the pinned FP32 host gradient
+// (4 B). In step(): unscale_and_clip_grads multiplies that gradient in place on the CPU (8 B);
+// DeepSpeedCPUAdam reads the FP32 gradient and reads and writes the FP32 master weight and both
+// moments (28 B; no BF16 copy is written); _reassign_or_swap_out_partitioned_parameters copies
+// the pageable FP32 master into the GPU's BF16 partition, a blocking copy_ whose cast PyTorch
+// does on the host (read 4, write 2) before a pageable host-to-device copy of 2 B.
+constexpr double kOffloadGradPinnedBytes = 2.0;
+constexpr double kOffloadGradGpuBytes = (2 + 8 + 8) + (2 + 4);
+constexpr double kOffloadGradFp32Bytes = 4.0;
+constexpr double kHostClipBytesPerParam = 8.0;
+constexpr double kHostAdamBytesPerParam = 28.0;
+constexpr double kHostCastBytesPerParam = 4 + 2;
+constexpr double kParamH2dBytesPerParam = 2.0;
 
 const std::vector<ParamGroup> kEmbeddingGroups = {ParamGroup::WordEmbedding,
                                                   ParamGroup::PositionEmbedding};
@@ -46,13 +60,25 @@ StageParamCount count_params(const std::vector<ParamInfo>& params) {
   return c;
 }
 
+std::uint32_t emit_grad_offload(ProgramBuilder& b, double params, std::vector<std::uint32_t> deps) {
+  b.mem("grad_d2h_bf16", sim::MemKernel::HostCopy, params * kOffloadGradPinnedBytes, std::move(deps));
+  b.mem("grad_h2d_bf16", sim::MemKernel::HostCopy, params * kOffloadGradPinnedBytes);
+  b.mem("grad_norm_cast", sim::MemKernel::Elementwise, params * kOffloadGradGpuBytes);
+  return b.mem("grad_d2h_fp32", sim::MemKernel::HostCopy, params * kOffloadGradFp32Bytes);
+}
+
 void emit_optimizer_step(ProgramBuilder& b, const WorkloadSpec& spec, double shard_params,
-                         double grad_bytes, std::vector<std::uint32_t> deps) {
+                         std::vector<std::uint32_t> deps, bool grads_on_host) {
   b.set_context(sim::Phase::Optimizer, -1, -1);
   if (spec.parallel.optimizer_offload == OptimizerOffload::Cpu) {
-    b.mem("grad_d2h", sim::MemKernel::HostCopy, shard_params * grad_bytes, std::move(deps));
-    b.mem("host_adam", sim::MemKernel::HostOptimizer, shard_params * kHostAdamBytesPerParam);
-    b.mem("param_h2d", sim::MemKernel::HostCopy, shard_params * kParamBytes);
+    if (!grads_on_host) deps = {emit_grad_offload(b, shard_params, std::move(deps))};
+    const sim::HostThreads threads = spec.parallel.offload_threads;
+    b.host("host_grad_clip", sim::MemKernel::HostElementwise, threads,
+           shard_params * kHostClipBytesPerParam, std::move(deps));
+    b.host("host_adam", sim::MemKernel::HostOptimizer, threads, shard_params * kHostAdamBytesPerParam);
+    b.host("host_param_cast", sim::MemKernel::HostCast, threads, shard_params * kHostCastBytesPerParam);
+    b.host("param_h2d", sim::MemKernel::HostCopyPageable, threads,
+           shard_params * kParamH2dBytesPerParam);
     return;
   }
   const double per_param = spec.parallel.precision_aware_optimizer ? kOptimizerBytesPerParamRemainders
@@ -227,7 +253,7 @@ void DataParallelSync::end_step() {
                                                                  grad_bytes(),
                                        reductions));
   }
-  emit_optimizer_step(b_, spec_, shard_numel(), grad_bytes(), reductions);
+  emit_optimizer_step(b_, spec_, shard_numel(), reductions);
   if (parallel_.distributed_optimizer && !parallel_.overlap_param_gather) {
     for (std::size_t b = buckets_.size(); b-- > 0;) gather_bucket(b, sim::Stream::Compute);
   }

@@ -93,10 +93,19 @@ class DataParallelSync : public ParamSync {
 };
 
 /// Emits the optimizer step over `shard_params` parameters after `deps`: Adam on the GPU, or
-/// with CPU offload the gradient copy to the host, the host Adam step and the parameter copy
-/// back over PCIe (DeepSpeed ZeRO-Offload, Megatron optimizer_cpu_offload).
+/// with CPU offload DeepSpeed's host step (gradient clip, CPU Adam, the FP32 -> BF16 cast and
+/// the pageable copy of the parameters back; docs/trace-format.md), preceded by the gradient
+/// copies to the host unless `grads_on_host` (ZeRO-3 copies them per unit in the backward).
 void emit_optimizer_step(ProgramBuilder& builder, const WorkloadSpec& spec, double shard_params,
-                         double grad_bytes, std::vector<std::uint32_t> deps);
+                         std::vector<std::uint32_t> deps, bool grads_on_host = false);
+
+/// DeepSpeed ZeRO-3's offload of a reduced gradient partition of `params` elements after
+/// `deps` (partition_grads): BF16 round trip through a pinned host buffer, the partition's
+/// FP64 norm and FP32 cast on the GPU, the blocking FP32 copy into the host's gradient. Runs in
+/// the compute stream's order: the host waits for each copy before it issues more work.
+/// Returns the last op.
+std::uint32_t emit_grad_offload(ProgramBuilder& builder, double params,
+                                std::vector<std::uint32_t> deps);
 
 /// Parameters of the stage: total elements on this rank, dense and routed-expert parts.
 struct StageParamCount {

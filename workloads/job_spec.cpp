@@ -135,7 +135,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
                           "grad_reduce_in_fp32", "precision_aware_optimizer",
                           "tp_comm_overlap", "tp_comm_overlap_cfg", "overlap_p2p_comm",
-                          "optimizer_offload", "cp_comm_type"});
+                          "optimizer_offload", "offload_threads", "cp_comm_type"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -179,6 +179,12 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   }
   s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
                                                    : OptimizerOffload::None;
+  if (p.has("offload_threads")) {
+    if (s.optimizer_offload != OptimizerOffload::Cpu) {
+      throw p.error("offload_threads", "only meaningful with optimizer_offload: cpu");
+    }
+    s.offload_threads = read_enum(p, "offload_threads", kHostThreadsNames);
+  }
   s.cp_comm_type = p.has("cp_comm_type") ? read_enum(p, "cp_comm_type", kCpCommNames) : CpCommType::P2p;
   s.dp = read_dp(p, s, gpus);
   return s;

@@ -142,6 +142,10 @@ struct ParallelSpec {
   /// How TE runs each overlapped GEMM (tp_comm_overlap_cfg; TE's defaults when absent).
   TpOverlapConfig tp_overlap_cfg = TpOverlapConfig::te_defaults();
   OptimizerOffload optimizer_offload = OptimizerOffload::None;
+  /// CPU threads of each rank's offloaded optimizer work (offload_threads). all_cores: PyTorch's
+  /// default in every rank, what the deepspeed launcher leaves without --bind_cores_to_rank
+  /// (deepspeed/launcher/launch.py sets OMP_NUM_THREADS only with it); per_rank: its share.
+  sim::HostThreads offload_threads = sim::HostThreads::AllCores;
   CpCommType cp_comm_type = CpCommType::P2p;  ///< context-parallel K/V exchange
 };
 

@@ -84,6 +84,17 @@ std::uint32_t ProgramBuilder::mem(const std::string& label, sim::MemKernel kerne
   return add(sim::MemBoundShape{kernel}, sim::Stream::Compute, label, 0.0, bytes, std::move(deps));
 }
 
+std::uint32_t ProgramBuilder::host(const std::string& label, sim::MemKernel kernel,
+                                   sim::HostThreads threads, double bytes,
+                                   std::vector<std::uint32_t> deps) {
+  if (!sim::is_host_kernel(kernel)) {
+    throw std::logic_error(std::string("ProgramBuilder::host: '") + sim::to_string(kernel) +
+                           "' is not a host kernel");
+  }
+  return add(sim::MemBoundShape{kernel, threads}, sim::Stream::Compute, label, 0.0, bytes,
+             std::move(deps));
+}
+
 std::uint32_t ProgramBuilder::collective(const std::string& label, sim::CollectiveKind kind,
                                          sim::GroupKind group, sim::Stream stream, double bytes,
                                          std::vector<std::uint32_t> deps) {

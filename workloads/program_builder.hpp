@@ -43,6 +43,11 @@ class ProgramBuilder {
   /// Memory-bound kernel on the compute stream moving `bytes`.
   std::uint32_t mem(const std::string& label, sim::MemKernel kernel, double bytes,
                     std::vector<std::uint32_t> deps = {});
+  /// Host-side kernel (sim::is_host_kernel) in the compute stream's order, run by the rank's
+  /// host `threads`, moving `bytes` (host memory or PCIe, per kernel). @throws std::logic_error
+  /// if `kernel` is not a host kernel.
+  std::uint32_t host(const std::string& label, sim::MemKernel kernel, sim::HostThreads threads,
+                     double bytes, std::vector<std::uint32_t> deps = {});
   /// Collective of `bytes` per rank (NCCL buffer size as sim/trace.hpp defines it).
   std::uint32_t collective(const std::string& label, sim::CollectiveKind kind, sim::GroupKind group,
                            sim::Stream stream, double bytes, std::vector<std::uint32_t> deps = {});

@@ -44,7 +44,10 @@ constexpr std::array kMemKernels{sim::MemKernel::Elementwise, sim::MemKernel::No
                                  sim::MemKernel::CrossEntropy, sim::MemKernel::Optimizer,
                                  sim::MemKernel::Copy, sim::MemKernel::HostCopy,
                                  sim::MemKernel::HostOptimizer, sim::MemKernel::RmsNormEager,
-                                 sim::MemKernel::RopeEager, sim::MemKernel::SwigluEager};
+                                 sim::MemKernel::RopeEager, sim::MemKernel::SwigluEager,
+                                 sim::MemKernel::HostElementwise, sim::MemKernel::HostCast,
+                                 sim::MemKernel::HostCopyPageable};
+constexpr std::array kHostThreads{sim::HostThreads::PerRank, sim::HostThreads::AllCores};
 // Op kinds, in OpShape's alternative order.
 constexpr std::array<const char*, 5> kKinds{"gemm", "attention", "mem", "collective", "p2p"};
 
@@ -73,7 +76,10 @@ struct ShapeWriter {
     j["backward"] = a.backward;
     j["dtype"] = sim::to_string(a.dtype);
   }
-  void operator()(const sim::MemBoundShape& m) const { j["kernel"] = sim::to_string(m.kernel); }
+  void operator()(const sim::MemBoundShape& m) const {
+    j["kernel"] = sim::to_string(m.kernel);
+    if (m.host_threads != sim::HostThreads::PerRank) j["host_threads"] = sim::to_string(m.host_threads);
+  }
   void operator()(const sim::CollectiveSpec& c) const {
     j["collective"] = sim::to_string(c.kind);
     j["group"] = sim::to_string(c.group);
@@ -310,7 +316,12 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
     a.dtype = f.get_enum("dtype", kDTypes);
     return a;
   }
-  if (kind == "mem") return sim::MemBoundShape{f.get_enum("kernel", kMemKernels)};
+  if (kind == "mem") {
+    sim::MemBoundShape m{f.get_enum("kernel", kMemKernels)};
+    // Version 6: the threads of a host kernel's rank (optional; per_rank without it).
+    if (f.has("host_threads")) m.host_threads = f.get_enum("host_threads", kHostThreads);
+    return m;
+  }
   if (kind == "collective") {
     return sim::CollectiveSpec{f.get_enum("collective", kCollectives), f.get_enum("group", kGroups)};
   }

@@ -36,8 +36,11 @@ class ShardedParamSync : public ParamSync {
     if (it == units_.end()) return;
     std::vector<std::uint32_t> after;
     if (auto last = b_.last_compute()) after.push_back(*last);
-    reduce(it->second.dense, dense_grad_group(spec_), spec_.dp_cp(), after);
-    reduce(it->second.expert, sim::GroupKind::EDP, spec_.edp(), after);
+    // With CPU offload the reduced partition goes to the host at the accumulation boundary,
+    // i.e. after the unit's backward of the last microbatch (ZeRO-3 has no pipeline).
+    const bool boundary = ++backwards_[unit] == spec_.num_microbatches();
+    reduce(it->second.dense, dense_grad_group(spec_), spec_.dp_cp(), after, boundary);
+    reduce(it->second.expert, sim::GroupKind::EDP, spec_.edp(), after, boundary);
   }
 
   GradSink* backward_sink(bool /*last_of_chunk*/) override { return nullptr; }
@@ -52,7 +55,7 @@ class ShardedParamSync : public ParamSync {
                                    sim::GroupKind::TP, sim::Stream::Compute,
                                    replicated_ * grad_bytes() / spec_.dp_cp(), deps));
     }
-    emit_optimizer_step(b_, spec_, shard(), grad_bytes(), deps);
+    emit_optimizer_step(b_, spec_, shard(), deps, /*grads_on_host=*/offload());
   }
 
  private:
@@ -68,6 +71,7 @@ class ShardedParamSync : public ParamSync {
   }
 
   double grad_bytes() const { return spec_.parallel.grad_reduce_in_fp32 ? 4.0 : 2.0; }
+  bool offload() const { return spec_.parallel.optimizer_offload == OptimizerOffload::Cpu; }
 
   double shard() const {
     double total = 0.0;
@@ -98,16 +102,23 @@ class ShardedParamSync : public ParamSync {
     return out;
   }
 
-  void reduce(double numel, sim::GroupKind group, int size, const std::vector<std::uint32_t>& after) {
-    if (numel <= 0.0 || size <= 1) return;
-    last_reduce_ = b_.collective("fsdp_rs", sim::CollectiveKind::ReduceScatter, group,
-                                 sim::Stream::DpComm, numel * grad_bytes(), after);
+  void reduce(double numel, sim::GroupKind group, int size, const std::vector<std::uint32_t>& after,
+              bool boundary) {
+    if (numel <= 0.0) return;
+    std::vector<std::uint32_t> reduced = after;
+    if (size > 1) {
+      last_reduce_ = b_.collective("fsdp_rs", sim::CollectiveKind::ReduceScatter, group,
+                                   sim::Stream::DpComm, numel * grad_bytes(), after);
+      reduced = {*last_reduce_};
+    }
+    if (offload() && boundary) emit_grad_offload(b_, numel / size, std::move(reduced));
   }
 
   ProgramBuilder& b_;
   const WorkloadSpec spec_;
   std::vector<ParamInfo> params_;
   std::map<int, Unit> units_;
+  std::map<int, std::int64_t> backwards_;  ///< backward passes seen per unit
   double replicated_ = 0.0;
   std::optional<std::uint32_t> anchor_;
   std::optional<std::uint32_t> last_reduce_;

@@ -30,6 +30,7 @@ inline sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
   g.host_link_bandwidth = {64e9};
   g.host_cores_per_gpu = 14.0;
   g.host_memory_bandwidth_per_gpu = {614.4e9 / 8};
+  g.gpus_per_host = 8;
   return g;
 }
 

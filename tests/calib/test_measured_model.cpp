@@ -210,6 +210,44 @@ TEST_F(MeasuredModel, MemoryBoundKernelsUseTheirFamilies) {
   EXPECT_TRUE(h200_.out_of_grid().empty());
 }
 
+sim::Op host_op(sim::MemKernel k, double bytes, sim::HostThreads threads) {
+  sim::Op op = mem(k, bytes);
+  op.shape = sim::MemBoundShape{k, threads};
+  return op;
+}
+
+// DeepSpeed's offload step (run 36, offload_step.csv; H200 platform: 14 cores per GPU, 8 GPUs
+// per host). Figures from the table: clip 33.051 GB/s at 2 threads and 125.4 at 16; cast
+// 6.1554 and 28.67; pageable copy 6.5932 and 8.3836. With 8 processes all cores keep
+// 42.185/119.05 (clip), 85.315/135.99 (Adam) and 18.488/36.978 (cast) of the per-rank rate,
+// with 4 processes 81.202/118.97 (clip), of the rate each rank gets alone, which never beats
+// the GPU's share of the host's DRAM peak, 614.4/8 GB/s.
+TEST_F(MeasuredModel, OffloadStepHostOpsRunAtTheMeasuredRates) {
+  const auto at14 = [](double r2, double r16) {
+    return std::min(r2 + (14.0 - 2.0) / 14.0 * (r16 - r2), 614.4 / 8);
+  };
+  const double clip = at14(33.051, 125.4) * 1e9, cast = at14(6.1554, 28.67) * 1e9;
+  const double pageable = at14(6.5932, 8.3836) * 1e9;
+  using K = sim::MemKernel;
+  const auto per_rank = sim::HostThreads::PerRank, all = sim::HostThreads::AllCores;
+  EXPECT_NEAR(h200_.compute_time(host_op(K::HostElementwise, 8e9, per_rank)), 8e9 / clip, 1e-9);
+  EXPECT_NEAR(h200_.compute_time(host_op(K::HostElementwise, 8e9, all)),
+              8e9 / (at14(33.051, 125.4) * 1e9 * 42.185 / 119.05), 1e-9);
+  EXPECT_NEAR(h200_.compute_time(host_op(K::HostCast, 6e9, per_rank)), 6e9 / cast, 1e-9);
+  EXPECT_NEAR(h200_.compute_time(host_op(K::HostCast, 6e9, all)), 6e9 / (cast * 18.488 / 36.978), 1e-9);
+  const HostOffloadTable& host = tables_->host_offload();
+  EXPECT_NEAR(h200_.compute_time(host_op(K::HostOptimizer, 28e9, all)),
+              28e9 / (std::min(adam_rate(host, 14.0), 614.4e9 / 8) * 85.315 / 135.99), 1e-9);
+  // The pageable copy is the host's staging, not the link (55 GB/s pinned), that limits.
+  EXPECT_NEAR(h200_.compute_time(host_op(K::HostCopyPageable, 2e9, all)), 2e9 / pageable, 1e-9);
+  // A host of 4 GPUs shares its cores among fewer ranks.
+  sim::GpuSpec tray = gpu("H200-SXM", 4.8);
+  tray.gpus_per_host = 4;
+  EXPECT_NEAR(MeasuredCostModel(tray, tables_).compute_time(host_op(K::HostElementwise, 8e9, all)),
+              8e9 / (at14(33.051, 125.4) * 1e9 * 81.202 / 118.97), 1e-9);
+  EXPECT_TRUE(h200_.out_of_grid().empty());
+}
+
 TEST_F(MeasuredModel, NvlinkParametersReproduceTheMeasuredCollective) {
   // The engine's time for 2 ranks: base + steps x step + share / (450 GB/s x efficiency).
   // NCCL chose Ring/Simple from 2 MiB on (nccl_default_algo_choice.csv).

@@ -9,7 +9,9 @@
 
 #include <string>
 
+#include "sim/spec_error.hpp"
 #include "workload_test_util.hpp"
+#include "workloads/dp_buckets.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/generator.hpp"
 #include "workloads/stage_layout.hpp"
@@ -228,14 +230,70 @@ TEST(Zero, Zero3GathersEveryLayerTwicePerMicrobatchAndReduceScattersOnce) {
             m * count(generate_workload(z1).programs[0], "dp_rs", sim::Stream::DpComm).ops);
 }
 
-TEST(Zero, CpuOffloadMovesTheOptimizerToTheHost) {
+// Bytes of the ops labelled `label` on the compute stream, and the host threads of the last.
+std::pair<double, sim::HostThreads> host_bytes(const sim::Program& p, const std::string& label) {
+  double bytes = 0.0;
+  sim::HostThreads threads = sim::HostThreads::PerRank;
+  for (const auto& op : p.ops) {
+    if (p.labels[op.label] != label) continue;
+    bytes += op.bytes;
+    if (const auto* m = std::get_if<sim::MemBoundShape>(&op.shape)) threads = m->host_threads;
+  }
+  return {bytes, threads};
+}
+
+// DeepSpeed ZeRO-3's offload path (workloads/dp_sync.cpp): per unit after its reduce-scatter,
+// 2 + 2 + 4 B per partition parameter over PCIe; in the step 8, 28 and 6 B of host memory and
+// a 2 B pageable copy back, all with PyTorch's default threads unless the job binds them.
+TEST(Zero, CpuOffloadRunsDeepSpeedsHostStep) {
   const auto spec = testing::parse_job(job("  zero_stage: 3\n  optimizer_offload: cpu\n",
-                                           "  global_batch_size: 4\n"), 4);
+                                           "  global_batch_size: 8\n"), 4);  // 2 microbatches
   const sim::Workload w = generate_workload(spec);
   const sim::Program& p = w.programs[0];
   EXPECT_EQ(count(p, "optimizer").ops, 0);
-  EXPECT_EQ(count(p, "grad_d2h").ops + count(p, "param_h2d").ops, 2);
+  double shard = 0.0;
+  for (const auto& param : stage_parameters(spec, 0)) shard += static_cast<double>(param.numel) / 4;
+  // One copy per unit (4 layers, embedding, head), at the last microbatch only.
+  EXPECT_EQ(count(p, "grad_d2h_fp32").ops, 6);
+  EXPECT_NEAR(host_bytes(p, "grad_d2h_bf16").first, 2 * shard, 1e-6 * shard);
+  EXPECT_NEAR(host_bytes(p, "grad_h2d_bf16").first, 2 * shard, 1e-6 * shard);
+  EXPECT_NEAR(host_bytes(p, "grad_d2h_fp32").first, 4 * shard, 1e-6 * shard);
+  const std::pair<const char*, double> step[] = {
+      {"host_grad_clip", 8}, {"host_adam", 28}, {"host_param_cast", 6}, {"param_h2d", 2}};
+  for (const auto& [label, per_param] : step) {
+    EXPECT_EQ(count(p, label).ops, 1) << label;
+    EXPECT_NEAR(host_bytes(p, label).first, per_param * shard, 1e-6 * shard) << label;
+    EXPECT_EQ(host_bytes(p, label).second, sim::HostThreads::AllCores) << label;
+  }
+  // The host waits for each partition's reduce-scatter before copying it.
+  for (const auto& op : p.ops) {
+    if (p.labels[op.label] != "grad_d2h_bf16") continue;
+    ASSERT_EQ(op.deps.size(), 1U);
+    EXPECT_EQ(p.labels[p.ops[op.deps[0]].label], "fsdp_rs");
+  }
+  const auto bound = testing::parse_job(
+      job("  zero_stage: 3\n  optimizer_offload: cpu\n  offload_threads: per_rank\n",
+          "  global_batch_size: 4\n"), 4);
+  EXPECT_EQ(host_bytes(generate_workload(bound).programs[0], "host_adam").second,
+            sim::HostThreads::PerRank);
+}
+
+TEST(Zero, CpuOffloadWithZero2CopiesTheGradientsBeforeTheStep) {
+  const auto spec = testing::parse_job(job("  zero_stage: 2\n  optimizer_offload: cpu\n",
+                                           "  global_batch_size: 4\n"), 4);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  EXPECT_EQ(count(p, "grad_d2h_fp32").ops, 1);
   EXPECT_EQ(count(p, "host_adam").ops, 1);
+}
+
+TEST(Zero, OffloadThreadsNeedOffload) {
+  try {
+    testing::parse_job(job("  zero_stage: 3\n  offload_threads: per_rank\n", "  global_batch_size: 4\n"), 4);
+    ADD_FAILURE() << "accepted offload_threads without optimizer_offload";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.field(), "parallelism.offload_threads") << e.what();
+  }
 }
 
 TEST(TensorParallel, CommOverlapMovesLayerCollectivesOffTheComputeStream) {

@@ -26,6 +26,12 @@ void expect_same_op(const sim::Program& a, const sim::Program& b, std::size_t i)
   const sim::Op& x = a.ops[i];
   const sim::Op& y = b.ops[i];
   EXPECT_EQ(x.shape.index(), y.shape.index()) << i;
+  const auto* mx = std::get_if<sim::MemBoundShape>(&x.shape);
+  const auto* my = std::get_if<sim::MemBoundShape>(&y.shape);
+  if (mx != nullptr && my != nullptr) {
+    EXPECT_EQ(mx->kernel, my->kernel) << i;
+    EXPECT_EQ(mx->host_threads, my->host_threads) << i;
+  }
   EXPECT_EQ(a.labels[x.label], b.labels[y.label]) << i;
   EXPECT_EQ(x.stream, y.stream) << i;
   EXPECT_EQ(x.phase, y.phase) << i;
@@ -80,7 +86,7 @@ TEST(TraceIo, Fp8AmaxReductionsRoundTrip) {
 // reader still takes it.
 TEST(TraceIo, ReadsVersion3Headers) {
   std::string text = write(small_workload(), 5);
-  const std::size_t version = text.find("\"version\":5");
+  const std::size_t version = text.find("\"version\":6");
   ASSERT_NE(version, std::string::npos);
   text.replace(version, 11, "\"version\":3");
   const std::size_t amax = text.find(",\"amax\":");
@@ -94,7 +100,7 @@ TEST(TraceIo, HeaderDescribesTheRank) {
   const std::string text = write(small_workload(), 5);
   const std::string header = text.substr(0, text.find('\n'));
   // rank 5 = tp 1, dp 0, pp 1 in tp-cp-dp-pp order with tp 2, dp 2.
-  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":5,\"rank\":5,\"program\":1"),
+  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":6,\"rank\":5,\"program\":1"),
             std::string::npos) << header;
   EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1,\"ep\":0,"), std::string::npos)
       << header;
@@ -134,7 +140,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   expect_rejected(text, 3, "\"op\":1", "\"op\":2", "ops[1].op", "expected op index 1");
   expect_rejected(text, 3, "\"flops\":", "\"flops\":-1", "ops[1].flops", "finite number");
   expect_rejected(text, 3, "{", "{{", "", "invalid JSON");
-  expect_rejected(text, 1, "\"version\":5", "\"version\":6", "version", "unsupported version");
+  expect_rejected(text, 1, "\"version\":6", "\"version\":7", "version", "unsupported version");
   expect_rejected(text, 1, "\"coords\":{\"tp\":0", "\"coords\":{\"tp\":1", "coords.tp", "does not match");
   expect_rejected(text, 1, "\"rank\":0", "\"rank\":99", "rank", "out of range");
 }
