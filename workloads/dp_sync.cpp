@@ -20,6 +20,10 @@ constexpr double kOptimizerBytesPerParam = 4 + 8 + 8 + 8 + 4 + 2 + 4;
 // remainder, both read and written in place (2 + 2 each way), so no separate copy into the
 // BF16 parameter: gradient 4, parameter + remainder 8, moments 16, gradient norm 4.
 constexpr double kOptimizerBytesPerParamRemainders = 4 + 8 + 8 + 8 + 4;
+// PyTorch FSDP2's AdamW steps the FP32 parameter shard in place: read the FP32 gradient shard
+// (4), read and write the parameter, first and second moment (24); no copy into BF16 parameters
+// (the all-gather casts them); one more read of the gradient for clip_grad_norm_ (4).
+constexpr double kFsdp2OptimizerBytesPerParam = 4 + 8 + 8 + 8 + 4;
 // DeepSpeed ZeRO-3 with offload_optimizer: cpu, read in deepspeed/runtime/zero/stage3.py
 // (2026-11-30). Per parameter of the rank's partition, in the backward (partition_grads): the
 // BF16 gradient is copied into a pinned BF16 host buffer and back (2 B each way), its FP64
@@ -81,8 +85,10 @@ void emit_optimizer_step(ProgramBuilder& b, const WorkloadSpec& spec, double sha
            shard_params * kParamH2dBytesPerParam);
     return;
   }
-  const double per_param = spec.parallel.precision_aware_optimizer ? kOptimizerBytesPerParamRemainders
-                                                                   : kOptimizerBytesPerParam;
+  const bool fsdp2 = spec.parallel.zero_stage == 3 && spec.parallel.zero_impl == ZeroImpl::Fsdp2;
+  const double per_param = fsdp2 ? kFsdp2OptimizerBytesPerParam
+                           : spec.parallel.precision_aware_optimizer ? kOptimizerBytesPerParamRemainders
+                                                                     : kOptimizerBytesPerParam;
   b.mem("optimizer", sim::MemKernel::Optimizer, shard_params * per_param, std::move(deps));
 }
 

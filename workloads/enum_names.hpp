@@ -34,6 +34,8 @@ inline constexpr Named<Elementwise> kElementwiseNames[] = {{"fused", Elementwise
                                                             {"eager", Elementwise::Eager}};
 inline constexpr Named<OptimizerOffload> kOffloadNames[] = {{"none", OptimizerOffload::None},
                                                             {"cpu", OptimizerOffload::Cpu}};
+inline constexpr Named<ZeroImpl> kZeroImplNames[] = {{"deepspeed", ZeroImpl::DeepSpeed},
+                                                    {"fsdp2", ZeroImpl::Fsdp2}};
 inline constexpr Named<sim::HostThreads> kHostThreadsNames[] = {
     {"all_cores", sim::HostThreads::AllCores}, {"per_rank", sim::HostThreads::PerRank}};
 inline constexpr Named<CpCommType> kCpCommNames[] = {{"p2p", CpCommType::P2p},

@@ -129,6 +129,11 @@ Found check_data_parallel(const WorkloadSpec& w) {
                                     "optimizer, as DeepSpeed ZeRO-Offload and Megatron's "
                                     "optimizer_cpu_offload use)");
   }
+  if (p.optimizer_offload == OptimizerOffload::Cpu && p.zero_impl == ZeroImpl::Fsdp2) {
+    return par("optimizer_offload", "optimizer_offload: cpu is DeepSpeed's ZeRO-Offload; FSDP2's "
+                                    "CPUOffloadPolicy (parameters and gradients on the host) is "
+                                    "not modelled");
+  }
   return std::nullopt;
 }
 

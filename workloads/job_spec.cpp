@@ -131,7 +131,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "zero_init",
                           "num_layers_in_last_pipeline_stage",
                           "account_for_embedding_in_pipeline_split",
-                          "account_for_loss_in_pipeline_split", "zero_stage", "fsdp",
+                          "account_for_loss_in_pipeline_split", "zero_stage", "fsdp", "zero_impl",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
                           "grad_reduce_in_fp32", "precision_aware_optimizer",
                           "tp_comm_overlap", "tp_comm_overlap_cfg", "overlap_p2p_comm",
@@ -146,6 +146,12 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   read_pipeline_split(p, s);
   s.rank_order = read_rank_order(p);
   s.zero_stage = read_zero_stage(p);
+  const bool fsdp = p.has("fsdp") && p.get_bool("fsdp");
+  s.zero_impl = fsdp ? ZeroImpl::Fsdp2 : ZeroImpl::DeepSpeed;
+  if (p.has("zero_impl")) {
+    if (s.zero_stage != 3) throw p.error("zero_impl", "only meaningful with ZeRO stage 3 (zero_stage: 3 or fsdp: true)");
+    s.zero_impl = read_enum(p, "zero_impl", kZeroImplNames);
+  }
   s.distributed_optimizer = s.zero_stage >= 1;
   s.zero_init = p.get_bool_or("zero_init", true);
   if (p.has("zero_init") && s.zero_stage != 3) {
@@ -263,6 +269,7 @@ const char* to_string(AttentionKind v) { return name_of(v, kAttentionNames); }
 const char* to_string(Recompute v) { return name_of(v, kRecomputeNames); }
 const char* to_string(CrossEntropy v) { return name_of(v, kCrossEntropyNames); }
 const char* to_string(OptimizerOffload v) { return name_of(v, kOffloadNames); }
+const char* to_string(ZeroImpl v) { return name_of(v, kZeroImplNames); }
 const char* to_string(CpCommType v) { return name_of(v, kCpCommNames); }
 
 sim::RankLayout rank_layout(const WorkloadSpec& spec) {

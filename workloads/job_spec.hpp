@@ -47,6 +47,11 @@ enum class Elementwise : std::uint8_t { Fused, Eager };
 /// Where the optimizer runs: on the GPU, or on the host CPU (DeepSpeed offload_optimizer,
 /// Megatron optimizer_cpu_offload): states in host memory, gradients and parameters over PCIe.
 enum class OptimizerOffload : std::uint8_t { None, Cpu };
+/// Whose ZeRO-3 the job runs, for what it keeps in memory and how its optimizer steps
+/// (docs/memory-model.md): DeepSpeed (BF16 parameter shards, FP32 master and moments in the
+/// optimizer) or PyTorch FSDP2 (fully_shard with BF16 compute: the FP32 parameter shards are the
+/// master weights, gradient shards are freed by zero_grad(set_to_none=True)).
+enum class ZeroImpl : std::uint8_t { DeepSpeed, Fsdp2 };
 /// How context parallelism moves keys and values (Megatron --cp-comm-type, Transformer Engine):
 /// a ring of point-to-point K/V blocks overlapped with attention (p2p), or an all-gather of the
 /// whole K/V before attention and a reduce-scatter of their gradients after it (all_gather, as
@@ -123,6 +128,7 @@ struct ParallelSpec {
   int zero_stage = 1;                   ///< 0 DDP, 1 distributed optimizer, 2 + sharded
                                         ///< gradients, 3 + sharded parameters (FSDP)
   bool distributed_optimizer = true;    ///< zero_stage >= 1: optimizer state sharded over DP
+  ZeroImpl zero_impl = ZeroImpl::DeepSpeed;  ///< ZeRO-3 only (zero_impl; fsdp: true -> fsdp2)
   /// ZeRO-3: parameters are created already sharded (DeepSpeed zero.Init, FSDP, Megatron).
   /// false: the whole BF16 model is built on every GPU and partitioned afterwards (DeepSpeed's
   /// engine moves a module built without zero.Init to the GPU before ZeRO-3 partitions it), so
@@ -211,6 +217,7 @@ const char* to_string(AttentionKind v);
 const char* to_string(Recompute v);
 const char* to_string(CrossEntropy v);
 const char* to_string(OptimizerOffload v);
+const char* to_string(ZeroImpl v);
 const char* to_string(CpCommType v);
 
 /// The rank layout of a spec (sizes and order). @throws std::invalid_argument as RankLayout.

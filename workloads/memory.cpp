@@ -158,6 +158,25 @@ double linear_weight_elements(const std::vector<ParamInfo>& params) {
   return n;
 }
 
+// PyTorch FSDP2 (fully_shard per unit with MixedPrecisionPolicy(param_dtype=bfloat16)), at its
+// peak, the start of the backward: the FP32 parameter shards (the master weights; AdamW steps
+// them in place), AdamW's FP32 moments, the BF16 parameters of the unit in use and of the one
+// prefetched, and the BF16 gradients of the unit in its backward before their reduce-scatter.
+// No gradient shards: zero_grad(set_to_none=True), PyTorch's default, frees them after every
+// step and the backward re-creates them unit by unit while it frees that unit's activations
+// (measured: calibration run 23's FSDP2 steps, tests/tools/test_step_check.cpp).
+void add_fsdp2_states(double shard, double largest, double second, std::vector<MemoryComponent>& out) {
+  constexpr double kFp32 = 4.0;
+  out.push_back({"weights", kFp32 * shard, "FSDP2: FP32 parameter shard, the master weights: 4 B x params / (dp*cp)"});
+  out.push_back({"weight_gather_buffers", kBf16 * (largest + second),
+                 "FSDP2: BF16 parameters of the unit in use and of the one prefetched"});
+  out.push_back({"gradients", 0.0, "FSDP2: gradient shards freed by zero_grad(set_to_none=True); "
+                                   "re-created in the backward as activations are freed"});
+  out.push_back({"gradient_buffers", kBf16 * largest,
+                 "FSDP2: BF16 gradients of the unit in its backward, before reduce-scatter"});
+  out.push_back({"optimizer_states", 2.0 * kFp32 * shard, "AdamW: FP32 first and second moments = 8 B x params / (dp*cp)"});
+}
+
 // Weights, gradients and optimizer states of the stage's parameters on one rank.
 void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out) {
   const ParallelSpec& p = spec.parallel;
@@ -172,8 +191,20 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
     const bool embedding = prm.group == ParamGroup::WordEmbedding || prm.group == ParamGroup::PositionEmbedding;
     units[prm.layer >= 0 ? prm.layer : (embedding ? kEmbeddingUnit : kHeadUnit)] += d(prm.numel);
   }
-  double largest = 0.0;
-  for (const auto& [id, numel] : units) largest = std::max(largest, numel);
+  // The two largest units: the one in use and the one gathered ahead of it.
+  double largest = 0.0, second = 0.0;
+  for (const auto& [id, numel] : units) {
+    if (numel > largest) {
+      second = largest;
+      largest = numel;
+    } else {
+      second = std::max(second, numel);
+    }
+  }
+  if (p.zero_stage == 3 && p.zero_impl == ZeroImpl::Fsdp2) {
+    add_fsdp2_states(shard, largest, second, out);
+    return;
+  }
   if (p.zero_stage == 3) {
     out.push_back({"weights", kBf16 * shard, "BF16 parameter shard: 2 B x params / (dp*cp) (experts / edp)"});
     out.push_back({"weight_gather_buffers", 2.0 * kBf16 * largest,

@@ -99,7 +99,8 @@ std::string job_path(const Measured& m) {
   const int dp = m.gpus / (m.tp * m.pp);
   std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: " << m.gpus << "}\n"
                       << "model: {catalog: " << m.model << ", layers: " << m.layers << "}\n"
-                      << "parallelism: {zero_stage: " << (m.layout == "fsdp" ? 3 : 0)
+                      << "parallelism: {"
+                      << (m.layout == "fsdp" ? "fsdp: true" : "zero_stage: 0")
                       << ", tp: " << m.tp << ", pp: " << m.pp << ", vp: " << m.vp
                       << (m.vp > 1 ? ", overlap_p2p_comm: false" : "")
                       << (m.sp ? ", sequence_parallel: true, tp_comm_overlap: false" : "")
@@ -155,29 +156,31 @@ TEST(StepCheck, RealStepsOnOneAndTwoH200WithinTenPercent) {
 // Peak memory of the same steps: the memory model's tensor bytes (every component but the
 // allocator's fragmentation, the CUDA context and NCCL, which max_memory_allocated does not see)
 // plus what the probe keeps beyond Megatron: FP32 master gradients, 4 B per parameter of the
-// rank. FSDP2 is left out: its FP32 sharded parameters and gradients and its gather buffers are
-// not the ZeRO-3 accounting the model does. Stated tolerance: 3% (2026-11-30: -1.3..+1.2% over
-// the 28 points).
+// rank (not with FSDP2, whose FP32 parameter shards are the masters; zero_impl: fsdp2,
+// docs/memory-model.md). Stated tolerance: 3% (2026-11-30: -1.3..+1.2% over the 28 points
+// without FSDP2); 4% for the three FSDP2 points (+2.9..+3.3%: the model also charges the BF16
+// gradients of the unit in its backward, the output layer's 1.05 GB, which FSDP2 allocates
+// only after the loss's backward has passed its peak; with DeepSpeed's ZeRO-3 accounting these
+// points were +12..+24%).
 TEST(StepCheck, PeakAllocatedMemoryWithinThreePercent) {
   int checked = 0;
   for (const Measured& m : measured_steps()) {
-    if (m.layout == "fsdp") continue;
     const Job job = load_job(job_path(m));
     const auto report = workloads::estimate_memory(job.workload, 141.0 * 1024 * 1024 * 1024);
     double peak = 0.0;
     for (const auto& stage : report.stages) {
-      double tensors = 4.0 * stage.bytes("weights") / 2.0;
+      double tensors = m.layout == "fsdp" ? 0.0 : 4.0 * stage.bytes("weights") / 2.0;
       for (const auto& c : stage.components) {
         if (c.name != "fragmentation" && c.name != "cuda_context" && c.name != "nccl") tensors += c.bytes;
       }
       peak = std::max(peak, tensors);
     }
-    EXPECT_NEAR(peak / m.peak_allocated, 1.0, 0.03)
+    EXPECT_NEAR(peak / m.peak_allocated, 1.0, m.layout == "fsdp" ? 0.04 : 0.03)
         << m.layout << " tp " << m.tp << " pp " << m.pp << " x " << m.microbatches << " " << m.model
         << " seq " << m.seq << ": model " << peak << " B, measured " << m.peak_allocated << " B";
     ++checked;
   }
-  EXPECT_EQ(checked, 28);
+  EXPECT_EQ(checked, 31);
 }
 
 }  // namespace

@@ -287,6 +287,20 @@ TEST(Zero, CpuOffloadWithZero2CopiesTheGradientsBeforeTheStep) {
   EXPECT_EQ(count(p, "host_adam").ops, 1);
 }
 
+// FSDP2 (fsdp: true): AdamW steps the FP32 parameter shard in place, 32 B per shard parameter
+// with the gradient-norm read, where DeepSpeed's ZeRO-3 (zero_stage: 3) also keeps a master copy.
+TEST(Zero, Fsdp2StepsTheFp32ShardInPlace) {
+  const auto fsdp = testing::parse_job(job("  fsdp: true\n", "  global_batch_size: 4\n"), 4);
+  const auto ds = testing::parse_job(job("  zero_stage: 3\n", "  global_batch_size: 4\n"), 4);
+  EXPECT_EQ(fsdp.parallel.zero_impl, ZeroImpl::Fsdp2);
+  EXPECT_EQ(ds.parallel.zero_impl, ZeroImpl::DeepSpeed);
+  double shard = 0.0;
+  for (const auto& param : stage_parameters(fsdp, 0)) shard += static_cast<double>(param.numel) / 4;
+  const sim::Workload wf = generate_workload(fsdp), wd = generate_workload(ds);
+  EXPECT_NEAR(host_bytes(wf.programs[0], "optimizer").first, 32 * shard, 1e-6 * shard);
+  EXPECT_NEAR(host_bytes(wd.programs[0], "optimizer").first, 38 * shard, 1e-6 * shard);
+}
+
 TEST(Zero, OffloadThreadsNeedOffload) {
   try {
     testing::parse_job(job("  zero_stage: 3\n  offload_threads: per_rank\n", "  global_batch_size: 4\n"), 4);

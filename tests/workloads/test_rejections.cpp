@@ -73,6 +73,12 @@ TEST(Rejections, DataParallelAndOverlapOptions) {
                   "parallelism.optimizer_offload", "zero_stage >= 1");
   expect_rejected("llama3_8b", "  zero_stage: 2\n  zero_init: false\n", "", 2, "parallelism.zero_init",
                   "zero_stage 3");
+  expect_rejected("llama3_8b", "  zero_stage: 2\n  zero_impl: fsdp2\n", "", 2, "parallelism.zero_impl",
+                  "ZeRO stage 3");
+  expect_rejected("llama3_8b", "  zero_stage: 3\n  zero_impl: fsdp3\n", "", 2, "parallelism.zero_impl",
+                  "fsdp2");
+  expect_rejected("llama3_8b", "  fsdp: true\n  optimizer_offload: cpu\n", "", 2,
+                  "parallelism.optimizer_offload", "CPUOffloadPolicy");
   expect_rejected("llama3_8b", "  tp: 2\n  tp_comm_overlap: true\n", "", 2, "parallelism.tp_comm_overlap",
                   "sequence_parallel");
   expect_rejected("llama3_8b", "  rank_order: tp-dp-pp\n", "", 2, "parallelism.rank_order",
