@@ -11,6 +11,10 @@ batch 1, one microbatch per step. Layouts:
   - pp: pipeline parallelism, one stage per rank, Megatron's 1F1B schedule or with --vp > 1
     its interleaved one, with blocking batched point-to-point exchanges (pp_model.py:
     tp_model.py's layers, not transformers' module), --microbatches per step;
+  - cp: context parallelism over all ranks, the Llama 3 paper's all-gather K/V exchange with
+    Megatron's load-balanced chunks (cp_model.py: tp_model.py's layers, attention as cuDNN
+    SDPA blocks merged by their log-sum-exps), gradients all-reduced by torch DDP in 4e7-element
+    buckets;
   - tp: tensor parallelism, Megatron's shapes and collectives without sequence parallelism
     (tp_model.py: the same layer shape, not transformers' module), over all ranks or, with
     --tp N below the world size, over groups of N adjacent ranks (Megatron's rank order, TP
@@ -116,7 +120,8 @@ def fwd_bwd(model, ids, microbatches):
     if hasattr(model, "fwd_bwd"):
         model.fwd_bwd(ids, microbatches)
     else:
-        model(input_ids=ids, labels=ids).loss.backward()
+        out = model(input_ids=ids, labels=ids)
+        (out.loss if hasattr(out, "loss") else out).backward()
 
 
 def run_seq(model, opt, seq, dev, warm_s, steps, microbatches):
@@ -220,7 +225,7 @@ def tp_dp_groups(world, tp, rank):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp", "pp"], required=True)
+    ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp", "pp", "cp"], required=True)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3_8b",
                     help="layer shape of the tp and pp layouts (the others use Llama-3 8B's)")
@@ -257,6 +262,13 @@ def main():
             model = torch.nn.parallel.DistributedDataParallel(
                 model, device_ids=[dev.index], process_group=dp_group,
                 bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
+    elif args.layout == "cp":
+        from cp_model import CpLlama, check_cp_attention
+        cp_check = check_cp_attention(None, dev)
+        torch.manual_seed(1234)
+        model = torch.nn.parallel.DistributedDataParallel(
+            CpLlama(args.layers, max(seqs), dev, **SHAPES[args.shape]), device_ids=[dev.index],
+            bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
     elif args.layout == "pp":
         from pp_model import PpLlama
         torch.manual_seed(1234)
@@ -278,6 +290,9 @@ def main():
                                       (f"; shape {args.shape}; tp {tp} x dp {world // tp}"
                                        + ("; sequence parallel" if args.sp else "")
                                        if args.layout == "tp" else "") +
+                                      (f"; shape {args.shape}; cp {world} (all-gather), "
+                                       f"attention check vs whole-sequence SDPA: {cp_check}"
+                                       if args.layout == "cp" else "") +
                                       (f"; shape {args.shape}; pp {world}, "
                                        + (f"interleaved vp {args.vp}" if args.vp > 1 else "1F1B")
                                        + f", {args.microbatches} microbatches"
