@@ -10,7 +10,10 @@ softmax log-sum-exp): the local block causally, and against each other rank's K/
 rank's earlier chunk, or the local later chunk against both of the other rank's chunks); the
 partial outputs are merged with their log-sum-exps. Backward: K and V are gathered again, each
 block's backward runs with the merged output and log-sum-exp, and the K/V gradients are
-reduce-scattered to their owners. K and V are expanded to the query heads before the kernels
+reduce-scattered to their owners. With ring=True (two ranks only) the exchange is Transformer
+Engine's P2P ring instead (cp_comm_type: p2p): the other rank's K/V is swapped by NCCL send/recv
+while the local block computes, and in the backward its K/V gradients are sent back to it after
+the last block. K and V are expanded to the query heads before the kernels
 (the aten cuDNN ops take equal head counts; Transformer Engine runs GQA natively).
 Element-wise modules and the loss are transformers' eager ones (tp_model.py's layer, the
 simulator's `elementwise: eager`, `cross_entropy: eager`). Gradients are all-reduced over the
@@ -48,26 +51,66 @@ def _gather(x, group):
     return out
 
 
+def _exchange(x, group):
+    """Start swapping `x` with the other rank of a 2-rank group (NCCL send/recv, on NCCL's own
+    stream, overlapping what the compute stream runs meanwhile); returns (buffer, requests)."""
+    peer = dist.get_global_rank(group, 1 - dist.get_rank(group)) if group else 1 - dist.get_rank()
+    got = torch.empty_like(x)
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, x, peer, group),
+                                   dist.P2POp(dist.irecv, got, peer, group)])
+    return got, reqs
+
+
+class _KvSource:
+    """The K/V blocks of every rank: all-gathered at once (all_gather), or, with two ranks and
+    `ring`, the other rank's swapped while the local block computes (Transformer Engine's P2P
+    ring with cp = 2)."""
+
+    def __init__(self, k, v, group, ring):
+        self.rank, self.ring = dist.get_rank(group), ring
+        if ring:
+            self.local = (k, v)
+            self.got, self.reqs = _exchange(torch.stack((k, v)).contiguous(), group)
+        else:
+            self.ks, self.vs = _gather(k, group), _gather(v, group)
+
+    def __call__(self, src):
+        if not self.ring:
+            return self.ks[src], self.vs[src]
+        if src == self.rank:
+            return self.local
+        for r in self.reqs:
+            r.wait()
+        self.reqs = []
+        return self.got[0], self.got[1]
+
+
+def _blocks(rank, cp, half):
+    """(query rows, source rank, key rows, causal) of each attention block, the local one first:
+    the local chunks causally; an earlier rank's first chunk for all local queries; both chunks
+    of a later rank for the local second chunk only (Megatron's load-balanced causal split)."""
+    out = [(slice(0, 2 * half), rank, slice(0, 2 * half), True)]
+    for src in range(cp):
+        if src < rank:
+            out.append((slice(0, 2 * half), src, slice(0, half), False))
+        elif src > rank:
+            out.append((slice(half, 2 * half), src, slice(0, 2 * half), False))
+    return out
+
+
 class _CpAttention(torch.autograd.Function):
     """Causal attention of the local load-balanced chunks over the whole sequence's K/V."""
 
     @staticmethod
-    def forward(ctx, q, k, v, group, rep):
+    def forward(ctx, q, k, v, group, rep, ring):
         cp, rank = dist.get_world_size(group), dist.get_rank(group)
-        ks, vs = _gather(k, group), _gather(v, group)
-        half = q.shape[2] // 2
-        blocks = []  # (query rows slice, source rank, key slice, causal); the local block first
-        for src in [rank] + [r for r in range(cp) if r != rank]:
-            if src == rank:
-                blocks.append((slice(0, 2 * half), src, slice(0, 2 * half), True))
-            elif src < rank:  # its earlier chunk precedes both local chunks
-                blocks.append((slice(0, 2 * half), src, slice(0, half), False))
-            else:  # both its chunks precede only the local later chunk
-                blocks.append((slice(half, 2 * half), src, slice(0, 2 * half), False))
+        kv = _KvSource(k, v, group, ring)
+        blocks = _blocks(rank, cp, q.shape[2] // 2)
         out, lse, metas = None, None, []
         for rows, src, keys, causal in blocks:
-            kb = ks[src][:, :, keys].repeat_interleave(rep, dim=1).contiguous()
-            vb = vs[src][:, :, keys].repeat_interleave(rep, dim=1).contiguous()
+            ksrc, vsrc = kv(src)
+            kb = ksrc[:, :, keys].repeat_interleave(rep, dim=1).contiguous()
+            vb = vsrc[:, :, keys].repeat_interleave(rep, dim=1).contiguous()
             qb = q[:, :, rows].contiguous()
             o, l, meta = _fwd(qb, kb, vb, causal)
             metas.append(meta)
@@ -80,31 +123,40 @@ class _CpAttention(torch.autograd.Function):
             lse[:, :, rows] = new
         out = out.to(q.dtype)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.blocks, ctx.metas, ctx.group, ctx.rep = blocks, metas, group, rep
+        ctx.blocks, ctx.metas, ctx.group, ctx.rep, ctx.ring = blocks, metas, group, rep, ring
         return out
 
     @staticmethod
     def backward(ctx, do):
         q, k, v, out, lse = ctx.saved_tensors
-        group, rep = ctx.group, ctx.rep
-        ks, vs = _gather(k, group), _gather(v, group)
+        group, rep, rank = ctx.group, ctx.rep, dist.get_rank(ctx.group)
+        kv = _KvSource(k, v, group, ctx.ring)
+        cp = dist.get_world_size(group)
         dq = torch.zeros_like(q, dtype=torch.float32)
-        dks = torch.zeros(ks.shape, device=k.device, dtype=torch.float32)
+        dks = torch.zeros((cp,) + tuple(k.shape), device=k.device, dtype=torch.float32)
         dvs = torch.zeros_like(dks)
         do = do.contiguous()
         for (rows, src, keys, causal), meta in zip(ctx.blocks, ctx.metas):
-            kb = ks[src][:, :, keys].repeat_interleave(rep, dim=1).contiguous()
-            vb = vs[src][:, :, keys].repeat_interleave(rep, dim=1).contiguous()
+            ksrc, vsrc = kv(src)
+            kb = ksrc[:, :, keys].repeat_interleave(rep, dim=1).contiguous()
+            vb = vsrc[:, :, keys].repeat_interleave(rep, dim=1).contiguous()
             qb, ob, dob = (t[:, :, rows].contiguous() for t in (q, out, do))
             g_q, g_k, g_v = _bwd(dob, qb, kb, vb, ob, lse[:, :, rows].contiguous(), meta, causal)
             dq[:, :, rows] += g_q.float()
             b, h, s, d = g_k.shape
             dks[src][:, :, keys] += g_k.float().view(b, h // rep, rep, s, d).sum(2)
             dvs[src][:, :, keys] += g_v.float().view(b, h // rep, rep, s, d).sum(2)
+        if ctx.ring:  # the other rank's K/V gradients go back to it, its ours come here
+            mine = torch.stack((dks[rank], dvs[rank])).to(k.dtype)
+            got, reqs = _exchange(torch.stack((dks[1 - rank], dvs[1 - rank])).to(k.dtype).contiguous(), group)
+            for r in reqs:
+                r.wait()
+            total = mine + got
+            return dq.to(q.dtype), total[0], total[1], None, None, None
         dk, dv = torch.empty_like(k).contiguous(), torch.empty_like(v).contiguous()
         dist.reduce_scatter_tensor(dk, dks.to(k.dtype), group=group)
         dist.reduce_scatter_tensor(dv, dvs.to(v.dtype), group=group)
-        return dq.to(q.dtype), dk, dv, None, None
+        return dq.to(q.dtype), dk, dv, None, None, None
 
 
 def cp_positions(seq, cp, rank, dev):
@@ -119,9 +171,11 @@ class CpLlama(torch.nn.Module):
     """Llama-3 8B's layer shape by default, `layers` layers, its sequence split over `group`."""
 
     def __init__(self, layers, seq, dev, hidden=4096, ffn=14336, heads=32, kv_heads=8, vocab=128256,
-                 group=None):
+                 group=None, ring=False):
         super().__init__()
-        self.group = group
+        self.group, self.ring = group, ring
+        if ring and dist.get_world_size(group) != 2:
+            raise ValueError("the P2P ring is implemented for cp = 2")
         self.cp, self.rank = dist.get_world_size(group), dist.get_rank(group)
         if seq % (2 * self.cp):
             raise ValueError("seq must be a multiple of 2 * cp")
@@ -134,7 +188,7 @@ class CpLlama(torch.nn.Module):
         self.cos, self.sin = rope_tables(seq, self.d, dev)
 
     def _attend(self, q, k, v):
-        return _CpAttention.apply(q, k, v, self.group, self.heads // self.kv)
+        return _CpAttention.apply(q, k, v, self.group, self.heads // self.kv, self.ring)
 
     def forward(self, input_ids, labels):
         seq = input_ids.shape[1]
@@ -151,7 +205,7 @@ class CpLlama(torch.nn.Module):
         return F.cross_entropy(logits.float().view(s, -1), tgt.view(s))
 
 
-def check_cp_attention(group, dev, seq=2048, heads=32, kv_heads=8, d=128):
+def check_cp_attention(group, dev, ring=False, seq=2048, heads=32, kv_heads=8, d=128):
     """Max relative errors of the CP attention's output and of dq, dk, dv (this rank's tokens)
     against causal GQA SDPA over the whole sequence in float32 (the same random inputs on every
     rank)."""
@@ -164,7 +218,7 @@ def check_cp_attention(group, dev, seq=2048, heads=32, kv_heads=8, d=128):
     ref = F.scaled_dot_product_attention(*ref_in, is_causal=True, enable_gqa=True)
     ref.backward(do.float())
     mine_in = [t[:, :, pos].contiguous().requires_grad_() for t in (q, k, v)]
-    mine = _CpAttention.apply(*mine_in, group, heads // kv_heads)
+    mine = _CpAttention.apply(*mine_in, group, heads // kv_heads, ring)
     mine.backward(do[:, :, pos].contiguous())
 
     def err(a, b):

@@ -234,6 +234,8 @@ def main():
     ap.add_argument("--tp", type=int, default=0,
                     help="tp layout: ranks per TP group (default: all); the rest is DP")
     ap.add_argument("--microbatches", type=int, default=1, help="pp layout: microbatches per step")
+    ap.add_argument("--cp-comm", choices=["all_gather", "p2p"], default="all_gather",
+                    help="cp layout: K/V all-gathered, or swapped by send/recv over the local block")
     ap.add_argument("--vp", type=int, default=1,
                     help="pp layout: model chunks per rank (> 1: the interleaved schedule)")
     ap.add_argument("--seqs", default="4096,8192,16384")
@@ -264,10 +266,11 @@ def main():
                 bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
     elif args.layout == "cp":
         from cp_model import CpLlama, check_cp_attention
-        cp_check = check_cp_attention(None, dev)
+        ring = args.cp_comm == "p2p"
+        cp_check = check_cp_attention(None, dev, ring=ring)
         torch.manual_seed(1234)
         model = torch.nn.parallel.DistributedDataParallel(
-            CpLlama(args.layers, max(seqs), dev, **SHAPES[args.shape]), device_ids=[dev.index],
+            CpLlama(args.layers, max(seqs), dev, ring=ring, **SHAPES[args.shape]), device_ids=[dev.index],
             bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
     elif args.layout == "pp":
         from pp_model import PpLlama
@@ -290,7 +293,7 @@ def main():
                                       (f"; shape {args.shape}; tp {tp} x dp {world // tp}"
                                        + ("; sequence parallel" if args.sp else "")
                                        if args.layout == "tp" else "") +
-                                      (f"; shape {args.shape}; cp {world} (all-gather), "
+                                      (f"; shape {args.shape}; cp {world} ({args.cp_comm}), "
                                        f"attention check vs whole-sequence SDPA: {cp_check}"
                                        if args.layout == "cp" else "") +
                                       (f"; shape {args.shape}; pp {world}, "
