@@ -117,9 +117,13 @@ std::int64_t default_bucket_size(int dp) {
 }
 
 std::optional<std::int64_t> stage_bucket_size(const ParallelSpec& parallel, int stage) {
-  // Bucketing is off without overlap_grad_reduce and on every stage but the first, whose
-  // reduction is not on the critical path (DistributedDataParallel.__init__).
-  if (!parallel.overlap_grad_reduce || stage > 0) return std::nullopt;
+  // Bucketing is off without overlap_grad_reduce and, as Megatron's DistributedDataParallel
+  // does for its once-per-step reduction, on every stage but the first, whose reduction is
+  // not on the critical path (DistributedDataParallel.__init__). ZeRO-2 reduce-scatters every
+  // microbatch, and neither of its implementations turns bucketing off on later stages:
+  // DeepSpeed reduces in reduce_bucket_size buckets (stage_1_and_2.py) and FSDP per wrapped
+  // unit (the Llama 3 paper's layout, Sec. 3.3.2), so its buckets stay on every stage.
+  if (!parallel.overlap_grad_reduce || (stage > 0 && parallel.zero_stage != 2)) return std::nullopt;
   return default_bucket_size(parallel.dp);
 }
 

@@ -45,6 +45,22 @@ TEST(GradBuckets, FilledFromTheEndAndClosedOnceFull) {
   EXPECT_EQ(build_grad_buckets(synthetic({10, 20, 30, 40}), std::nullopt, false, 1).size(), 1u);
 }
 
+// Megatron turns bucketing off on every pipeline stage but the first (its reduction runs once per
+// step); ZeRO-2 reduce-scatters every microbatch and keeps its buckets on every stage (DeepSpeed
+// reduce_bucket_size, FSDP per unit). Without overlap_grad_reduce there is one bucket.
+TEST(GradBuckets, Zero2KeepsItsBucketsOnLaterPipelineStages) {
+  ParallelSpec p;
+  p.dp = 128;
+  p.overlap_grad_reduce = true;
+  p.zero_stage = 1;
+  EXPECT_EQ(stage_bucket_size(p, 0), std::optional<std::int64_t>(128'000'000));
+  EXPECT_FALSE(stage_bucket_size(p, 1).has_value());
+  p.zero_stage = 2;
+  EXPECT_EQ(stage_bucket_size(p, 1), std::optional<std::int64_t>(128'000'000));
+  p.overlap_grad_reduce = false;
+  EXPECT_FALSE(stage_bucket_size(p, 0).has_value());
+}
+
 TEST(GradBuckets, DistributedOptimizerPadsParamsAndBucketEnds) {
   // Params start on 64-element boundaries; bucket ends on multiples of lcm(dp=4, 128) = 128.
   // p3 [0,40) p2 [64,94) -> bucket [0,128); p1 [128,148) p0 [192,202) -> bucket [128,256).
