@@ -67,6 +67,27 @@ TEST(TraceIo, RoundTripPreservesEveryOpField) {
   }
 }
 
+// CPU optimizer offload (format version 6): the host kernels and their threads survive the trip;
+// per_rank, the default when absent, is not written.
+TEST(TraceIo, HostKernelsAndTheirThreadsRoundTrip) {
+  std::string job = testing::small_llama_job(1, 1, 4, false, 8, 1);
+  job.replace(job.find("parallelism:\n"), 13, "parallelism:\n  zero_stage: 3\n  optimizer_offload: cpu\n");
+  for (const char* threads : {"all_cores", "per_rank"}) {
+    std::string with = job;
+    with.replace(with.find("parallelism:\n"), 13, std::string("parallelism:\n  offload_threads: ") + threads + "\n");
+    const sim::Workload w = generate_workload(testing::parse_job(with, 4));
+    const std::string text = write(w, 1);
+    EXPECT_NE(text.find("\"kernel\":\"host_cast\""), std::string::npos);
+    EXPECT_NE(text.find("\"kernel\":\"host_copy_pageable\""), std::string::npos);
+    EXPECT_EQ(text.find("\"host_threads\":\"all_cores\"") != std::string::npos,
+              std::string(threads) == "all_cores");
+    std::istringstream in(text);
+    const RankTrace t = read_rank_trace(in, "trace.jsonl");
+    ASSERT_EQ(t.program.ops.size(), w.program(1).ops.size());
+    for (std::size_t i = 0; i < t.program.ops.size(); ++i) expect_same_op(w.program(1), t.program, i);
+  }
+}
+
 // FP8 programs carry the amax all-reduces (group amax, stream amax_comm, format version 4).
 TEST(TraceIo, Fp8AmaxReductionsRoundTrip) {
   const sim::Workload w =
