@@ -15,6 +15,9 @@ batch 1, one microbatch per step. Layouts:
     Megatron's load-balanced chunks (cp_model.py: tp_model.py's layers, attention as cuDNN
     SDPA blocks merged by their log-sum-exps), gradients all-reduced by torch DDP in 4e7-element
     buckets;
+  - moe: Mixtral-8x7B-shaped layers with their 8 experts split over all ranks (expert parallelism
+    with balanced routing, moe_model.py: Megatron-core's all-to-all token dispatcher), the rest
+    data parallel (torch DDP over the replicated parameters only);
   - tp: tensor parallelism, Megatron's shapes and collectives without sequence parallelism
     (tp_model.py: the same layer shape, not transformers' module), over all ranks or, with
     --tp N below the world size, over groups of N adjacent ranks (Megatron's rank order, TP
@@ -124,8 +127,7 @@ def fwd_bwd(model, ids, microbatches):
         (out.loss if hasattr(out, "loss") else out).backward()
 
 
-def run_seq(model, opt, seq, dev, warm_s, steps, microbatches):
-    vocab = 128256
+def run_seq(model, opt, seq, dev, warm_s, steps, microbatches, vocab=128256):
     ids = torch.randint(0, vocab - 256, (1, seq), device=dev)
 
     def step(events):
@@ -176,12 +178,12 @@ ATTN = re.compile(r"flash|fmha|cudnn|attention|sdpa", re.I)
 NCCL = re.compile(r"nccl", re.I)
 
 
-def kernel_split(model, opt, seq, dev, microbatches):
+def kernel_split(model, opt, seq, dev, microbatches, vocab=128256):
     """GPU kernel seconds of one whole step (forward, backward, optimizer) by kind, from the
     PyTorch profiler, and the attention kernels' names (which SDPA backend ran). Every rank runs
     it: the step has collectives."""
     from torch.profiler import ProfilerActivity, profile
-    ids = torch.randint(0, 128000, (1, seq), device=dev)
+    ids = torch.randint(0, vocab - 256, (1, seq), device=dev)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fwd_bwd(model, ids, microbatches)
         opt.step()
@@ -225,7 +227,7 @@ def tp_dp_groups(world, tp, rank):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp", "pp", "cp"], required=True)
+    ap.add_argument("--layout", choices=["single", "ddp", "fsdp", "tp", "pp", "cp", "moe"], required=True)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="llama3_8b",
                     help="layer shape of the tp and pp layouts (the others use Llama-3 8B's)")
@@ -272,6 +274,15 @@ def main():
         model = torch.nn.parallel.DistributedDataParallel(
             CpLlama(args.layers, max(seqs), dev, ring=ring, **SHAPES[args.shape]), device_ids=[dev.index],
             bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
+    elif args.layout == "moe":
+        from moe_model import MoeLlama, check_moe
+        moe_check = check_moe(dev)
+        torch.manual_seed(1234 + rank)  # each rank its own experts
+        inner = MoeLlama(args.layers, max(seqs), dev)
+        torch.nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+            inner, inner.expert_params())
+        model = torch.nn.parallel.DistributedDataParallel(
+            inner, device_ids=[dev.index], bucket_cap_mb=4e7 * 2 / 2**20, gradient_as_bucket_view=True)
     elif args.layout == "pp":
         from pp_model import PpLlama
         torch.manual_seed(1234)
@@ -296,6 +307,10 @@ def main():
                                       (f"; shape {args.shape}; cp {world} ({args.cp_comm}), "
                                        f"attention check vs whole-sequence SDPA: {cp_check}"
                                        if args.layout == "cp" else "") +
+                                      (f"; Mixtral-8x7B layer shape; ep {world} x dp {world}, "
+                                       f"balanced routing; parameters per rank; dispatch check "
+                                       f"vs the experts applied locally: max rel err {moe_check:.2e}"
+                                       if args.layout == "moe" else "") +
                                       (f"; shape {args.shape}; pp {world}, "
                                        + (f"interleaved vp {args.vp}" if args.vp > 1 else "1F1B")
                                        + f", {args.microbatches} microbatches"
@@ -308,9 +323,10 @@ def main():
                     "warm_steps", "peak_allocated_bytes", "peak_reserved_bytes", "kernels_gemm_s",
                     "kernels_attention_s", "kernels_nccl_s", "kernels_other_s"])
     for seq in seqs:
+        vocab = 32000 if args.layout == "moe" else 128256
         (fb, op, whole), (alloc, reserved), warm = run_seq(model, opt, seq, dev, args.warm_s,
-                                                           args.steps, args.microbatches)
-        split, names = kernel_split(model, opt, seq, dev, args.microbatches)
+                                                           args.steps, args.microbatches, vocab)
+        split, names = kernel_split(model, opt, seq, dev, args.microbatches, vocab)
         if csv:
             csv.row([args.layout, world, args.layers, seq, fmt(fb), fmt(op), fmt(whole), warm,
                      int(alloc), int(reserved), fmt(split["gemm"]), fmt(split["attention"]),

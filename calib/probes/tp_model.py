@@ -168,11 +168,12 @@ def _identity(y):
 
 
 def llama_layer(b, x, s, heads, kv_heads, head_dim, cos, sin, enter=_identity, leave=_identity,
-                attend=None):
+                attend=None, mlp=None):
     """One Llama layer over `s` tokens (eager RMSNorm, rotate-half RoPE, causal GQA SDPA, SiLU *
     up). `enter` runs before each column-parallel linear and `leave` after each row-parallel one
     (the TP collectives; identity without TP); `attend(q, k, v)` replaces the causal SDPA over
-    the local tokens (context parallelism, cp_model.py)."""
+    the local tokens (context parallelism, cp_model.py); `mlp(y)` replaces the dense SwiGLU MLP
+    on the normed input (mixture of experts, moe_model.py)."""
     q, k, v = F.linear(enter(rms_norm(x, b.ln1)), b.qkv).split(
         [heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
     q = q.view(1, s, heads, head_dim).transpose(1, 2)
@@ -186,6 +187,8 @@ def llama_layer(b, x, s, heads, kv_heads, head_dim, cos, sin, enter=_identity, l
     else:
         a = attend(q, k, v)
     x = x + leave(F.linear(a.transpose(1, 2).reshape(1, s, heads * head_dim), b.o))
+    if mlp is not None:
+        return x + mlp(rms_norm(x, b.ln2))
     gate, up = F.linear(enter(rms_norm(x, b.ln2)), b.gate_up).chunk(2, dim=-1)
     return x + leave(F.linear(F.silu(gate) * up, b.down))
 
