@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <unistd.h>
+
 #include "../cli_test_util.hpp"
 
 namespace {
@@ -16,7 +18,11 @@ using clustersim::cli_test::Result;
 using clustersim::cli_test::run_cli;
 
 std::string data(const std::string& name) { return std::string(ENERGY_TEST_DATA_DIR) + "/" + name; }
-std::string tmp(const std::string& name) { return ::testing::TempDir() + "/" + name; }
+// Scratch files carry the test process's id: two build trees testing on one machine at once
+// (or a rerun beside a run) never read each other's outputs.
+std::string tmp(const std::string& name) {
+  return ::testing::TempDir() + "/clustersim-" + std::to_string(::getpid()) + "-" + name;
+}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);

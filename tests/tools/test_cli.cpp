@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "../cli_test_util.hpp"
 
 namespace {
@@ -20,8 +22,10 @@ using clustersim::cli_test::run_cli;
 
 std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
 
+// Scratch files carry the test process's id: two build trees testing on one machine at once
+// (or a rerun beside a run) never read each other's outputs.
 std::string tmp(const std::string& name) {
-  return ::testing::TempDir() + "/" + name;
+  return ::testing::TempDir() + "/clustersim-" + std::to_string(::getpid()) + "-" + name;
 }
 
 nlohmann::json read_json(const std::string& path) {
