@@ -71,7 +71,7 @@ void load_offload_step(const std::string& path, HostOffloadTable& out) {
   out.clip = {by_threads(t, path, "clip_mul", default_threads), all_cores_share(t, path, "clip_mul")};
   out.cast = {by_threads(t, path, "cast_fp32_bf16", default_threads),
               all_cores_share(t, path, "cast_fp32_bf16")};
-  out.adam_all_cores_share = all_cores_share(t, path, "adam");
+  out.adam.all_cores_share = all_cores_share(t, path, "adam");
   out.pageable_h2d = by_threads(t, path, "h2d_pageable_bf16", default_threads);
 }
 
@@ -90,13 +90,13 @@ HostOffloadTable load_host_offload(const std::string& path) {
     if (k == "pcie" && (v == "h2d_pinned" || v == "d2h_pinned") && t.number(r, size) >= kBandwidthBoundBytes) {
       copies.push_back(t.number(r, gbps) * 1e9);
     } else if (k == "host_adam") {
-      out.adam.emplace_back(t.number(r, threads), t.number(r, gbps) * 1e9);
+      out.adam.by_threads.emplace_back(t.number(r, threads), t.number(r, gbps) * 1e9);
     }
   }
-  if (out.adam.empty() || copies.empty()) {
+  if (out.adam.by_threads.empty() || copies.empty()) {
     throw SpecError(path, 0, "kind", "needs pcie rows of 64 MiB and more and host_adam rows");
   }
-  std::sort(out.adam.begin(), out.adam.end());
+  std::sort(out.adam.by_threads.begin(), out.adam.by_threads.end());
   // Median over sizes and both directions (one 128 MiB host-to-device row dips to 51.8 GB/s).
   std::sort(copies.begin(), copies.end());
   const std::size_t n = copies.size();
@@ -120,7 +120,9 @@ double curve_at(const Curve& c, double x) {
   return lo->second + f * (hi->second - lo->second);
 }
 
-double adam_rate(const HostOffloadTable& table, double threads) { return curve_at(table.adam, threads); }
+double adam_rate(const HostOffloadTable& table, double threads) {
+  return curve_at(table.adam.by_threads, threads);
+}
 
 double host_op_seconds(const sim::GpuSpec& gpu, double bytes, const HostOpCurves& op,
                        sim::HostThreads threads) {

@@ -32,10 +32,10 @@ struct HostOpCurves {
 /// Host-offload figures measured on one machine (host_offload.csv, offload_step.csv).
 struct HostOffloadTable {
   double link_efficiency = kHostLinkEfficiency;  ///< achieved / datasheet, one direction
-  /// Host AdamW throughput by CPU threads, in bytes/s of host memory traffic (28 B per parameter:
-  /// FP32 weight, first and second moment read and written, FP32 gradient read); sorted.
-  Curve adam;
-  Curve adam_all_cores_share;  ///< as HostOpCurves::all_cores_share, for the AdamW step
+  /// Host AdamW: throughput by CPU threads in bytes/s of host memory traffic (28 B per
+  /// parameter: FP32 weight, first and second moment read and written, FP32 gradient read;
+  /// host_offload.csv), and its all-cores share (offload_step.csv).
+  HostOpCurves adam;
   HostOpCurves clip;           ///< in-place multiply of the FP32 gradient (8 B per parameter)
   HostOpCurves cast;           ///< FP32 -> BF16 conversion (6 B per parameter)
   Curve pageable_h2d;          ///< (threads, bytes/s) of a host-to-device copy from pageable memory

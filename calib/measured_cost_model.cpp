@@ -278,7 +278,7 @@ double MeasuredCostModel::host_time(sim::MemKernel kernel, sim::HostThreads thre
       return std::max(bytes / curve_at(host.pageable_h2d, cores),
                       host_copy_seconds(gpu_, bytes, host.link_efficiency));
     case sim::MemKernel::HostOptimizer:
-      return host_op_seconds(gpu_, bytes, {host.adam, host.adam_all_cores_share}, threads);
+      return host_op_seconds(gpu_, bytes, host.adam, threads);
     case sim::MemKernel::HostElementwise: return host_op_seconds(gpu_, bytes, host.clip, threads);
     case sim::MemKernel::HostCast: return host_op_seconds(gpu_, bytes, host.cast, threads);
     default: break;

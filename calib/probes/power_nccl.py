@@ -25,17 +25,13 @@ import time
 import torch
 import torch.distributed as dist
 
-from power_phases import clocks_sampler, make_work, mean_samples
+from power_phases import clocks_sampler, make_work, mean_samples, phase_counts as gemm_add_counts
 from probe_common import CsvWriter, fmt
 
 
 def phase_counts(gemm_ms, add_ms, ar_ms, g, m):
-    n_gemm = 0 if g < 0 else max(1, round(g / gemm_ms)) if g > 0 else 8
-    n_add = 0 if m < 0 else max(1, round(m / add_ms)) if m > 0 else 8
-    if g == 0.0:
-        n_add = 0
-    if m == 0.0:
-        n_gemm = 0
+    """power_phases.py's calls per phase, and the all-reduces beside each phase."""
+    n_gemm, n_add = gemm_add_counts(gemm_ms, add_ms, g, m)
     span = n_gemm * gemm_ms + n_add * add_ms
     # Half the phase's span at the burst rate: the all-reduces slow 2-2.6x beside GEMMs and adds
     # (interference.csv), so they about fill the phase without holding the compute stream back.

@@ -74,6 +74,18 @@ def make_work(kind, dev):
     raise ValueError(kind)
 
 
+def phase_counts(gemm_ms, add_ms, g, m):
+    """Calls per phase of a pattern (G ms of GEMMs, M ms of adds at their burst durations).
+    G < 0 or M < 0: no phase of that kind; G = 0: GEMMs only, M = 0: adds only (8 calls)."""
+    n_gemm = 0 if g < 0 else max(1, round(g / gemm_ms)) if g > 0 else 8
+    n_add = 0 if m < 0 else max(1, round(m / add_ms)) if m > 0 else 8
+    if g == 0.0:
+        n_add = 0
+    if m == 0.0:
+        n_gemm = 0
+    return n_gemm, n_add
+
+
 def run_pattern(a, b, c, x, y, z, n_gemm, n_add, seconds, warm_s, dev_index, tmp):
     """a: the compute call, b: its FLOP, c: idle instead of adds."""
     marks = []
@@ -166,12 +178,7 @@ def main():
         patterns = [(0.0, -1.0), (5.0, 5.0), (5.0, 1.0), (1.0, 5.0)]
     tmp = args.out + ".samples"
     for g, m in patterns:
-        n_gemm = 0 if g < 0 else max(1, round(g / gemm_ms)) if g > 0 else 8
-        n_add = 0 if m < 0 else max(1, round(m / add_ms)) if m > 0 else 8
-        if g == 0.0:
-            n_add = 0
-        if m == 0.0:
-            n_gemm = 0
+        n_gemm, n_add = phase_counts(gemm_ms, add_ms, g, m)
         rate, timed, clock, power = run_pattern(work, work_flop, idle, x, y, z, n_gemm, n_add,
                                                 args.seconds, args.warm_s, args.device, tmp)
         csv.row([fmt(n_gemm * gemm_ms), fmt(n_add * add_ms), n_gemm, n_add, fmt(rate), timed,
