@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -69,6 +70,37 @@ std::vector<CheckRow> catalog_rows(const MeasuredTables& tables, const MeasuredC
   return {in, out};
 }
 
+// Leave-one-out of grid `key`'s ratio to its reference grid `ref` at the nodes both hold.
+CheckRow factor_row(const LogGrid& g, const LogGrid& ref) {
+  CheckRow r;
+  r.table = g.key() + " / " + ref.key().substr(ref.key().rfind('/') + 1);
+  r.file = g.file();
+  std::map<std::vector<double>, std::size_t> ref_node;
+  for (std::size_t i = 0; i < ref.size(); ++i) ref_node[ref.node_coords(i)] = i;
+  std::vector<double> errs;
+  double worst = -1.0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto x = g.node_coords(i);
+    const auto it = ref_node.find(x);
+    if (it == ref_node.end()) continue;
+    const double pg = g.loo_predict(i), pr = ref.loo_predict(it->second);
+    if (std::isnan(pg) || std::isnan(pr)) continue;
+    const double measured = g.node_time(i) / ref.node_time(it->second);
+    const double e = std::fabs((pg / pr) / measured - 1.0);
+    errs.push_back(e);
+    if (e > worst) {
+      worst = e;
+      std::ostringstream w;
+      for (std::size_t d = 0; d < x.size(); ++d) {
+        w << (d ? " " : "") << g.axis_name(d) << "=" << x[d];
+      }
+      r.worst = w.str();
+    }
+  }
+  finish(r, errs);
+  return r;
+}
+
 void format_rows(std::ostringstream& s, const std::string& title, const std::vector<CheckRow>& rows) {
   s << title << "\n";
   char line[256];
@@ -86,6 +118,24 @@ void format_rows(std::ostringstream& s, const std::string& title, const std::vec
 
 }  // namespace
 
+std::string factor_reference_key(const std::string& key) {
+  const bool tp = key.rfind("gemm_tp/", 0) == 0, busy = key.rfind("gemm_busy/", 0) == 0;
+  if (!tp && !busy) return "";
+  const auto slash = key.rfind('/');
+  char kind[16] = {};
+  int a = 0, b = 0;
+  if (std::sscanf(key.substr(slash + 1).c_str(), "%15[a-z]_%d_%d", kind, &a, &b) != 3) return "";
+  const std::string v = kind, dir = key.substr(0, slash + 1);
+  if (tp) {
+    if (v == "margin" || (v == "split" && b == 0)) return dir + "full_1_0";
+    if (v == "split") return dir + "split_" + std::to_string(a) + "_0";
+    return "";
+  }
+  if (v == "busy" && !(a == 0 && b == 0)) return dir + "busy_0_0";
+  if (v == "margin") return dir + "full_0_0";
+  return "";
+}
+
 CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostModel& model,
                             double long_op_s) {
   if (!model.rule().measured) {
@@ -97,11 +147,24 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
     const LogGrid& g = tables.grid(key);
     r.loo.push_back(row_of(leave_one_out(g)));
     r.loo_long.push_back(row_of(leave_one_out(g, long_op_s)));
+    const std::string ref = factor_reference_key(key);
+    if (!ref.empty() && tables.has(ref)) r.factors.push_back(factor_row(g, tables.grid(ref)));
   }
   for (const auto& s : tables.catalog()) {
     for (auto& row : catalog_rows(tables, model, s)) r.catalog.push_back(std::move(row));
   }
   return r;
+}
+
+std::vector<CheckRow> as_the_model_reads(const CheckReport& report) {
+  std::map<std::string, const CheckRow*> factor_of;
+  for (const auto& f : report.factors) factor_of[f.table.substr(0, f.table.find(" / "))] = &f;
+  std::vector<CheckRow> out;
+  for (const auto& r : report.loo) {
+    const auto it = factor_of.find(r.table);
+    out.push_back(it == factor_of.end() ? r : *it->second);
+  }
+  return out;
 }
 
 std::string format_check_report(const CheckReport& report) {
@@ -110,6 +173,10 @@ std::string format_check_report(const CheckReport& report) {
   std::ostringstream t;
   t << "Leave-one-out, points measured at >= " << report.long_op_s * 1e6 << " us";
   format_rows(s, t.str(), report.loo_long);
+  format_rows(s,
+              "Leave-one-out of the factors the model reads (TP-overlap and held-SM grids: time / "
+              "reference grid's time at the same shape, both held out)",
+              report.factors);
   format_rows(s, "Model vs GEMMs measured at the catalog models' shapes (off-grid validation)",
               report.catalog);
   return s.str();

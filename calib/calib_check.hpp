@@ -31,13 +31,28 @@ struct CheckReport {
   std::vector<CheckRow> loo;       ///< leave-one-out, every node
   std::vector<CheckRow> loo_long;  ///< leave-one-out, nodes measured at >= long_op_s
   std::vector<CheckRow> catalog;   ///< model vs measured catalog GEMMs, in and outside the grid
+  /// Leave-one-out of the factors the model reads from the TP-overlap and held-SM grids
+  /// (gemm_tp/, gemm_busy/): each node held out of the grid and of its reference grid, the
+  /// predicted ratio against the measured one. The model multiplies its dense plain-GEMM time by
+  /// these ratios, so this is the error they add to a GEMM's time.
+  std::vector<CheckRow> factors;
   double long_op_s = 0.0;
 };
+
+/// The reference grid of a TP-overlap or held-SM grid key, as the cost model divides by it
+/// (calib/tp_overlap_factor.cpp, calib/held_sm_factor.cpp): gemm_tp margin_1_S and split_C_0 ->
+/// full_1_0, split_C_S -> split_C_0; gemm_busy busy_0_S and busy_S_S -> busy_0_0, margin_S_0 ->
+/// full_0_0. Empty for a reference grid itself and for keys of other tables.
+std::string factor_reference_key(const std::string& key);
 
 /// Runs the check. `model` must be built on `tables` for the measured GPU (H200-SXM).
 /// @throws std::invalid_argument if the model is a derived one (its times are not measured).
 CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostModel& model,
                             double long_op_s = 50e-6);
+
+/// One row per measured table as the model reads it: the factor row for a TP-overlap or
+/// held-SM grid that has a reference grid, else its leave-one-out row over every node.
+std::vector<CheckRow> as_the_model_reads(const CheckReport& report);
 
 /// Fixed-width text table of a report (one row per table, goal column), for the CLI.
 std::string format_check_report(const CheckReport& report);

@@ -395,5 +395,46 @@ TEST_F(MeasuredModel, CalibCheckMeetsTheMedianGoalOnGemmAndCollectives) {
   EXPECT_THROW(run_calib_check(*tables_, b200), std::invalid_argument);
 }
 
+TEST(CalibCheckFactors, EachOverlapGridIsDividedByTheGridTheModelDividesBy) {
+  EXPECT_EQ(factor_reference_key("gemm_tp/bf16/fwd/margin_1_24"), "gemm_tp/bf16/fwd/full_1_0");
+  EXPECT_EQ(factor_reference_key("gemm_tp/fp8/tn/split_8_0"), "gemm_tp/fp8/tn/full_1_0");
+  EXPECT_EQ(factor_reference_key("gemm_tp/bf16/dgrad/split_4_16"), "gemm_tp/bf16/dgrad/split_4_0");
+  EXPECT_EQ(factor_reference_key("gemm_busy/bf16/wgrad/busy_0_2"), "gemm_busy/bf16/wgrad/busy_0_0");
+  EXPECT_EQ(factor_reference_key("gemm_busy/fp8/tn/busy_16_16"), "gemm_busy/fp8/tn/busy_0_0");
+  EXPECT_EQ(factor_reference_key("gemm_busy/fp8/tn/margin_16_0"), "gemm_busy/fp8/tn/full_0_0");
+  for (const char* ref : {"gemm_tp/bf16/fwd/full_1_0", "gemm_busy/fp8/tn/busy_0_0",
+                          "gemm_busy/fp8/tn/full_0_0", "gemm/bf16/fwd", "attention/cudnn/gqa/fwd"}) {
+    EXPECT_EQ(factor_reference_key(ref), "") << ref;
+  }
+}
+
+TEST_F(MeasuredModel, FactorRowsReplaceTheirGridsRowsAsTheModelReadsThem) {
+  const CheckReport r = run_calib_check(*tables_, h200_);
+  // Every TP-overlap and held-SM grid but the three references per layout has a factor row.
+  std::size_t overlap = 0;
+  for (const auto& key : tables_->keys()) {
+    if (!factor_reference_key(key).empty()) ++overlap;
+  }
+  EXPECT_GT(overlap, 0u);
+  EXPECT_EQ(r.factors.size(), overlap);
+  const auto model_view = as_the_model_reads(r);
+  ASSERT_EQ(model_view.size(), r.loo.size());
+  std::size_t replaced = 0;
+  for (std::size_t i = 0; i < r.loo.size(); ++i) {
+    if (model_view[i].table != r.loo[i].table) {
+      ++replaced;
+      EXPECT_EQ(model_view[i].table.rfind(r.loo[i].table + " / ", 0), 0u) << model_view[i].table;
+    }
+  }
+  EXPECT_EQ(replaced, overlap);
+  for (const auto& f : r.factors) {
+    EXPECT_GT(f.points, 0u) << f.table;
+    // A ratio of two grids held out at the same node is no better than chance at the worst
+    // shapes, but its median stays within a few percent (runs 42-43: 0.8-5%).
+    EXPECT_LT(f.median, 0.06) << f.table;
+  }
+  EXPECT_NE(format_check_report(r).find("factors the model reads"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace clustersim::calib
