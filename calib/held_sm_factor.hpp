@@ -1,7 +1,7 @@
 // GEMMs beside SMs held by another kernel, as Transformer Engine's userbuffers communication
 // kernels (bulk all-gather / reduce-scatter, pipelined reduce-scatter) hold num_sm SMs while they
-// overlap a GEMM: the factor by which the GEMM runs slower while they are held, from run 18 of
-// calib/probes/gemm_tp_overlap.cu (calib/data/h200/gemm_busy_sms.csv). Documented in
+// overlap a GEMM: the factor by which the GEMM runs slower while they are held, from runs 18 and
+// 43 of calib/probes/gemm_tp_overlap.cu (calib/data/h200/gemm_busy_sms.csv). Documented in
 // docs/cost-model.md ("GEMMs under TP overlap") and docs/calibration.md.
 #pragma once
 
@@ -17,8 +17,8 @@
 namespace clustersim::calib {
 
 /// The measured held-SM factor of a GEMM: its time while `busy_sms` SMs are held by another
-/// kernel / its time alone, at the sustained power state (run 18). The engine applies it only
-/// while the overlapping communication is in flight; the GEMM's own time (plain x the
+/// kernel / its time alone, at the sustained power state (runs 18 and 43). The engine applies it
+/// only while the overlapping communication is in flight; the GEMM's own time (plain x the
 /// TP-overlap factor of its splits and margin) is costed without it.
 class HeldSmFactor {
  public:

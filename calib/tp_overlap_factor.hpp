@@ -1,6 +1,6 @@
 // GEMMs as Transformer Engine's userbuffers TP overlap runs them: the factor by which such a GEMM
 // takes longer than the plain GEMM of the same shape, from the ratios measured by
-// calib/probes/gemm_tp_overlap.cu (run 12, calib/data/h200/gemm_tp_overlap_*.csv). TE
+// calib/probes/gemm_tp_overlap.cu (runs 12 and 42, calib/data/h200/gemm_tp_overlap_*.csv). TE
 // (transformer_engine/common/comm_gemm_overlap/comm_gemm_overlap.cpp) runs the GEMM of a
 // ring-exchange or pipelined overlap as N chunk GEMMs of m/N rows on up to three streams, and
 // with set_sm_margin plans cuBLASLt for sm_count - S SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET),

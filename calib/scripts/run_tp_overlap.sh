@@ -10,14 +10,18 @@ source "$(dirname "$0")/common.sh"
 calib_start run_tp_overlap
 start_telemetry "$OUT_DIR/telemetry_tp_overlap.csv" 1000
 build_probes
-SHAPES=$(python3 - <<'PY'
-print(",".join(f"{m}:{n}:{k}" for m in (2048, 4096, 8192, 16384)
-               for n in (2048, 4096, 8192, 16384) for k in (2048, 4096, 8192, 16384)))
+# GRID=dense (runs 42-43): 1.5x steps on m, n and k, as runs 9-10 gave the plain GEMM grids, so
+# that a held-out node leaves a 2.25x gap instead of 4x; default: run 12/18's 2x steps.
+SHAPES=$(GRID=${GRID:-} python3 - <<'PY'
+import os
+axis = (2048, 3072, 4096, 6144, 8192, 12288, 16384) if os.environ["GRID"] == "dense" \
+    else (2048, 4096, 8192, 16384)
+print(",".join(f"{m}:{n}:{k}" for m in axis for n in axis for k in axis))
 PY
 )
 VARIANTS=full,margin:1,margin:2,margin:4,margin:8,margin:16,margin:24,margin:32,split:2,split:4,split:8,split:4:16,split:4:24
 probe() {  # probe DEVICE COMBOS NAME
-  step "$3" 420 "$BUILD/probe_gemm_tp_overlap" --device "$1" --combos "$2" --shapes "$SHAPES" \
+  step "$3" ${STEP_LIMIT_S:-420} "$BUILD/probe_gemm_tp_overlap" --device "$1" --combos "$2" --shapes "$SHAPES" \
     --variants "$VARIANTS" --out "$OUT_DIR/$3.csv"
 }
 if [[ $(nvidia-smi -L | wc -l) -ge 2 ]]; then
