@@ -92,8 +92,39 @@ double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
 }
 
 // --- pairwise all-to-all: every member sends bytes/p to every other member at once; each GPU's
-// traffic leaves through its own NIC (a NIC cannot aggregate for other GPUs). ---
+// traffic leaves through its own NIC (a NIC cannot aggregate for other GPUs). Inside the
+// domain, one flow per peer. Across domains of a regular group, one flow per remote domain
+// carrying the bytes of all of that domain's members (L x bytes/p): every NIC sends and
+// receives exactly the bytes of the per-peer pattern (the targets form a permutation per
+// offset), the flows stay many enough that the all-to-all keeps (domains - 1) shares of a NIC
+// it shares with other traffic under max-min fairness, and the simulation plays D - 1 flows
+// instead of (D - 1) x L (docs/engine.md, "All-to-all"). The flow to the domain at offset j
+// goes to the member with local index li + j - 1 (mod L): offset 1 stays on the sender's rail,
+// the others cross rails, as 1 in L of the per-peer flows stays on it. ---
 bool pairwise_applicable(const CollectiveCall& c) { return c.kind == CollectiveKind::AllToAll; }
+
+// The members of each domain of a regular group, in ring order, and my domain and local index.
+struct DomainMembers {
+  std::vector<std::vector<int>> of;  ///< of[d][li]
+  int mine = 0, li = 0;
+};
+
+DomainMembers domain_members(const CollectiveCall& c) {
+  DomainMembers dm;
+  std::unordered_map<int, int> slot;
+  const int me = (*c.members)[static_cast<size_t>(c.index)];
+  for (int r : *c.members) {
+    auto [it, fresh] = slot.emplace(r / c.domain_size, static_cast<int>(dm.of.size()));
+    if (fresh) dm.of.emplace_back();
+    auto& d = dm.of[static_cast<size_t>(it->second)];
+    if (r == me) {
+      dm.mine = it->second;
+      dm.li = static_cast<int>(d.size());
+    }
+    d.push_back(r);
+  }
+  return dm;
+}
 
 CollectivePlan pairwise_plan(const CollectiveCall& c) {
   const Shape& s = *c.shape;
@@ -101,12 +132,25 @@ CollectivePlan pairwise_plan(const CollectiveCall& c) {
   plan.algorithm = "pairwise";
   FlowPhase ph;
   const int me = (*c.members)[static_cast<size_t>(c.index)];
+  const double per_peer = c.bytes / s.p;
+  const bool by_domain = s.regular && s.domains > 1;
   for (int r : *c.members) {
     if (r == me) continue;
     const bool same = r / c.domain_size == me / c.domain_size;
-    ph.sends.push_back({r, c.bytes / s.p / (same ? c.nvl : c.net).bandwidth_efficiency, 0});
+    if (by_domain && !same) continue;
+    ph.sends.push_back({r, per_peer / (same ? c.nvl : c.net).bandwidth_efficiency, 0});
+    ph.receive_lanes.push_back(0);
   }
-  ph.receive_lanes.assign(static_cast<size_t>(s.p - 1), 0);
+  if (by_domain) {
+    const DomainMembers dm = domain_members(c);
+    const int l = s.local;
+    for (int j = 1; j < s.domains; ++j) {
+      const auto& peers = dm.of[static_cast<size_t>((dm.mine + j) % s.domains)];
+      const int to = peers[static_cast<size_t>((dm.li + j - 1) % l)];
+      ph.sends.push_back({to, per_peer * l / c.net.bandwidth_efficiency, 1});
+      ph.receive_lanes.push_back(1);
+    }
+  }
   plan.phases.push_back(std::move(ph));
   plan.latency_s = base_latency(c, s) + (s.domains > 1 ? c.net.step_latency_s : c.nvl.step_latency_s);
   return plan;
