@@ -1,8 +1,8 @@
 // Simulator speed: one training step of Llama3-405B as the Llama 3 paper trained it (TP8,
 // PP16 interleaved (vp 4, embedding and loss counted in the stage split), seq 8192, 16
 // microbatches per pipeline: global batch 2,048 at 16,384 GPUs) at growing GPU counts, Mixtral
-// 8x22B with expert parallelism at 2,048 and 16,384 GPUs, and the default GPT-3 175B job on
-// 128 GPUs. Reports wall time per simulated step, simulated events
+// 8x22B with expert parallelism at 2,048 and 16,384 GPUs, DeepSeek-V3 with EP64 across 8 nodes
+// at 2,048 GPUs, and the default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
 // per second and the simulation process's peak RSS. Replicas "auto": above 256 GPUs the
 // identical-replica reduction (docs/engine.md).
 #include <benchmark/benchmark.h>
@@ -79,6 +79,27 @@ void BM_MixtralStep(benchmark::State& state) {
   run_steps(state, clustersim::tools::load_job(write_moe_job(static_cast<int>(state.range(0)))));
 }
 BENCHMARK(BM_MixtralStep)->Arg(2048)->Arg(16384)->Unit(benchmark::kSecond)->Iterations(1);
+
+// DeepSeek-V3 laid out as its report trained it (arXiv 2412.19437, Sec. 3.2: PP16, EP64 over 8
+// nodes, 2,048 GPUs; here TP1, DP128, so two expert-data-parallel replicas), seq 4096, 16
+// microbatches per pipeline: every MoE layer's all-to-alls span 64 ranks on 8 nodes, the
+// heaviest flow pattern of the catalog (docs/engine.md, "All-to-all across domains").
+std::string write_deepseek_job() {
+  const std::string path = "/tmp/clustersim_bench_deepseek_2048.yaml";
+  std::ofstream out(path);
+  out << "cluster: {platform: hgx_h100, gpus: 2048}\n"
+      << "model: deepseek_v3\n"
+      << "parallelism: {tp: 1, pp: 16, ep: 64, num_layers_in_first_pipeline_stage: 1, "
+         "num_layers_in_last_pipeline_stage: 4}\n"
+      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 2048, "
+         "precision: bf16, recompute: full}\n";
+  return path;
+}
+
+void BM_DeepSeekV3Step(benchmark::State& state) {
+  run_steps(state, clustersim::tools::load_job(write_deepseek_job()));
+}
+BENCHMARK(BM_DeepSeekV3Step)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_DefaultGpt3Step(benchmark::State& state) {
   run_steps(state, clustersim::tools::load_default_job());
