@@ -101,15 +101,48 @@ CheckRow factor_row(const LogGrid& g, const LogGrid& ref) {
   return r;
 }
 
+const std::string kNcclChoice = "nccl/nccl_choice/";
+
+// NCCL's choice as the model reads it: each node predicted from its neighbours in the table of
+// the algorithm and protocol NCCL chose at its size (the node's own time comes from there).
+CheckRow nccl_choice_row(const MeasuredTables& tables, const LogGrid& g) {
+  CheckRow r;
+  const std::string collective = g.key().substr(kNcclChoice.size());
+  r.table = g.key() + " / chosen protocol";
+  r.file = g.file();
+  std::vector<double> errs;
+  double worst = -1.0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const auto x = g.node_coords(i);
+    const std::string key = tables.nccl_chosen_table(collective, x[0]);
+    const LogGrid& src = key.empty() ? g : tables.grid(key);
+    std::size_t node = src.size();
+    for (std::size_t j = 0; j < src.size(); ++j) {
+      if (src.node_coords(j) == x) node = j;
+    }
+    if (node == src.size()) continue;
+    const double p = src.loo_predict(node);
+    if (std::isnan(p)) continue;
+    const double e = std::fabs(p - g.node_time(i)) / g.node_time(i);
+    errs.push_back(e);
+    if (e > worst) {
+      worst = e;
+      r.worst = "bytes=" + std::to_string(static_cast<long long>(x[0]));
+    }
+  }
+  finish(r, errs);
+  return r;
+}
+
 void format_rows(std::ostringstream& s, const std::string& title, const std::vector<CheckRow>& rows) {
   s << title << "\n";
   char line[256];
-  std::snprintf(line, sizeof line, "  %-44s %6s %8s %8s %5s %-4s  %s\n", "table", "points",
+  std::snprintf(line, sizeof line, "  %-52s %6s %8s %8s %5s %-4s  %s\n", "table", "points",
                 "median%", "max%", ">10%", "goal", "worst point");
   s << line;
   for (const auto& r : rows) {
     if (r.points == 0) continue;
-    std::snprintf(line, sizeof line, "  %-44s %6zu %8.2f %8.2f %5zu %-4s  %s\n", r.table.c_str(),
+    std::snprintf(line, sizeof line, "  %-52s %6zu %8.2f %8.2f %5zu %-4s  %s\n", r.table.c_str(),
                   r.points, 100.0 * r.median, 100.0 * r.max, r.over_10pct,
                   r.meets_goal() ? "ok" : "MISS", r.worst.c_str());
     s << line;
@@ -148,7 +181,8 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
     r.loo.push_back(row_of(leave_one_out(g)));
     r.loo_long.push_back(row_of(leave_one_out(g, long_op_s)));
     const std::string ref = factor_reference_key(key);
-    if (!ref.empty() && tables.has(ref)) r.factors.push_back(factor_row(g, tables.grid(ref)));
+    if (!ref.empty() && tables.has(ref)) r.model_reads.push_back(factor_row(g, tables.grid(ref)));
+    if (key.rfind(kNcclChoice, 0) == 0) r.model_reads.push_back(nccl_choice_row(tables, g));
   }
   for (const auto& s : tables.catalog()) {
     for (auto& row : catalog_rows(tables, model, s)) r.catalog.push_back(std::move(row));
@@ -158,7 +192,7 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
 
 std::vector<CheckRow> as_the_model_reads(const CheckReport& report) {
   std::map<std::string, const CheckRow*> factor_of;
-  for (const auto& f : report.factors) factor_of[f.table.substr(0, f.table.find(" / "))] = &f;
+  for (const auto& f : report.model_reads) factor_of[f.table.substr(0, f.table.find(" / "))] = &f;
   std::vector<CheckRow> out;
   for (const auto& r : report.loo) {
     const auto it = factor_of.find(r.table);
@@ -174,9 +208,10 @@ std::string format_check_report(const CheckReport& report) {
   t << "Leave-one-out, points measured at >= " << report.long_op_s * 1e6 << " us";
   format_rows(s, t.str(), report.loo_long);
   format_rows(s,
-              "Leave-one-out of the factors the model reads (TP-overlap and held-SM grids: time / "
-              "reference grid's time at the same shape, both held out)",
-              report.factors);
+              "Leave-one-out as the model reads the table (TP-overlap and held-SM grids: time / "
+              "reference grid's time at the same shape, both held out; NCCL's choice: from the "
+              "table of the algorithm and protocol NCCL chose at the size)",
+              report.model_reads);
   format_rows(s, "Model vs GEMMs measured at the catalog models' shapes (off-grid validation)",
               report.catalog);
   return s.str();

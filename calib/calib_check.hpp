@@ -31,11 +31,14 @@ struct CheckReport {
   std::vector<CheckRow> loo;       ///< leave-one-out, every node
   std::vector<CheckRow> loo_long;  ///< leave-one-out, nodes measured at >= long_op_s
   std::vector<CheckRow> catalog;   ///< model vs measured catalog GEMMs, in and outside the grid
-  /// Leave-one-out of the factors the model reads from the TP-overlap and held-SM grids
-  /// (gemm_tp/, gemm_busy/): each node held out of the grid and of its reference grid, the
-  /// predicted ratio against the measured one. The model multiplies its dense plain-GEMM time by
-  /// these ratios, so this is the error they add to a GEMM's time.
-  std::vector<CheckRow> factors;
+  /// Leave-one-out of the tables that the model reads through another table, as it reads them.
+  /// TP-overlap and held-SM grids (gemm_tp/, gemm_busy/): each node held out of the grid and of
+  /// its reference grid, the predicted ratio against the measured one (the model multiplies its
+  /// dense plain-GEMM time by these ratios, so this is the error they add to a GEMM's time).
+  /// NCCL's choice (nccl/nccl_choice/): each node predicted from the neighbours in the table of
+  /// the algorithm and protocol NCCL chose at its size. Row names: "<key> / <what it is read
+  /// through>".
+  std::vector<CheckRow> model_reads;
   double long_op_s = 0.0;
 };
 
@@ -50,8 +53,8 @@ std::string factor_reference_key(const std::string& key);
 CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostModel& model,
                             double long_op_s = 50e-6);
 
-/// One row per measured table as the model reads it: the factor row for a TP-overlap or
-/// held-SM grid that has a reference grid, else its leave-one-out row over every node.
+/// One row per measured table as the model reads it: its model_reads row where it has one,
+/// else its leave-one-out row over every node.
 std::vector<CheckRow> as_the_model_reads(const CheckReport& report);
 
 /// Fixed-width text table of a report (one row per table, goal column), for the CLI.

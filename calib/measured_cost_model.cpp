@@ -355,10 +355,21 @@ sim::CollectiveParams MeasuredCostModel::collective_params(sim::CollectiveKind k
                                                            int group_size,
                                                            sim::LinkClass link) const {
   if (link == sim::LinkClass::Network) return roofline_.collective_params(kind, bytes, group_size, link);
-  // NCCL's own algorithm choice timed without debug logging (see measured_tables.cpp); all_to_all
-  // is point-to-point based and was not logged: its default-run table serves.
-  const std::string series = kind == sim::CollectiveKind::AllToAll ? "nccl/default/default/"
-                                                                    : "nccl/nccl_choice/";
+  // all_to_all is point-to-point based and was not logged: its default-run table serves.
+  if (kind == sim::CollectiveKind::AllToAll) {
+    return nvlink_collective(kind, bytes, group_size, "nccl/default/default/");
+  }
+  // NCCL's own choice at this size (nccl_default_algo_choice.csv), costed from the table of the
+  // run that forced that algorithm and protocol (timed without NCCL's debug logging, see
+  // measured_tables.cpp): NCCL switches protocols at a size (Ring/LL up to 1.5 MiB, Ring/Simple
+  // from 2 MiB for the 2-GPU all_reduce), it does not blend them, so between logged sizes the
+  // time is that protocol's, not an interpolation across the switch. Without a logged choice or
+  // its table: the spliced nccl_choice series.
+  const int p0 = tables_->nccl_ranks();
+  const double bytes0 = bytes * p0 / std::max(group_size, 2);
+  const std::string table = tables_->nccl_chosen_table(collective_name(kind), bytes0);
+  const std::string series = table.empty() ? "nccl/nccl_choice/"
+                                           : table.substr(0, table.rfind('/') + 1);
   return nvlink_collective(kind, bytes, group_size, series);
 }
 

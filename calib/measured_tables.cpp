@@ -184,7 +184,7 @@ const LogGrid& MeasuredTables::grid(const std::string& key) const {
   return it->second;
 }
 
-std::string MeasuredTables::nccl_choice_protocol(const std::string& collective, double bytes) const {
+const NcclChoice* MeasuredTables::nccl_choice(const std::string& collective, double bytes) const {
   const NcclChoice* best = nullptr;
   for (const auto& c : nccl_choices_) {
     if (c.collective != collective) continue;
@@ -194,7 +194,19 @@ std::string MeasuredTables::nccl_choice_protocol(const std::string& collective, 
       best = &c;
     }
   }
-  return best != nullptr ? best->proto : "";
+  return best;
+}
+
+std::string MeasuredTables::nccl_choice_protocol(const std::string& collective, double bytes) const {
+  const NcclChoice* c = nccl_choice(collective, bytes);
+  return c != nullptr ? c->proto : "";
+}
+
+std::string MeasuredTables::nccl_chosen_table(const std::string& collective, double bytes) const {
+  const NcclChoice* c = nccl_choice(collective, bytes);
+  if (c == nullptr) return "";
+  const std::string key = "nccl/" + c->algo + "/" + c->proto + "/" + collective;
+  return has(key) ? key : "";
 }
 
 std::vector<std::string> MeasuredTables::keys() const {

@@ -46,6 +46,12 @@ class MeasuredTables {
   /// "all_gather", "reduce_scatter") at `bytes` (nccl-tests convention) in the default run: that
   /// of the largest logged size <= bytes (the smallest logged size below it); "" if none logged.
   std::string nccl_choice_protocol(const std::string& collective, double bytes) const;
+  /// The algorithm and protocol NCCL chose for `collective` at `bytes`, by the same rule as
+  /// nccl_choice_protocol(); nullptr if none logged.
+  const NcclChoice* nccl_choice(const std::string& collective, double bytes) const;
+  /// The key of the forced-algorithm/protocol table NCCL's choice at `bytes` was timed in
+  /// ("nccl/ring/simple/all_reduce"), or "" when there is no choice or no such table.
+  std::string nccl_chosen_table(const std::string& collective, double bytes) const;
   const std::string& dir() const { return dir_; }
   /// One line: GPU, date, driver and library versions of the tables.
   const std::string& provenance() const { return provenance_; }

@@ -58,7 +58,7 @@ std::string report_json(const calib::CheckReport& r, const calib::MeasuredTables
   j["leave_one_out"] = rows_json(r.loo);
   j["leave_one_out_long"] = rows_json(r.loo_long);
   j["catalog"] = rows_json(r.catalog);
-  j["factors"] = rows_json(r.factors);
+  j["model_reads"] = rows_json(r.model_reads);
   return j.dump(2) + "\n";
 }
 
@@ -84,7 +84,7 @@ int calib_check_command(const CalibCheckArgs& args) {
             << goal_count(report.loo) << " tables leave-one-out, " << goal_count(report.loo_long)
             << " on points >= " << args.long_op_us << " us, " << goal_count(report.catalog)
             << " catalog rows; " << goal_count(calib::as_the_model_reads(report))
-            << " tables as the model reads them (TP-overlap and held-SM grids by their factor)\n";
+            << " tables as the model reads them (TP-overlap and held-SM grids by their factor, NCCL's choice by the chosen protocol's table)\n";
   if (!args.json.empty()) write_text_file(args.json, report_json(report, *tables));
   return 0;
 }
