@@ -70,34 +70,41 @@ std::vector<CheckRow> catalog_rows(const MeasuredTables& tables, const MeasuredC
   return {in, out};
 }
 
+// Errors of one row as they come, and the point of the largest (described only when it is).
+class Tally {
+ public:
+  explicit Tally(CheckRow& row) : row_(row) {}
+  template <typename Where>
+  void add(double e, Where where) {
+    errs_.push_back(e);
+    if (e > worst_) {
+      worst_ = e;
+      row_.worst = where();
+    }
+  }
+  void done() { finish(row_, errs_); }
+
+ private:
+  CheckRow& row_;
+  std::vector<double> errs_;
+  double worst_ = -1.0;
+};
+
 // Leave-one-out of grid `key`'s ratio to its reference grid `ref` at the nodes both hold.
 CheckRow factor_row(const LogGrid& g, const LogGrid& ref) {
   CheckRow r;
   r.table = g.key() + " / " + ref.key().substr(ref.key().rfind('/') + 1);
   r.file = g.file();
-  std::map<std::vector<double>, std::size_t> ref_node;
-  for (std::size_t i = 0; i < ref.size(); ++i) ref_node[ref.node_coords(i)] = i;
-  std::vector<double> errs;
-  double worst = -1.0;
+  Tally tally(r);
   for (std::size_t i = 0; i < g.size(); ++i) {
-    const auto x = g.node_coords(i);
-    const auto it = ref_node.find(x);
-    if (it == ref_node.end()) continue;
-    const double pg = g.loo_predict(i), pr = ref.loo_predict(it->second);
+    const std::size_t j = ref.node_at(g.node_coords(i));
+    if (j == ref.size()) continue;
+    const double pg = g.loo_predict(i), pr = ref.loo_predict(j);
     if (std::isnan(pg) || std::isnan(pr)) continue;
-    const double measured = g.node_time(i) / ref.node_time(it->second);
-    const double e = std::fabs((pg / pr) / measured - 1.0);
-    errs.push_back(e);
-    if (e > worst) {
-      worst = e;
-      std::ostringstream w;
-      for (std::size_t d = 0; d < x.size(); ++d) {
-        w << (d ? " " : "") << g.axis_name(d) << "=" << x[d];
-      }
-      r.worst = w.str();
-    }
+    const double measured = g.node_time(i) / ref.node_time(j);
+    tally.add(std::fabs((pg / pr) / measured - 1.0), [&] { return g.node_text(i); });
   }
-  finish(r, errs);
+  tally.done();
   return r;
 }
 
@@ -110,27 +117,19 @@ CheckRow nccl_choice_row(const MeasuredTables& tables, const LogGrid& g) {
   const std::string collective = g.key().substr(kNcclChoice.size());
   r.table = g.key() + " / chosen protocol";
   r.file = g.file();
-  std::vector<double> errs;
-  double worst = -1.0;
+  Tally tally(r);
   for (std::size_t i = 0; i < g.size(); ++i) {
     const auto x = g.node_coords(i);
     const std::string key = tables.nccl_chosen_table(collective, x[0]);
     const LogGrid& src = key.empty() ? g : tables.grid(key);
-    std::size_t node = src.size();
-    for (std::size_t j = 0; j < src.size(); ++j) {
-      if (src.node_coords(j) == x) node = j;
-    }
+    const std::size_t node = src.node_at(x);
     if (node == src.size()) continue;
     const double p = src.loo_predict(node);
     if (std::isnan(p)) continue;
-    const double e = std::fabs(p - g.node_time(i)) / g.node_time(i);
-    errs.push_back(e);
-    if (e > worst) {
-      worst = e;
-      r.worst = "bytes=" + std::to_string(static_cast<long long>(x[0]));
-    }
+    tally.add(std::fabs(p - g.node_time(i)) / g.node_time(i),
+              [&] { return "bytes=" + std::to_string(static_cast<long long>(x[0])); });
   }
-  finish(r, errs);
+  tally.done();
   return r;
 }
 

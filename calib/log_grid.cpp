@@ -105,6 +105,19 @@ std::vector<double> LogGrid::node_coords(std::size_t f) const {
 
 double LogGrid::node_time(std::size_t f) const { return std::exp(log_t_.at(f)); }
 
+std::size_t LogGrid::node_at(const std::vector<double>& x) const {
+  if (x.size() != axes_.size()) return size();
+  std::vector<std::size_t> idx;
+  for (std::size_t d = 0; d < x.size(); ++d) {
+    const auto it = std::lower_bound(axes_[d].begin(), axes_[d].end(), x[d]);
+    if (it == axes_[d].end() || *it != x[d]) return size();
+    idx.push_back(static_cast<std::size_t>(it - axes_[d].begin()));
+  }
+  return flat(idx);
+}
+
+std::string LogGrid::node_text(std::size_t i) const { return describe_point(names_, node_coords(i)); }
+
 bool LogGrid::contains(const std::vector<double>& x) const {
   if (x.size() != axes_.size()) return false;
   for (std::size_t d = 0; d < x.size(); ++d) {
@@ -182,10 +195,7 @@ LooStats leave_one_out(const LogGrid& grid, double min_time_s) {
     if (e > 0.10) ++s.over_10pct;
     if (e >= s.max) {
       s.max = e;
-      std::ostringstream w;
-      const auto x = grid.node_coords(f);
-      for (std::size_t d = 0; d < x.size(); ++d) w << (d ? " " : "") << grid.axis_name(d) << "=" << x[d];
-      s.worst = w.str();
+      s.worst = grid.node_text(f);
     }
   }
   s.points = errs.size();

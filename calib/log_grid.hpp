@@ -42,6 +42,10 @@ class LogGrid {
   std::vector<double> node_coords(std::size_t i) const;
   /// Source line of node i.
   int node_line(std::size_t i) const { return lines_[i]; }
+  /// Flat index of the node at exactly `x`, or size() if the grid has no node there.
+  std::size_t node_at(const std::vector<double>& x) const;
+  /// "m=1024 n=512 k=2048": node i's coordinates with the axis names, for messages.
+  std::string node_text(std::size_t i) const;
   /// Prediction of node i without using it (leave-one-out), s: along every axis where the node
   /// has a neighbour on each side, the log-log line between those two neighbours; the mean (in
   /// log time) over such axes. A node at the edge of every axis is extrapolated along each axis

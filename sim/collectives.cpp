@@ -34,6 +34,10 @@ GroupShape group_shape(const std::vector<int>& members, int index, int domain_si
     for (const auto& g : by_domain) s.rail.push_back(g[static_cast<size_t>(li)]);
     s.rail_index = my_dom;
     s.rail_next = s.rail[static_cast<size_t>((my_dom + 1) % s.domains)];
+    for (int j = 1; j < s.domains; ++j) {
+      const auto& peers = by_domain[static_cast<size_t>((my_dom + j) % s.domains)];
+      s.domain_peers.push_back(peers[static_cast<size_t>((li + j - 1) % s.local)]);
+    }
   }
   return s;
 }
@@ -103,29 +107,6 @@ double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
 // the others cross rails, as 1 in L of the per-peer flows stays on it. ---
 bool pairwise_applicable(const CollectiveCall& c) { return c.kind == CollectiveKind::AllToAll; }
 
-// The members of each domain of a regular group, in ring order, and my domain and local index.
-struct DomainMembers {
-  std::vector<std::vector<int>> of;  ///< of[d][li]
-  int mine = 0, li = 0;
-};
-
-DomainMembers domain_members(const CollectiveCall& c) {
-  DomainMembers dm;
-  std::unordered_map<int, int> slot;
-  const int me = (*c.members)[static_cast<size_t>(c.index)];
-  for (int r : *c.members) {
-    auto [it, fresh] = slot.emplace(r / c.domain_size, static_cast<int>(dm.of.size()));
-    if (fresh) dm.of.emplace_back();
-    auto& d = dm.of[static_cast<size_t>(it->second)];
-    if (r == me) {
-      dm.mine = it->second;
-      dm.li = static_cast<int>(d.size());
-    }
-    d.push_back(r);
-  }
-  return dm;
-}
-
 CollectivePlan pairwise_plan(const CollectiveCall& c) {
   const Shape& s = *c.shape;
   CollectivePlan plan;
@@ -142,12 +123,8 @@ CollectivePlan pairwise_plan(const CollectiveCall& c) {
     ph.receive_lanes.push_back(0);
   }
   if (by_domain) {
-    const DomainMembers dm = domain_members(c);
-    const int l = s.local;
-    for (int j = 1; j < s.domains; ++j) {
-      const auto& peers = dm.of[static_cast<size_t>((dm.mine + j) % s.domains)];
-      const int to = peers[static_cast<size_t>((dm.li + j - 1) % l)];
-      ph.sends.push_back({to, per_peer * l / c.net.bandwidth_efficiency, 1});
+    for (int to : s.domain_peers) {  // group_shape: one member of each other domain
+      ph.sends.push_back({to, per_peer * s.local / c.net.bandwidth_efficiency, 1});
       ph.receive_lanes.push_back(1);
     }
   }

@@ -19,13 +19,13 @@ Not a table the cost model reads unless docs/cost-model.md says so. Usage:
 
 import argparse
 import os
-import statistics
 import time
 
 import torch
 import torch.distributed as dist
 
-from power_phases import clocks_sampler, make_work, mean_samples, phase_counts as gemm_add_counts
+from power_phases import clocks_sampler, finish_pattern, gemm_phase, make_work
+from power_phases import phase_counts as gemm_add_counts
 from probe_common import CsvWriter, fmt
 
 
@@ -49,24 +49,13 @@ def run(work, flop, x, y, z, buf, counts, nccl, phases, warm, dev_index, tmp):
             with torch.cuda.stream(side):
                 for _ in range(n_ar):
                     dist.all_reduce(buf)
-        if n_gemm:
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(n_gemm):
-                work()
-            e1.record()
-            if p >= warm:
-                marks.append((e0, e1))
+        gemm_phase(n_gemm, work, marks, p >= warm)
         for _ in range(n_add):
             torch.add(x, y, out=z)
         if p % 8 == 7:
             torch.cuda.synchronize()
-    torch.cuda.synchronize()
-    sampler.terminate()
-    sampler.wait()
-    clock, power = mean_samples(tmp)
-    rates = [n_gemm * flop / (e0.elapsed_time(e1) * 1e-3) / 1e12 for e0, e1 in marks]
-    return (statistics.median(rates) if rates else 0.0), clock, power
+    rate, _, clock, power = finish_pattern(sampler, tmp, marks, n_gemm, flop)
+    return rate, clock, power
 
 
 def timed_ms(fn, n=20):

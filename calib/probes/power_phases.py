@@ -86,6 +86,29 @@ def phase_counts(gemm_ms, add_ms, g, m):
     return n_gemm, n_add
 
 
+def gemm_phase(n_gemm, work, marks, keep):
+    """Queues `n_gemm` calls of `work` between two CUDA events; keeps the pair in `marks`."""
+    if not n_gemm:
+        return
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(n_gemm):
+        work()
+    e1.record()
+    if keep:
+        marks.append((e0, e1))
+
+
+def finish_pattern(sampler, tmp, marks, n_gemm, flop):
+    """Stops the clock sampler; (median GEMM TFLOP/s of the kept phases, phases, clock, power)."""
+    torch.cuda.synchronize()
+    sampler.terminate()
+    sampler.wait()
+    clock, power = mean_samples(tmp)
+    rates = [n_gemm * flop / (e0.elapsed_time(e1) * 1e-3) / 1e12 for e0, e1 in marks]
+    return (statistics.median(rates) if rates else 0.0), len(rates), clock, power
+
+
 def run_pattern(a, b, c, x, y, z, n_gemm, n_add, seconds, warm_s, dev_index, tmp):
     """a: the compute call, b: its FLOP, c: idle instead of adds."""
     marks = []
@@ -93,15 +116,7 @@ def run_pattern(a, b, c, x, y, z, n_gemm, n_add, seconds, warm_s, dev_index, tmp
     start = time.time()
     phases = 0
     while time.time() - start < warm_s + seconds:
-        timed = time.time() - start >= warm_s
-        if n_gemm:
-            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            e0.record()
-            for _ in range(n_gemm):
-                a()
-            e1.record()
-            if timed:
-                marks.append((e0, e1))
+        gemm_phase(n_gemm, a, marks, time.time() - start >= warm_s)
         if c:  # idle: the GPU waits for the host
             torch.cuda.synchronize()
             time.sleep(n_add * 0.73e-3)
@@ -111,12 +126,7 @@ def run_pattern(a, b, c, x, y, z, n_gemm, n_add, seconds, warm_s, dev_index, tmp
         phases += 1
         if phases % 8 == 0:
             torch.cuda.synchronize()  # keep the host no more than a few phases ahead
-    torch.cuda.synchronize()
-    sampler.terminate()
-    sampler.wait()
-    clock, power = mean_samples(tmp)
-    rates = [n_gemm * b / (e0.elapsed_time(e1) * 1e-3) / 1e12 for e0, e1 in marks]
-    return (statistics.median(rates) if rates else 0.0), len(rates), clock, power
+    return finish_pattern(sampler, tmp, marks, n_gemm, b)
 
 
 def main():

@@ -26,6 +26,9 @@ struct GroupShape {
   int rail_next = -1;   ///< member of the next domain with my local index (regular only)
   std::vector<int> rail;  ///< members with my local index, one per domain, in domain order
   int rail_index = 0;   ///< my position in rail
+  /// Per-domain all-to-all peers (regular only): entry j-1 is the member of the domain at
+  /// offset j (j = 1..domains-1) with local index (mine + j - 1) mod local.
+  std::vector<int> domain_peers;
 };
 
 /// The shape of `members` (ring order) seen from members[index]; O(p).
