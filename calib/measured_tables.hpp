@@ -95,4 +95,7 @@ struct DerivationRule {
 /// @throws std::invalid_argument for a GPU with no rule (the message lists the known ones).
 const DerivationRule& derivation_rule(const std::string& gpu_name);
 
+/// Names of the GPUs the measured model can cost (measured, or with a derivation rule), sorted.
+std::vector<std::string> measured_model_gpus();
+
 }  // namespace clustersim::calib

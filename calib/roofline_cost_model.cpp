@@ -65,11 +65,17 @@ RooflineEfficiencies roofline_efficiencies(const std::string& gpu_name) {
   auto it = t.find(gpu_name);
   if (it == t.end()) {
     std::string known;
-    for (const auto& [name, eff] : t) known += (known.empty() ? "" : ", ") + name;
+    for (const auto& name : roofline_gpus()) known += (known.empty() ? "" : ", ") + name;
     throw std::invalid_argument("no cited roofline efficiencies for GPU '" + gpu_name +
                                 "' (known: " + known + ")");
   }
   return it->second;
+}
+
+std::vector<std::string> roofline_gpus() {
+  std::vector<std::string> out;
+  for (const auto& entry : table()) out.push_back(entry.first);
+  return out;
 }
 
 RooflineCostModel::RooflineCostModel(sim::GpuSpec gpu)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sim/cost_model.hpp"
 
@@ -23,6 +24,9 @@ struct RooflineEfficiencies {
 /// Looks up the cited efficiencies of a GPU by name ("H100-SXM", "H200-SXM", "B200", "GB200").
 /// @throws std::invalid_argument for a GPU with no cited figures (never a silent default).
 RooflineEfficiencies roofline_efficiencies(const std::string& gpu_name);
+
+/// Names of the GPUs with cited roofline efficiencies, sorted.
+std::vector<std::string> roofline_gpus();
 
 /// Roofline CostModel for one GPU type.
 class RooflineCostModel : public sim::CostModel {

@@ -76,7 +76,7 @@ const std::vector<Field>& fields() {
   using S = Section;
   using P = PlatformSpec;
   static const std::vector<Field> kFields = {
-      {"name", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.name = m.get_string(k); }},
+      {"name", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.name = m.get_string(k); s.gpu_name_at = m.location(k); }},
       {"peak_bf16", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_bf16 = m.get_flops(k); }},
       {"peak_fp8", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp8 = m.get_flops(k); }},
       {"peak_fp32", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp32 = m.get_flops(k); }},

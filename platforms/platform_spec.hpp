@@ -79,6 +79,9 @@ struct PlatformSpec {
   std::string description;  ///< one line for reports
   std::string source_file;  ///< the YAML it came from (for messages)
   sim::GpuSpec gpu;
+  /// Where gpu.name was given (the platform file's `gpu.name`, or a job's
+  /// `cluster.overrides.name`), for the error when no cost model knows that GPU.
+  SourceLocation gpu_name_at;
   NodeSpec node;
   FabricSpec fabric;
   PowerFigures power;

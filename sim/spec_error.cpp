@@ -22,4 +22,8 @@ SpecError::SpecError(std::string file, int line, std::string field, std::string 
       field_(std::move(field)),
       reason_(std::move(reason)) {}
 
+SpecError SourceLocation::error(const std::string& reason) const {
+  return SpecError(file, line, field, reason);
+}
+
 }  // namespace clustersim

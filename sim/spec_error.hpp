@@ -29,4 +29,15 @@ class SpecError : public std::runtime_error {
   std::string reason_;
 };
 
+/// Where a field of an input file was given, kept by specs for errors found after loading
+/// (e.g. a platform's GPU name that no cost model knows).
+struct SourceLocation {
+  std::string file;   ///< path of the input as the user gave it
+  int line = 0;       ///< 1-based line, 0 if unknown
+  std::string field;  ///< dotted field path
+
+  /// The SpecError for `reason` at this place.
+  SpecError error(const std::string& reason) const;
+};
+
 }  // namespace clustersim

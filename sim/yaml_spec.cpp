@@ -74,6 +74,10 @@ SpecError YamlMap::error(const std::string& key, const std::string& reason) cons
   return SpecError(file_, key.empty() ? line() : line_of(key), field(key), reason);
 }
 
+SourceLocation YamlMap::location(const std::string& key) const {
+  return SourceLocation{file_, key.empty() ? line() : line_of(key), field(key)};
+}
+
 bool YamlMap::has(const std::string& key) {
   known_.insert(key);
   return static_cast<bool>(node_[key]);

@@ -83,6 +83,9 @@ class YamlMap {
   /// Builds an error located at `key` (or at the mapping itself when key is empty).
   SpecError error(const std::string& key, const std::string& reason) const;
 
+  /// Where `key` is given (its line, or the mapping's when absent), for errors raised later.
+  SourceLocation location(const std::string& key) const;
+
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
   /// 1-based line of the mapping.

@@ -192,7 +192,7 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--svg", args->svg, "SVG plot output (default scale.svg)");
   cmd->add_option("--title", args->title, "Plot title");
   cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--replicas", args->replicas,
                   "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));

@@ -222,7 +222,7 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
                   "Run only shard K of N (configs with id % N == K-1), e.g. $SLURM_ARRAY_TASK_ID/8; "
                   "combine outputs with 'sweep merge'");
   cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--replicas", args->replicas,
                   "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));

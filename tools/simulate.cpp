@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -23,6 +24,23 @@ std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const s
         gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
   }
   throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
+}
+
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
+                                                const platforms::PlatformSpec& platform) {
+  const std::string& gpu = platform.gpu.name;
+  std::vector<std::string> known;
+  if (name == "roofline") known = calib::roofline_gpus();
+  if (name == "measured") known = calib::measured_model_gpus();
+  if (!known.empty() && std::find(known.begin(), known.end(), gpu) == known.end()) {
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw platform.gpu_name_at.error(
+        "the " + name + " cost model knows no GPU named '" + gpu + "' (it knows " + list +
+        "): name one of those, or give the GPU a derivation rule (calib/measured_tables.cpp) or "
+        "roofline efficiencies (calib/roofline_cost_model.cpp), docs/cost-model.md");
+  }
+  return make_cost_model(name, platform.gpu);
 }
 
 sim::NcclProtocol nccl_protocol(const std::string& name) {
@@ -91,7 +109,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   sim::Workload workload = workloads::generate_workload(job.workload);
   const sim::DType dtype = workloads::compute_dtype(job.workload);
   workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
-  const auto cost_model = make_cost_model(options.cost, platform->gpu());
+  const auto cost_model = make_cost_model(options.cost, job.cluster.platform);
   const sim::CostModel& cost = *cost_model;
   sim::cost_workload(workload, cost);
   const PowerStateSummary power = power_state(workload, cost, options.power_state);

@@ -87,6 +87,12 @@ inline constexpr int kAutoReplicaThreshold = 256;
 /// @throws std::invalid_argument for another name or a GPU the model cannot cost.
 std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu);
 
+/// The same for a platform's GPU, first checking that the model knows the GPU by its name.
+/// @throws SpecError at the platform's (or the job's override's) `name` when it does not, listing
+/// the names it knows; std::invalid_argument for another model name.
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
+                                                const platforms::PlatformSpec& platform);
+
 /// Builds the platform, generates and costs the workload, simulates one step.
 /// @throws SpecError for inconsistent jobs, std::runtime_error for simulation failures.
 RunReport simulate_job(const Job& job, const SimulateOptions& options);

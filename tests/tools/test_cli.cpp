@@ -127,6 +127,24 @@ TEST(Cli, InterferenceCanBeTurnedOffFromTheJobOrTheCommandLine) {
   EXPECT_NE(bad.output.find("interference"), std::string::npos) << bad.output;
 }
 
+// A GPU no cost model knows (a user's own platform or a renamed catalog GPU) is the input's
+// error, at the line that named it, for both models: not a bare exception after loading.
+TEST(Cli, GpuNameNoCostModelKnowsIsAnErrorAtTheNameWithExitTwo) {
+  const std::string job = tmp("unknown_gpu.yaml");
+  std::ofstream(job) << "cluster:\n  platform: hgx_h100\n  gpus: 16\n  overrides: {name: H800-SXM}\n"
+                        "model: {catalog: llama3_8b, layers: 4}\nparallelism: {tp: 2, pp: 2, dp: 4}\n"
+                        "training: {seq_length: 2048, micro_batch_size: 1, precision: bf16}\n";
+  for (const std::string cost : {"measured", "roofline"}) {
+    const auto r = run_cli("run " + job + " --cost " + cost);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("unknown_gpu.yaml:4: cluster.overrides.name: the " + cost +
+                            " cost model knows no GPU named 'H800-SXM'"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("H100-SXM"), std::string::npos) << r.output;
+  }
+}
+
 TEST(Cli, NcclProtocolFromTheJobMatchesTheFlag) {
   const std::string job = small_job_with("proto_ll.yaml", "simulation:\n  nccl_proto: LL\n");
   ASSERT_EQ(run_cli("run " + job + " --json " + tmp("ll_job.json")).exit_code, 0);
