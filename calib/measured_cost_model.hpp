@@ -115,6 +115,10 @@ class MeasuredCostModel : public sim::CostModel {
   sim::CollectiveParams nvlink_params(const std::string& series, double bytes_equiv,
                                       double share_factor, int steps) const;
   void note_out_of_grid(const std::string& what) const;
+  /// table_sources' lines for the GEMM factors of TP overlap and held SMs (when loaded).
+  void add_overlap_sources(std::vector<std::string>& out) const;
+  /// table_sources' line for the power state.
+  std::string power_state_source() const;
   sim::CollectiveParams nvlink_collective(sim::CollectiveKind kind, double bytes, int group_size,
                                           const std::string& series) const;
   std::vector<InterferencePoint> interference_points(const std::string& name) const;

@@ -16,14 +16,7 @@ std::string fmt_cores(double cores) {
 }
 }  // namespace
 
-std::vector<std::string> MeasuredCostModel::table_sources() const {
-  const std::string how = rule_.measured ? "measured" : "derived from H200 (" + rule_.basis + ")";
-  const std::string dir = tables_->dir();
-  std::vector<std::string> out = {
-      "GEMM BF16: " + dir + "/gemm_bf16.csv, fwd table for forward GEMMs, geometric mean of "
-          "dgrad and wgrad tables for backward; " + how,
-      "GEMM FP8: " + dir + "/gemm_fp8.csv (TN, per-tensor scales); " + how,
-  };
+void MeasuredCostModel::add_overlap_sources(std::vector<std::string>& out) const {
   if (tp_overlap_.loaded()) {
     std::string files;
     for (const auto& f : tp_overlap_.files()) files += (files.empty() ? "" : ", ") + f;
@@ -40,6 +33,31 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
                   "none held), applied while the TP communication is in flight; measured on H200" +
                   (rule_.measured ? "" : ", ratios applied unchanged"));
   }
+}
+
+std::string MeasuredCostModel::power_state_source() const {
+  const PowerBoostTable& boost = tables_->power_boost();
+  if (boost.empty()) {
+    return "power state: no power_boost.csv in " + tables_->dir() +
+           ": GEMMs and attention at their tables' sustained speed";
+  }
+  const std::string applied =
+      !rule_.power_boost ? "not applied to " + gpu_.name + " (not measured)"
+      : rule_.measured   ? std::string("measured on H200")
+                         : std::string("H200 curves, same die and power limit");
+  return "power state: " + boost.file() + " (GEMM BF16/FP8 and attention clock boost by the "
+         "rank's compute-bound share, runs 24-25); " + applied;
+}
+
+std::vector<std::string> MeasuredCostModel::table_sources() const {
+  const std::string how = rule_.measured ? "measured" : "derived from H200 (" + rule_.basis + ")";
+  const std::string dir = tables_->dir();
+  std::vector<std::string> out = {
+      "GEMM BF16: " + dir + "/gemm_bf16.csv, fwd table for forward GEMMs, geometric mean of "
+          "dgrad and wgrad tables for backward; " + how,
+      "GEMM FP8: " + dir + "/gemm_fp8.csv (TN, per-tensor scales); " + how,
+  };
+  add_overlap_sources(out);
   const std::vector<std::string> rest = {
       "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets); " + how,
       "memory-bound: " + dir + "/membound.csv (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, "
@@ -69,17 +87,7 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           (rule_.measured ? "" : ", ratios applied unchanged"),
   };
   out.insert(out.end(), rest.begin(), rest.end());
-  const PowerBoostTable& boost = tables_->power_boost();
-  if (boost.empty()) {
-    out.push_back("power state: no power_boost.csv in " + dir + ": GEMMs and attention at their "
-                  "tables' sustained speed");
-  } else {
-    out.push_back("power state: " + boost.file() + " (GEMM BF16/FP8 and attention clock boost by "
-                  "the rank's compute-bound share, runs 24-25); " +
-                  (rule_.power_boost ? std::string(rule_.measured ? "measured on H200"
-                                                                  : "H200 curves, same die and power limit")
-                                     : std::string("not applied to ") + gpu_.name + " (not measured)"));
-  }
+  out.push_back(power_state_source());
   return out;
 }
 

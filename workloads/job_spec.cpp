@@ -118,6 +118,62 @@ void read_pipeline_split(YamlMap& p, ParallelSpec& s) {
   s.account_for_loss = p.get_bool_or("account_for_loss_in_pipeline_split", false);
 }
 
+// The data-parallel optimizer: ZeRO stage and implementation, gradient reduction and parameter
+// gathering (defaults above read_parallelism).
+void read_data_parallel_optimizer(YamlMap& p, ParallelSpec& s) {
+  s.zero_stage = read_zero_stage(p);
+  const bool fsdp = p.has("fsdp") && p.get_bool("fsdp");
+  s.zero_impl = fsdp ? ZeroImpl::Fsdp2 : ZeroImpl::DeepSpeed;
+  if (p.has("zero_impl")) {
+    if (s.zero_stage != 3) throw p.error("zero_impl", "only meaningful with ZeRO stage 3 (zero_stage: 3 or fsdp: true)");
+    s.zero_impl = read_enum(p, "zero_impl", kZeroImplNames);
+  }
+  s.distributed_optimizer = s.zero_stage >= 1;
+  s.zero_init = p.get_bool_or("zero_init", true);
+  if (p.has("zero_init") && s.zero_stage != 3) {
+    throw p.error("zero_init", "only means something with zero_stage 3 (below it every GPU "
+                               "holds the whole model anyway)");
+  }
+  s.overlap_grad_reduce = p.get_bool_or("overlap_grad_reduce", true);
+  const bool gather_possible = (s.zero_stage == 1 || s.zero_stage == 2) && s.overlap_grad_reduce;
+  s.overlap_param_gather = p.get_bool_or("overlap_param_gather", gather_possible);
+  if (s.overlap_param_gather && !gather_possible) {
+    // Megatron-LM validate_args asserts both for --overlap-param-gather; with ZeRO-3 parameters
+    // are gathered per layer instead.
+    throw p.error("overlap_param_gather", "needs zero_stage 1 or 2 (distributed optimizer) and "
+                                          "overlap_grad_reduce: true");
+  }
+  s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
+  s.precision_aware_optimizer = p.get_bool_or("precision_aware_optimizer", false);
+}
+
+// TP communication overlap (Transformer Engine userbuffers), pipeline transfer overlap and the
+// host optimizer offload. Needs the schedule (read_pipeline_split) and the ZeRO stage.
+void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
+  s.tp_comm_overlap = p.get_bool_or("tp_comm_overlap", false);
+  if (auto cfg = p.get_map_opt("tp_comm_overlap_cfg")) {
+    if (!s.tp_comm_overlap) {
+      throw p.error("tp_comm_overlap_cfg", "is given but tp_comm_overlap is not true");
+    }
+    s.tp_overlap_cfg = read_tp_overlap_cfg(*cfg);
+  }
+  // Megatron-LM's training arguments overlap P2P by default (--no-overlap-p2p-communication
+  // turns it off) and force it off outside the interleaved schedule (arguments.py).
+  s.overlap_p2p_comm = p.get_bool_or("overlap_p2p_comm", s.schedule == "interleaved");
+  if (s.overlap_p2p_comm && s.schedule != "interleaved") {
+    throw p.error("overlap_p2p_comm", "Megatron overlaps pipeline transfers only in the "
+                                      "interleaved schedule (1f1b batches them)");
+  }
+  s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
+                                                   : OptimizerOffload::None;
+  if (p.has("offload_threads")) {
+    if (s.optimizer_offload != OptimizerOffload::Cpu) {
+      throw p.error("offload_threads", "only meaningful with optimizer_offload: cpu");
+    }
+    s.offload_threads = read_enum(p, "offload_threads", kHostThreadsNames);
+  }
+}
+
 // Defaults: tp, pp, cp, vp, ep = 1 and sequence_parallel = false are Megatron-LM's argument
 // defaults; etp defaults to tp (Megatron-core: expert_tensor_parallel_size None -> tp); the
 // data-parallel optimizer settings are those of the NeMo 2.0 pre-training recipes
@@ -145,52 +201,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   s.sequence_parallel = p.get_bool_or("sequence_parallel", false);
   read_pipeline_split(p, s);
   s.rank_order = read_rank_order(p);
-  s.zero_stage = read_zero_stage(p);
-  const bool fsdp = p.has("fsdp") && p.get_bool("fsdp");
-  s.zero_impl = fsdp ? ZeroImpl::Fsdp2 : ZeroImpl::DeepSpeed;
-  if (p.has("zero_impl")) {
-    if (s.zero_stage != 3) throw p.error("zero_impl", "only meaningful with ZeRO stage 3 (zero_stage: 3 or fsdp: true)");
-    s.zero_impl = read_enum(p, "zero_impl", kZeroImplNames);
-  }
-  s.distributed_optimizer = s.zero_stage >= 1;
-  s.zero_init = p.get_bool_or("zero_init", true);
-  if (p.has("zero_init") && s.zero_stage != 3) {
-    throw p.error("zero_init", "only means something with zero_stage 3 (below it every GPU "
-                               "holds the whole model anyway)");
-  }
-  s.overlap_grad_reduce = p.get_bool_or("overlap_grad_reduce", true);
-  const bool gather_possible = (s.zero_stage == 1 || s.zero_stage == 2) && s.overlap_grad_reduce;
-  s.overlap_param_gather = p.get_bool_or("overlap_param_gather", gather_possible);
-  if (s.overlap_param_gather && !gather_possible) {
-    // Megatron-LM validate_args asserts both for --overlap-param-gather; with ZeRO-3 parameters
-    // are gathered per layer instead.
-    throw p.error("overlap_param_gather", "needs zero_stage 1 or 2 (distributed optimizer) and "
-                                          "overlap_grad_reduce: true");
-  }
-  s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
-  s.precision_aware_optimizer = p.get_bool_or("precision_aware_optimizer", false);
-  s.tp_comm_overlap = p.get_bool_or("tp_comm_overlap", false);
-  if (auto cfg = p.get_map_opt("tp_comm_overlap_cfg")) {
-    if (!s.tp_comm_overlap) {
-      throw p.error("tp_comm_overlap_cfg", "is given but tp_comm_overlap is not true");
-    }
-    s.tp_overlap_cfg = read_tp_overlap_cfg(*cfg);
-  }
-  // Megatron-LM's training arguments overlap P2P by default (--no-overlap-p2p-communication
-  // turns it off) and force it off outside the interleaved schedule (arguments.py).
-  s.overlap_p2p_comm = p.get_bool_or("overlap_p2p_comm", s.schedule == "interleaved");
-  if (s.overlap_p2p_comm && s.schedule != "interleaved") {
-    throw p.error("overlap_p2p_comm", "Megatron overlaps pipeline transfers only in the "
-                                      "interleaved schedule (1f1b batches them)");
-  }
-  s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
-                                                   : OptimizerOffload::None;
-  if (p.has("offload_threads")) {
-    if (s.optimizer_offload != OptimizerOffload::Cpu) {
-      throw p.error("offload_threads", "only meaningful with optimizer_offload: cpu");
-    }
-    s.offload_threads = read_enum(p, "offload_threads", kHostThreadsNames);
-  }
+  read_data_parallel_optimizer(p, s);
+  read_overlap_and_offload(p, s);
   s.cp_comm_type = p.has("cp_comm_type") ? read_enum(p, "cp_comm_type", kCpCommNames) : CpCommType::P2p;
   s.dp = read_dp(p, s, gpus);
   return s;
