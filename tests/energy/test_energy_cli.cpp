@@ -82,7 +82,7 @@ TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
 TEST(EnergyCli, UnknownReliabilityKeyIsReportedWithItsLine) {
   const auto r = run_cli("run " + data("unknown_reliability_key.yaml"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("unknown_reliability_key.yaml:12"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown_reliability_key.yaml:11"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("restart_time"), std::string::npos) << r.output;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "workload_test_util.hpp"
+#include "workloads/layer_memory.hpp"
 #include "workloads/memory.hpp"
 
 namespace clustersim::workloads {
@@ -61,6 +62,20 @@ TEST(ActivationMemory, ReproducesKorthikantiEquationsAtThePapersConfigurations) 
   const WorkloadSpec g = gpt(12288, 96, 96, 8, true, 2048, 1);
   const double sbh = 2048.0 * 12288.0;
   EXPECT_NEAR(layer_activation_bytes(g, 0, Recompute::None), sbh * 32 / 8 + 4.0 * 2048 * 12, 1.0);
+}
+
+// The peak of a layer's backward (GeLU MLP, s = 2048, b = 1, h = 6144, t = 8): the
+// residual-stream gradient of the rank's tokens (all of them without SP, 1/t with it), the
+// activation's input and output gradients (4h/t wide each), and with SP the input re-gathered
+// for FC1's weight gradient (s x h).
+TEST(ActivationMemory, BackwardTransientsFollowSequenceParallelism) {
+  const double s = 2048, h = 6144, t = 8, bf16 = 2;
+  const WorkloadSpec tp_only = gpt(6144, 64, 2, 8, false, 2048, 1);
+  const WorkloadSpec tp_sp = gpt(6144, 64, 2, 8, true, 2048, 1);
+  EXPECT_DOUBLE_EQ(backward_transients(tp_only, layer_shape(tp_only), 0),
+                   bf16 * s * h + bf16 * s * 2 * (4 * h / t));
+  EXPECT_DOUBLE_EQ(backward_transients(tp_sp, layer_shape(tp_sp), 0),
+                   bf16 * s / t * h + bf16 * s * 2 * (4 * h / t) + bf16 * s * h);
 }
 
 TEST(ActivationMemory, InFlightMicrobatchesFollowTheSchedule) {

@@ -143,6 +143,9 @@ TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {
     const auto* c = std::get_if<sim::CollectiveSpec>(&op.shape);
     if (c != nullptr && c->kind == sim::CollectiveKind::AllToAll) {
       EXPECT_EQ(c->group, sim::GroupKind::EP);
+      // Each exchange moves the rank's routed tokens: 128 sequence-parallel tokens x top_k 2
+      // rows of hidden 256 in BF16.
+      EXPECT_DOUBLE_EQ(op.bytes, 128.0 * 2 * 256 * 2) << p.labels[op.label];
     }
     const auto* g = std::get_if<sim::GemmShape>(&op.shape);
     // Expert GEMM rows: the rank's 128 sequence-parallel tokens x top_k (etp 1).
@@ -157,6 +160,12 @@ TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {
   skewed.training.moe_imbalance = 1.5;
   const sim::Program q = generate_workload(skewed).programs[0];
   EXPECT_DOUBLE_EQ(count(q, "expert_fc1").flops, 1.5 * count(p, "expert_fc1").flops);
+  // ... and its all-to-alls carry 1.5x the tokens.
+  for (const auto& op : q.ops) {
+    if (q.labels[op.label] == "ep_dispatch_a2a") {
+      EXPECT_DOUBLE_EQ(op.bytes, 1.5 * 128 * 2 * 256 * 2);
+    }
+  }
 }
 
 // With fp8 each expert GEMM operand is cast-transposed once (4 B per element): the permuted
