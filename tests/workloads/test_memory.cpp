@@ -299,6 +299,10 @@ TEST(MemoryModel, OutOfMemoryNamesRankExcessAndDominantComponent) {
   EXPECT_NE(msg.find(oom.worst().dominant().name), std::string::npos) << msg;
   // Rank of the worst stage: tp 2, dp 2 in front of pp, so stage s starts at rank 4 s.
   EXPECT_EQ(oom.worst_rank, 4 * oom.worst_stage);
+  // The verdict's edge: a GPU exactly the peak's size holds it, one 0.1% smaller does not.
+  const double peak = fits.peak_bytes();
+  EXPECT_TRUE(estimate_memory(spec, peak).fits());
+  EXPECT_FALSE(estimate_memory(spec, 0.999 * peak).fits());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include <optional>
 #include <string>
 
 #include "sim/spec_error.hpp"
@@ -80,6 +81,19 @@ TEST(ContextParallel, RingExchangesKvBlocksOverlappedWithAttentionSteps) {
     }
     if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
       EXPECT_EQ(a->seq_q, 64);
+    }
+  }
+  // Each ring step sends every rank's K/V block to its neighbour: the all-gather that plays it
+  // moves (cp-1)/cp of its size per rank, one block of 64 tokens x 2 KV heads x (32 + 32) in
+  // BF16 (the backward's later steps carry the dK/dV accumulated so far too).
+  const double block = 64.0 * 2 * (32 + 32) * 2;
+  for (const auto& op : p.ops) {
+    const std::string& label = p.labels[op.label];
+    if (label == "cp_kv" || label == "cp_dkv") {
+      EXPECT_DOUBLE_EQ(op.bytes * 3 / 4, block) << label;
+    }
+    if (label == "cp_kv_dkv") {
+      EXPECT_TRUE(op.bytes * 3 / 4 == block || op.bytes * 3 / 4 == 2 * block) << op.bytes;
     }
   }
   // Load balance: each rank does 1/cp of the causal attention: 4 layers x 2 microbatches x
@@ -230,6 +244,23 @@ TEST(Zero, Zero3GathersEveryLayerTwicePerMicrobatchAndReduceScattersOnce) {
   EXPECT_EQ(count(p, "fsdp_ag", sim::Stream::DpComm).ops, 2 * 6 * m);
   EXPECT_EQ(count(p, "fsdp_rs", sim::Stream::DpComm).ops, 6 * m);
   EXPECT_EQ(count(p, "dp_rs", sim::Stream::DpComm).ops, 0);
+  // One unit of prefetch: a unit's gather may start when the unit before it starts, i.e. it
+  // waits for the last compute-stream op issued before the previous unit's gather (the first
+  // gather of the step waits for nothing).
+  std::vector<std::uint32_t> gathers;
+  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+    if (p.labels[p.ops[i].label] == "fsdp_ag") gathers.push_back(i);
+  }
+  ASSERT_GT(gathers.size(), 2u);
+  EXPECT_TRUE(p.ops[gathers[0]].deps.empty());
+  for (std::size_t k = 1; k < gathers.size(); ++k) {
+    std::optional<std::uint32_t> anchor;
+    for (std::uint32_t i = 0; i < gathers[k - 1]; ++i) {
+      if (p.ops[i].stream == sim::Stream::Compute) anchor = i;
+    }
+    ASSERT_TRUE(anchor.has_value()) << k;
+    EXPECT_EQ(p.ops[gathers[k]].deps, std::vector<std::uint32_t>{*anchor}) << "gather " << k;
+  }
   // ZeRO-2 reduce-scatters its buckets in every microbatch's backward.
   const auto z2 = testing::parse_job(job("  zero_stage: 2\n", "  global_batch_size: 8\n"), 4);
   const sim::Workload wq = generate_workload(z2);
