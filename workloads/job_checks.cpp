@@ -9,6 +9,13 @@ namespace {
 
 std::string str(long long v) { return std::to_string(v); }
 
+// The op programs hold every op of every microbatch of every layer (docs/engine.md, "Speed"), so
+// their memory grows with microbatches x layers: about 13 KB per layer pass measured for a
+// 16-GPU job (2026-12-01: 10,000 microbatches of a 4-layer TP2 PP2 job peaked at 540 MB). This
+// many passes would need over 13 GiB; a step beyond it is refused rather than left to run out
+// of memory. Real jobs stay far below (Llama 3 405B on 16,384 GPUs: 16 x 128).
+constexpr long long kMaxLayerPasses = 1LL << 20;
+
 using Found = std::optional<SpecViolation>;
 
 Found par(const std::string& key, const std::string& reason) {
@@ -160,11 +167,30 @@ Found check_sequence(const WorkloadSpec& w) {
   if (t.fp8_attention && t.precision != Precision::FP8) {
     return train("fp8_attention", "needs precision: fp8");
   }
+  return std::nullopt;
+}
+
+// The global batch: whole microbatches per data-parallel rank, and a step small enough to play.
+Found check_batch(const WorkloadSpec& w) {
+  const ModelSpec& m = w.model;
+  const ParallelSpec& p = w.parallel;
+  const TrainingSpec& t = w.training;
   const long long per_step = static_cast<long long>(p.dp) * t.micro_batch_size;
   if (t.global_batch_size % per_step != 0) {
     return train("global_batch_size", "global_batch_size (" + str(t.global_batch_size) +
                                           ") is not divisible by dp*micro_batch_size = " + str(p.dp) +
                                           "*" + str(t.micro_batch_size) + " = " + str(per_step));
+  }
+  const long long microbatches = t.global_batch_size / per_step;
+  const long long passes = microbatches * (m.layers + 2);  // + embedding and output layer
+  if (passes > kMaxLayerPasses) {
+    return train("global_batch_size",
+                 str(microbatches) + " microbatches per step x (" + str(m.layers) +
+                     " layers + embedding and head) = " + str(passes) +
+                     " layer passes; the simulator plays each one and above " +
+                     str(kMaxLayerPasses) + " its programs would need more than 13 GiB: "
+                     "simulate fewer microbatches (once the pipeline is full, the step grows "
+                     "linearly with them)");
   }
   return std::nullopt;
 }
@@ -175,6 +201,7 @@ std::optional<SpecViolation> find_violation(const WorkloadSpec& spec) {
   if (auto v = check_tensor_parallel(spec)) return v;
   if (auto v = check_experts(spec)) return v;
   if (auto v = check_sequence(spec)) return v;
+  if (auto v = check_batch(spec)) return v;
   if (auto v = check_pipeline(spec)) return v;
   if (auto v = check_data_parallel(spec)) return v;
   return std::nullopt;

@@ -65,6 +65,19 @@ TEST(Rejections, PipelineSplitsAndSchedules) {
                   "parallelism.num_layers_in_first_pipeline_stage", "cannot be combined");
 }
 
+// A step of more layer passes than the simulator can hold is refused at the batch, never left
+// to exhaust memory: 32 + 2 passes per microbatch of Llama3-8B, so 30,840 microbatches are the
+// most (1,048,560 passes) and 30,841 one too many.
+TEST(Rejections, StepTooLargeToPlayIsAnErrorAtTheBatch) {
+  expect_rejected("llama3_8b", "  tp: 1\n", "  global_batch_size: 30841\n", 1,
+                  "training.global_batch_size",
+                  "30841 microbatches per step x (32 layers + embedding and head) = 1048594 layer "
+                  "passes");
+  EXPECT_NO_THROW(testing::parse_job("model: llama3_8b\nparallelism: {}\ntraining:\n"
+                                     "  seq_length: 4096\n  micro_batch_size: 1\n"
+                                     "  precision: bf16\n  global_batch_size: 30840\n", 1));
+}
+
 TEST(Rejections, DataParallelAndOverlapOptions) {
   expect_rejected("llama3_8b", "  pp: 2\n  zero_stage: 3\n", "", 4, "parallelism.zero_stage",
                   "pipeline parallelism");
