@@ -163,6 +163,12 @@ TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
   }
   EXPECT_EQ(ok, 4);
   EXPECT_EQ(pruned, 2);
+  // Headroom is the H100's 80 GiB less the peak, both in GiB (to the CSV's 2 decimals).
+  for (const auto& row : t.rows) {
+    if (row[t.column("status")] != "ok") continue;
+    EXPECT_NEAR(std::stod(row[t.column("memory_headroom_gib")]),
+                80.0 - std::stod(row[t.column("peak_memory_gib")]), 0.011);
+  }
   for (std::size_t i = 1; i < 4; ++i) {
     EXPECT_GE(std::stod(t.rows[i - 1][t.column("tokens_per_s_per_gpu")]),
               std::stod(t.rows[i][t.column("tokens_per_s_per_gpu")]));
