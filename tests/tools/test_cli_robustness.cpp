@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,42 @@ TEST(CliRobustness, EveryMutatedValueIsValidOrAnErrorAtItsLine) {
     }
   }
   EXPECT_GT(errors, static_cast<int>(list.size()) / 2);  // the values are mostly invalid
+}
+
+// The same for a user's platform file: each figure of the catalog's HGX H100 platform replaced
+// by a bad value is valid or an error at its line of the platform file (`platform show` reads
+// and validates the file and builds the topology for 64 GPUs).
+TEST(CliRobustness, EveryMutatedPlatformFigureIsValidOrAnErrorAtItsLine) {
+  std::ifstream in(std::string(CLUSTERSIM_SOURCE_DIR) + "/platforms/catalog/hgx_h100.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string base = text.str();
+  const std::string file = ::testing::TempDir() + "/clustersim-" + std::to_string(::getpid()) +
+                           "-platform.yaml";
+  // `key: value` lines of the file, value up to a comment.
+  const std::regex line(R"((^|\n)( *)(\w+): ([^#\n]*[^#\s]))");
+  const auto& values = bad_values();
+  int cases = 0;
+  int errors = 0;
+  std::size_t j = 0;
+  for (auto it = std::sregex_iterator(base.begin(), base.end(), line); it != std::sregex_iterator();
+       ++it, ++j) {
+    const auto& m = *it;
+    const auto pos = static_cast<std::size_t>(m.position(4));
+    const std::string& v = values[(7 * j) % values.size()];
+    std::ofstream(file) << base.substr(0, pos) + v + base.substr(pos + static_cast<std::size_t>(m.length(4)));
+    const auto r = run_cli("platform show " + file + " --gpus 64");
+    ++cases;
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 2) << m.str(3) << ": " << v << " -> exit "
+                                                      << r.exit_code << "\n" << r.output;
+    if (r.exit_code == 2) {
+      ++errors;
+      EXPECT_NE(r.output.find(file + ":"), std::string::npos) << m.str(3) << ": " << v << "\n"
+                                                              << r.output;
+    }
+  }
+  EXPECT_GT(cases, 30);
+  EXPECT_GT(errors, cases / 2);
 }
 
 }  // namespace
