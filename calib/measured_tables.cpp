@@ -222,7 +222,7 @@ const DerivationRule& derivation_rule(const std::string& gpu_name) {
   const auto it = r.find(gpu_name);
   if (it == r.end()) {
     std::string known;
-    for (const auto& name : measured_model_gpus()) known += (known.empty() ? "" : ", ") + name;
+    for (const auto& [name, rule] : r) known += (known.empty() ? "" : ", ") + name;
     throw std::invalid_argument("no measured tables or derivation rule for GPU '" + gpu_name +
                                 "' (known: " + known + ")");
   }

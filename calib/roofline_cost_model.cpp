@@ -65,7 +65,7 @@ RooflineEfficiencies roofline_efficiencies(const std::string& gpu_name) {
   auto it = t.find(gpu_name);
   if (it == t.end()) {
     std::string known;
-    for (const auto& name : roofline_gpus()) known += (known.empty() ? "" : ", ") + name;
+    for (const auto& [name, eff] : t) known += (known.empty() ? "" : ", ") + name;
     throw std::invalid_argument("no cited roofline efficiencies for GPU '" + gpu_name +
                                 "' (known: " + known + ")");
   }

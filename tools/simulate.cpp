@@ -17,22 +17,48 @@
 
 namespace clustersim::tools {
 
-std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu) {
-  if (name == "roofline") return std::make_unique<calib::RooflineCostModel>(gpu);
-  if (name == "measured") {
-    return std::make_unique<calib::MeasuredCostModel>(
-        gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
+namespace {
+
+// The cost models by name (simulation.cost_model, --cost): the GPUs each can cost, and how to
+// build one for a GPU.
+struct CostModelKind {
+  std::vector<std::string> (*gpus)();
+  std::unique_ptr<sim::CostModel> (*make)(const sim::GpuSpec&);
+};
+
+const CostModelKind& cost_model_kind(const std::string& name) {
+  static const std::map<std::string, CostModelKind> kKinds = {
+      {"measured",
+       {calib::measured_model_gpus,
+        [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
+          return std::make_unique<calib::MeasuredCostModel>(
+              gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
+        }}},
+      {"roofline",
+       {calib::roofline_gpus,
+        [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
+          return std::make_unique<calib::RooflineCostModel>(gpu);
+        }}},
+  };
+  const auto it = kKinds.find(name);
+  if (it == kKinds.end()) {
+    throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
   }
-  throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
+  return it->second;
+}
+
+}  // namespace
+
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu) {
+  return cost_model_kind(name).make(gpu);
 }
 
 std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
                                                 const platforms::PlatformSpec& platform) {
+  const CostModelKind& kind = cost_model_kind(name);
   const std::string& gpu = platform.gpu.name;
-  std::vector<std::string> known;
-  if (name == "roofline") known = calib::roofline_gpus();
-  if (name == "measured") known = calib::measured_model_gpus();
-  if (!known.empty() && std::find(known.begin(), known.end(), gpu) == known.end()) {
+  const std::vector<std::string> known = kind.gpus();
+  if (std::find(known.begin(), known.end(), gpu) == known.end()) {
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     throw platform.gpu_name_at.error(
@@ -40,7 +66,7 @@ std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
         "): name one of those, or give the GPU a derivation rule (calib/measured_tables.cpp) or "
         "roofline efficiencies (calib/roofline_cost_model.cpp), docs/cost-model.md");
   }
-  return make_cost_model(name, platform.gpu);
+  return kind.make(platform.gpu);
 }
 
 sim::NcclProtocol nccl_protocol(const std::string& name) {
