@@ -93,6 +93,8 @@ std::string shape_text(const std::vector<double>& x) {
 MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const MeasuredTables> tables)
     : gpu_(std::move(gpu)),
       rule_(derivation_rule(gpu_.name)),
+      scale_(platform_scale(rule_, gpu_.peak_bf16.value / 1e12, gpu_.peak_fp8.value / 1e12,
+                            gpu_.hbm_bandwidth.value / 1e12)),
       tables_(std::move(tables)),
       roofline_(gpu_),
       tp_overlap_(*tables_),
@@ -151,7 +153,7 @@ double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase ph
     const bool fast = phase != sim::Phase::Backward && tables_->has("gemm/fp8/tn_fastacc");
     return (fast ? gemm_lookup("gemm/fp8/tn_fastacc", m, n, k, 1.0, "fp8/fastacc")
                  : gemm_lookup("gemm/fp8/tn", m, n, k, 1.0, "fp8")) /
-           rule_.gemm_fp8;
+           scale_.gemm_fp8;
   }
   double t = 0.0;
   if (phase != sim::Phase::Backward) {
@@ -162,7 +164,7 @@ double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase ph
     t = geometric_mean({gemm_lookup("gemm/bf16/dgrad", m, n, k, 2.0, "bf16/dgrad"),
                         gemm_lookup("gemm/bf16/wgrad", n, m, k, 2.0, "bf16/wgrad")});
   }
-  t /= rule_.gemm_bf16;
+  t /= scale_.gemm_bf16;
   if (g.dtype == sim::DType::FP32) {
     note_out_of_grid("GEMM fp32 (no FP32 table): BF16 time x peak_bf16/peak_fp32");
     t *= gpu_.peak_bf16.value / gpu_.peak_fp32.value;
@@ -203,7 +205,7 @@ double MeasuredCostModel::attention_time(const sim::AttentionShape& a) const {
   if (!a.causal && !mla && tables_->has(cp_key) && tables_->grid(cp_key).contains(xcp)) {
     double t = tables_->grid(cp_key).time_at(xcp);
     if (dq + dv != table_dims) t *= (dq + dv) / table_dims;
-    return t / rule_.attention;
+    return t / scale_.attention;
   }
   const std::vector<double> x{d(a.seq_q), d(a.batch) * d(a.heads)};
   std::string key = "attention/cudnn/" + std::string(mla ? "mla" : "gqa") + "/" + dir;
@@ -228,7 +230,7 @@ double MeasuredCostModel::attention_time(const sim::AttentionShape& a) const {
   if (a.dtype == sim::DType::FP8) note_out_of_grid("FP8 attention: BF16 table (not measured)");
   // Tables are causal with seq_kv = seq_q: scale by the attended (query, key) pairs.
   t *= d(a.seq_kv) * (a.causal ? 0.5 : 1.0) / (0.5 * d(a.seq_q));
-  return t / rule_.attention;
+  return t / scale_.attention;
 }
 
 double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {
@@ -263,7 +265,7 @@ double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
   }
   std::vector<double> times;
   for (const auto& name : it->second) times.push_back(kernel_time("membound/" + name, bytes));
-  return geometric_mean(times) / rule_.memory;
+  return geometric_mean(times) / scale_.memory;
 }
 
 double MeasuredCostModel::host_time(sim::MemKernel kernel, sim::HostThreads threads,
@@ -295,7 +297,7 @@ double MeasuredCostModel::eager_time(sim::MemKernel kernel, sim::MemKernel fused
                      ": no membound_eager table, costed as the fused kernel");
     return membound_time(fused, bytes, phase);
   }
-  return kernel_time(key, bytes) / rule_.memory;
+  return kernel_time(key, bytes) / scale_.memory;
 }
 
 double MeasuredCostModel::copy_bandwidth() const {

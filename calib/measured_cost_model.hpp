@@ -38,9 +38,11 @@ struct OutOfGridOp {
 /// CostModel from measured tables (H200) or derived from them (H100, B200, GB200).
 class MeasuredCostModel : public sim::CostModel {
  public:
-  /// @param gpu the platform's GPU; its name selects the derivation rule.
-  /// @throws std::invalid_argument if the GPU has no rule, or no cited roofline figures (the
-  /// scale-out network parameters are the roofline's).
+  /// @param gpu the platform's GPU; its name selects the derivation rule, its peaks and HBM
+  /// bandwidth scale the rule where they differ from the datasheet figures the rule states
+  /// (platform_scale).
+  /// @throws std::invalid_argument if the GPU has no rule, a peak or the HBM bandwidth is not
+  /// positive, or no cited roofline figures (the scale-out network parameters are the roofline's).
   MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const MeasuredTables> tables);
 
   /// Seconds for a GEMM, attention or memory-bound op (see docs/calibration.md for the lookup of
@@ -88,6 +90,8 @@ class MeasuredCostModel : public sim::CostModel {
   InterferenceFactors interference(OverlapCompute compute, double comm_bytes) const;
   /// The derivation rule in use.
   const DerivationRule& rule() const { return rule_; }
+  /// The rule's speed-ups at this platform's GPU figures (peaks, HBM bandwidth).
+  const PlatformScale& scale() const { return scale_; }
 
  private:
   /// The plain GEMM time x the measured TP-overlap factor when g.splits or g.sm_margin say
@@ -125,6 +129,7 @@ class MeasuredCostModel : public sim::CostModel {
 
   sim::GpuSpec gpu_;
   const DerivationRule& rule_;
+  PlatformScale scale_;  ///< rule_ at gpu_'s figures: what the tables' times are divided by
   std::shared_ptr<const MeasuredTables> tables_;
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
   TpOverlapFactor tp_overlap_;  ///< GEMMs split or planned for fewer SMs by TE's TP overlap

@@ -88,6 +88,11 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
   };
   out.insert(out.end(), rest.begin(), rest.end());
   out.push_back(power_state_source());
+  if (!scale_.note.empty()) {
+    out.push_back("platform GPU figures (" + gpu_.name + "): " + scale_.note +
+                  " (times ~ 1 / peak for GEMM and attention, ~ 1 / bandwidth for memory-bound "
+                  "kernels; NVLink and network from the platform's links as always)");
+  }
   return out;
 }
 
@@ -99,6 +104,7 @@ std::string MeasuredCostModel::describe() const {
     s << "derived for " << gpu_.name << " from measured H200 tables (" << tables_->provenance()
       << "): " << rule_.basis << "; uncertainty " << rule_.uncertainty;
   }
+  if (!scale_.note.empty()) s << "; scaled to the platform's GPU figures (" << scale_.note << ")";
   return s.str();
 }
 

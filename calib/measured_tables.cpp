@@ -1,5 +1,7 @@
 #include "calib/measured_tables.hpp"
 
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <stdexcept>
 
@@ -91,25 +93,28 @@ const std::map<std::string, DerivationRule>& rules() {
   static const std::map<std::string, DerivationRule> kRules = {
       {"H200-SXM",
        {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
-        "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true}},
+        "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true,
+        989.0, 1979.0, 4.8}},
       {"H100-SXM",
        {"H100-SXM", false, 1.0, 1.0, 1.0, 3.35 / 4.8,
         "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
         "attention unchanged; memory-bound ops take 4.8/3.35 as long (HBM3 3.35 TB/s vs HBM3e "
         "4.8 TB/s)",
         "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
-        "memory-bound +-10%", true}},
+        "memory-bound +-10%", true, 989.0, 1979.0, 3.35}},
+      // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
-       {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 8.0 / 4.8,
+       {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,
         "H200 times / MAMF ratio (B200 BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 TFLOP/s); "
-        "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
+        "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 7.7/4.8 TB/s",
         "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
-        "attention +-20% (kernel maturity differs); memory-bound +-10%", false}},
+        "attention +-20% (kernel maturity differs); memory-bound +-10%", false,
+        2250.0, 4500.0, 7.7}},
       {"GB200",
        {"GB200", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
-        "GEMM +-10%; attention +-20%; memory-bound +-10%", false}},
+        "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0}},
   };
   return kRules;
 }
@@ -227,6 +232,42 @@ const DerivationRule& derivation_rule(const std::string& gpu_name) {
                                 "' (known: " + known + ")");
   }
   return it->second;
+}
+
+namespace {
+// One figure's ratio, and its clause of the note when it is not 1.
+double scale_of(double platform, double rule, const char* figure, const char* unit,
+                const char* applies_to, std::string& note) {
+  if (!(platform > 0.0)) {
+    throw std::invalid_argument(std::string("platform_scale: ") + figure + " must be positive");
+  }
+  // Figures parsed from text ("3.35TB/s") may differ from the rule's in the last bit: equal
+  // within 1e-9 counts as the same figure, so catalog platforms keep the rule exactly.
+  double r = platform / rule;
+  if (std::fabs(r - 1.0) < 1e-9) r = 1.0;
+  if (r != 1.0) {
+    char clause[200];
+    std::snprintf(clause, sizeof clause, "%s%s %g %s vs the rule's %g: %s x%.4g",
+                  note.empty() ? "" : "; ", figure, platform, unit, rule, applies_to, r);
+    note += clause;
+  }
+  return r;
+}
+}  // namespace
+
+PlatformScale platform_scale(const DerivationRule& rule, double peak_bf16_tflops,
+                             double peak_fp8_tflops, double hbm_tbps) {
+  PlatformScale s;
+  const double bf16 = scale_of(peak_bf16_tflops, rule.peak_bf16_tflops, "peak_bf16", "TFLOP/s",
+                               "GEMM BF16 and attention", s.note);
+  const double fp8 = scale_of(peak_fp8_tflops, rule.peak_fp8_tflops, "peak_fp8", "TFLOP/s",
+                              "GEMM FP8", s.note);
+  const double hbm = scale_of(hbm_tbps, rule.hbm_tbps, "hbm_bandwidth", "TB/s", "memory-bound", s.note);
+  s.gemm_bf16 = rule.gemm_bf16 * bf16;
+  s.attention = rule.attention * bf16;
+  s.gemm_fp8 = rule.gemm_fp8 * fp8;
+  s.memory = rule.memory * hbm;
+  return s;
 }
 
 std::vector<std::string> measured_model_gpus() {

@@ -89,7 +89,32 @@ struct DerivationRule {
   std::string uncertainty;  ///< stated uncertainty of the derived times
   /// The measured GPU's power-state boost applies (power_boost.csv): same die and power limit.
   bool power_boost = false;
+  /// The datasheet figures the ratios above hold for (dense TFLOP/s, TB/s). A platform whose
+  /// GPU states other figures under the same name (a user's platform file or
+  /// `cluster.overrides`) scales the derived times by its figures over these: compute-bound
+  /// kernels by the peak (same architecture, time ~ 1 / peak), memory-bound ones by the HBM
+  /// bandwidth (time ~ bytes / bandwidth). See PlatformScale.
+  double peak_bf16_tflops = 0.0;
+  double peak_fp8_tflops = 0.0;
+  double hbm_tbps = 0.0;
 };
+
+/// The rule's speed-ups scaled to a platform's own GPU figures: rule ratio x platform figure /
+/// the rule's datasheet figure. All 1 for the measured GPU at its datasheet figures.
+struct PlatformScale {
+  double gemm_bf16 = 1.0;  ///< BF16 GEMM speed-up over the measured tables
+  double gemm_fp8 = 1.0;   ///< FP8 GEMM speed-up
+  double attention = 1.0;  ///< fused-attention speed-up (BF16 tensor cores)
+  double memory = 1.0;     ///< memory-bound kernel speed-up
+  /// "peak_bf16 500 TFLOP/s vs the rule's 989: GEMM BF16 and attention x0.506; ..." for each
+  /// figure that differs from the rule's, empty when none does.
+  std::string note;
+};
+
+/// The speed-ups `rule` gives a GPU with these datasheet figures (TFLOP/s, TFLOP/s, TB/s).
+/// @throws std::invalid_argument if a figure is not positive.
+PlatformScale platform_scale(const DerivationRule& rule, double peak_bf16_tflops,
+                             double peak_fp8_tflops, double hbm_tbps);
 
 /// The rule for a GPU: "H200-SXM" (measured), "H100-SXM", "B200", "GB200".
 /// @throws std::invalid_argument for a GPU with no rule (the message lists the known ones).

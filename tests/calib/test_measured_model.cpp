@@ -289,7 +289,7 @@ TEST_F(MeasuredModel, NetworkKeepsTheRooflineFigures) {
 
 TEST_F(MeasuredModel, DerivedGpusFollowTheirStatedRules) {
   const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
-  const MeasuredCostModel b200(gpu("B200", 8.0), tables_);
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
   const sim::Op g = gemm(8192, 8192, 8192, sim::DType::BF16);
   const sim::Op m = mem(sim::MemKernel::Copy, 1e9);
   EXPECT_DOUBLE_EQ(h100.compute_time(g), h200_.compute_time(g));
@@ -307,6 +307,38 @@ TEST_F(MeasuredModel, DerivedGpusFollowTheirStatedRules) {
   EXPECT_DOUBLE_EQ(h100.clock_boost(g, 0.5), h200_.clock_boost(g, 0.5));
   EXPECT_GT(h200_.clock_boost(g, 0.5), 1.05);
   EXPECT_DOUBLE_EQ(h200_.clock_boost(m, 0.5), 1.0);  // memory-bound ops keep their time
+}
+
+// A platform that states other figures for a known GPU (its own file, or cluster.overrides)
+// scales the rule by them: a user who gives an H100 twice the HBM bandwidth or half the BF16
+// peak must see memory-bound kernels twice as fast or BF16 GEMMs twice as slow, not the
+// catalog H100's times.
+TEST_F(MeasuredModel, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatasheet) {
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  sim::GpuSpec fast_hbm = gpu("H100-SXM", 6.7);
+  sim::GpuSpec half_bf16 = gpu("H100-SXM", 3.35);
+  half_bf16.peak_bf16 = {494.5e12};
+  const MeasuredCostModel hbm2(fast_hbm, tables_), bf16_half(half_bf16, tables_);
+  const sim::Op g = gemm(8192, 8192, 8192, sim::DType::BF16);
+  const sim::Op f = gemm(8192, 8192, 8192, sim::DType::FP8);
+  const sim::Op m = mem(sim::MemKernel::Copy, 1e9);
+  EXPECT_NEAR(h100.compute_time(m) / hbm2.compute_time(m), 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(hbm2.compute_time(g), h100.compute_time(g));
+  EXPECT_NEAR(bf16_half.compute_time(g) / h100.compute_time(g), 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(bf16_half.compute_time(f), h100.compute_time(f));  // FP8 peak unchanged
+  EXPECT_DOUBLE_EQ(bf16_half.compute_time(m), h100.compute_time(m));
+  // Catalog figures keep the rule exactly, and say nothing; others are stated.
+  EXPECT_TRUE(h100.scale().note.empty());
+  EXPECT_DOUBLE_EQ(h100.scale().memory, 3.35 / 4.8);
+  EXPECT_NE(hbm2.describe().find("hbm_bandwidth 6.7 TB/s vs the rule's 3.35"), std::string::npos);
+  EXPECT_NE(bf16_half.table_sources().back().find("GEMM BF16 and attention x0.5"), std::string::npos);
+  // The B200 rule's HBM is the HGX B200 datasheet's 7.7 TB/s, as platforms/catalog/hgx_b200.yaml.
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
+  EXPECT_TRUE(b200.scale().note.empty());
+  EXPECT_NEAR(h200_.compute_time(m) / b200.compute_time(m), 7.7 / 4.8, 1e-12);
+  sim::GpuSpec zero = gpu("H100-SXM", 3.35);
+  zero.hbm_bandwidth = {0.0};
+  EXPECT_THROW(MeasuredCostModel(zero, tables_), std::invalid_argument);
 }
 
 TEST_F(MeasuredModel, InterferenceInterpolatesTheMeasuredSlowdowns) {
@@ -391,7 +423,7 @@ TEST_F(MeasuredModel, CalibCheckMeetsTheMedianGoalOnGemmAndCollectives) {
   EXPECT_TRUE(catalog_in);
   const std::string text = format_check_report(r);
   EXPECT_NE(text.find("gemm/fp8/tn"), std::string::npos);
-  const MeasuredCostModel b200(gpu("B200", 8.0), tables_);
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
   EXPECT_THROW(run_calib_check(*tables_, b200), std::invalid_argument);
 }
 

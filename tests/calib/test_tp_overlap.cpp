@@ -257,7 +257,7 @@ TEST_F(TpOverlapCost, WithoutTheTablesAGemmIsCostedPlainAndListed) {
 }
 
 TEST_F(TpOverlapCost, DerivedGpusTakeTheRatioUnchanged) {
-  const MeasuredCostModel b200(gpu("B200", 8.0), tables_);
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
   EXPECT_NEAR(factor(b200, 2048, 9216, 12288, sim::DType::BF16, 4, 24) /
                   factor(2048, 9216, 12288, sim::DType::BF16, 4, 24), 1.0, 1e-12);
   const sim::Op op = gemm(2048, 9216, 12288, sim::DType::BF16, 4, 24);
