@@ -94,12 +94,13 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
     : gpu_(std::move(gpu)),
       rule_(derivation_rule(gpu_.name)),
       scale_(platform_scale(rule_, gpu_.peak_bf16.value / 1e12, gpu_.peak_fp8.value / 1e12,
-                            gpu_.hbm_bandwidth.value / 1e12)),
+                            gpu_.hbm_bandwidth.value / 1e12, gpu_.tdp.value)),
       tables_(std::move(tables)),
       roofline_(gpu_),
       tp_overlap_(*tables_),
       held_sms_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
+  if (!scale_.note.empty()) module_logger("calib")->warn("{}: {}", gpu_.name, scale_.note);
   overlap_points_ = {interference_points("gemm"), interference_points("attention"),
                      interference_points("membound")};
 }

@@ -104,7 +104,7 @@ std::string MeasuredCostModel::describe() const {
     s << "derived for " << gpu_.name << " from measured H200 tables (" << tables_->provenance()
       << "): " << rule_.basis << "; uncertainty " << rule_.uncertainty;
   }
-  if (!scale_.note.empty()) s << "; scaled to the platform's GPU figures (" << scale_.note << ")";
+  if (!scale_.note.empty()) s << "; platform GPU figures: " << scale_.note;
   return s.str();
 }
 

@@ -94,14 +94,14 @@ const std::map<std::string, DerivationRule>& rules() {
       {"H200-SXM",
        {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
         "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true,
-        989.0, 1979.0, 4.8}},
+        989.0, 1979.0, 4.8, 700.0}},
       {"H100-SXM",
        {"H100-SXM", false, 1.0, 1.0, 1.0, 3.35 / 4.8,
         "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
         "attention unchanged; memory-bound ops take 4.8/3.35 as long (HBM3 3.35 TB/s vs HBM3e "
         "4.8 TB/s)",
         "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
-        "memory-bound +-10%", true, 989.0, 1979.0, 3.35}},
+        "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
        {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,
@@ -109,12 +109,12 @@ const std::map<std::string, DerivationRule>& rules() {
         "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 7.7/4.8 TB/s",
         "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
         "attention +-20% (kernel maturity differs); memory-bound +-10%", false,
-        2250.0, 4500.0, 7.7}},
+        2250.0, 4500.0, 7.7, 1000.0}},
       {"GB200",
        {"GB200", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
-        "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0}},
+        "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0, 1200.0}},
   };
   return kRules;
 }
@@ -256,13 +256,21 @@ double scale_of(double platform, double rule, const char* figure, const char* un
 }  // namespace
 
 PlatformScale platform_scale(const DerivationRule& rule, double peak_bf16_tflops,
-                             double peak_fp8_tflops, double hbm_tbps) {
+                             double peak_fp8_tflops, double hbm_tbps, double tdp_w) {
   PlatformScale s;
   const double bf16 = scale_of(peak_bf16_tflops, rule.peak_bf16_tflops, "peak_bf16", "TFLOP/s",
                                "GEMM BF16 and attention", s.note);
   const double fp8 = scale_of(peak_fp8_tflops, rule.peak_fp8_tflops, "peak_fp8", "TFLOP/s",
                               "GEMM FP8", s.note);
   const double hbm = scale_of(hbm_tbps, rule.hbm_tbps, "hbm_bandwidth", "TB/s", "memory-bound", s.note);
+  if (!(tdp_w > 0.0)) throw std::invalid_argument("platform_scale: tdp must be positive");
+  if (std::fabs(tdp_w / rule.tdp_w - 1.0) >= 1e-9) {
+    char clause[200];
+    std::snprintf(clause, sizeof clause,
+                  "%stdp %g W vs the rule's %g: kernel times not scaled (nothing was measured "
+                  "under another power limit)", s.note.empty() ? "" : "; ", tdp_w, rule.tdp_w);
+    s.note += clause;
+  }
   s.gemm_bf16 = rule.gemm_bf16 * bf16;
   s.attention = rule.attention * bf16;
   s.gemm_fp8 = rule.gemm_fp8 * fp8;

@@ -97,6 +97,10 @@ struct DerivationRule {
   double peak_bf16_tflops = 0.0;
   double peak_fp8_tflops = 0.0;
   double hbm_tbps = 0.0;
+  /// The board power limit the ratios hold for (W): 700 for the H200 the tables come from.
+  /// Another tdp is stated in PlatformScale::note but scales nothing: no kernel was measured
+  /// under another limit.
+  double tdp_w = 0.0;
 };
 
 /// The rule's speed-ups scaled to a platform's own GPU figures: rule ratio x platform figure /
@@ -111,10 +115,10 @@ struct PlatformScale {
   std::string note;
 };
 
-/// The speed-ups `rule` gives a GPU with these datasheet figures (TFLOP/s, TFLOP/s, TB/s).
+/// The speed-ups `rule` gives a GPU with these datasheet figures (TFLOP/s, TFLOP/s, TB/s, W).
 /// @throws std::invalid_argument if a figure is not positive.
 PlatformScale platform_scale(const DerivationRule& rule, double peak_bf16_tflops,
-                             double peak_fp8_tflops, double hbm_tbps);
+                             double peak_fp8_tflops, double hbm_tbps, double tdp_w);
 
 /// The rule for a GPU: "H200-SXM" (measured), "H100-SXM", "B200", "GB200".
 /// @throws std::invalid_argument for a GPU with no rule (the message lists the known ones).

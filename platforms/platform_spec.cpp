@@ -137,6 +137,15 @@ void validate_power(const PlatformSpec& s, const YamlMap& at, bool sections) {
       p.gpu_waiting.value <= 0) {
     fail("GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) must be positive");
   }
+  // A board's power limit caps what it draws in every activity (nvidia-smi power.limit): a
+  // figure above tdp describes another GPU or another limit.
+  const double most = std::max({p.gpu_tensor.value, p.gpu_memory_bound.value,
+                                p.gpu_communication.value, p.gpu_waiting.value});
+  if (most > s.gpu.tdp.value) {
+    fail("GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) cannot exceed "
+         "the GPU's tdp (" + std::to_string(static_cast<long long>(s.gpu.tdp.value)) + " W, its "
+         "power limit); the highest is " + std::to_string(static_cast<long long>(most)) + " W");
+  }
   if (p.node_rated.value < s.gpu.tdp.value * s.node.gpus_per_node) {
     fail("node_rated must hold the node's GPUs at their tdp (" +
          std::to_string(s.gpu.tdp.value * s.node.gpus_per_node) + " W)");

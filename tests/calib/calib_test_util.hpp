@@ -26,7 +26,7 @@ inline sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
   g.peak_fp32 = {67e12};
   g.hbm_capacity = {141e9};
   g.hbm_bandwidth = {hbm_tbps * 1e12};
-  g.tdp = {700.0};
+  g.tdp = {name == "B200" ? 1000.0 : name == "GB200" ? 1200.0 : 700.0};
   g.host_link_bandwidth = {64e9};
   g.host_cores_per_gpu = 14.0;
   g.host_memory_bandwidth_per_gpu = {614.4e9 / 8};

@@ -336,6 +336,13 @@ TEST_F(MeasuredModel, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatasheet
   const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
   EXPECT_TRUE(b200.scale().note.empty());
   EXPECT_NEAR(h200_.compute_time(m) / b200.compute_time(m), 7.7 / 4.8, 1e-12);
+  // Another power limit is stated, not modelled: nothing was measured under it.
+  sim::GpuSpec capped = gpu("H100-SXM", 3.35);
+  capped.tdp = {500.0};
+  const MeasuredCostModel h100_500w(capped, tables_);
+  EXPECT_DOUBLE_EQ(h100_500w.compute_time(g), h100.compute_time(g));
+  EXPECT_NE(h100_500w.describe().find("tdp 500 W vs the rule's 700: kernel times not scaled"),
+            std::string::npos);
   sim::GpuSpec zero = gpu("H100-SXM", 3.35);
   zero.hbm_bandwidth = {0.0};
   EXPECT_THROW(MeasuredCostModel(zero, tables_), std::invalid_argument);

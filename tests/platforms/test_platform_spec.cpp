@@ -150,6 +150,15 @@ TEST(ClusterSection, InconsistentOverrideIsAnError) {
                     {"job.yaml:4", "cluster.overrides", "multiple of gpus_per_node"});
 }
 
+// A power limit below the GPU's activity powers: the board cannot draw them. Lowering tdp alone
+// once left every figure as it was, silently; with the activity powers lowered too it is valid.
+TEST(ClusterSection, GpuPowersCannotExceedTheTdp) {
+  expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 64, overrides: {tdp: 500W}}\n"); },
+                    {"cluster.overrides", "cannot exceed the GPU's tdp (500 W", "the highest is 692 W"});
+  EXPECT_NO_THROW(parse_cluster("cluster: {platform: hgx_h100, gpus: 64, overrides: {tdp: 500W, "
+                                "gpu_tensor: 495W, gpu_memory_bound: 490W}}\n"));
+}
+
 TEST(ClusterSection, GpusMustFitTheNodesAndTheFabric) {
   expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 100}\n"); },
                     {"job.yaml:1", "cluster.gpus", "multiple of gpus_per_node (8)"});
