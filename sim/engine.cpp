@@ -169,6 +169,8 @@ std::string serialize(const StepResult& r) {
   put(out, r.tp_estimated);
   put(out, r.tp_folded);
   put(out, r.sim_wall_s);
+  put<std::uint64_t>(out, r.algorithm_fallbacks.size());
+  for (const auto& f : r.algorithm_fallbacks) put_string(out, f);
   put<std::uint64_t>(out, r.timeline.size());
   for (const auto& e : r.timeline) {
     put(out, e.rank);
@@ -191,6 +193,8 @@ StepResult deserialize(const std::string& in) {
   r.tp_estimated = get<bool>(in, pos);
   r.tp_folded = get<bool>(in, pos);
   r.sim_wall_s = get<double>(in, pos);
+  const auto nf = get<std::uint64_t>(in, pos);
+  for (std::uint64_t i = 0; i < nf; ++i) r.algorithm_fallbacks.push_back(get_string(in, pos));
   const auto n = get<std::uint64_t>(in, pos);
   r.timeline.reserve(n);
   for (std::uint64_t i = 0; i < n; ++i) {

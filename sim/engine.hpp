@@ -91,6 +91,10 @@ struct StepResult {
   bool tp_folded = false;
   double sim_wall_s = 0.0;        ///< wall-clock time of the simulation itself
   std::vector<TimelineEvent> timeline;
+  /// Collectives that could not run EngineOptions::nccl_algo and what ran instead, with the
+  /// number of calls (counted at each group's first member): "tree forced, all_reduce of group
+  /// amax over 2 NVLink domain(s): ring (16 calls)". Empty without a forced algorithm.
+  std::vector<std::string> algorithm_fallbacks;
 };
 
 /// Why EngineOptions::identical_dp_replicas cannot apply to `workload` (a collective spanning

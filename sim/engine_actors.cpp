@@ -218,6 +218,12 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
       choose_algorithm(call, sh_->options->nccl_algo, sh_->platform->nvlink_bandwidth,
                        sh_->platform->network_bandwidth);
   RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
+  if (!sh_->options->nccl_algo.empty() && algo.name != sh_->options->nccl_algo && g.index == 0 &&
+      !r.mirror) {
+    ++sh_->algorithm_fallbacks[sh_->options->nccl_algo + " forced, " + to_string(spec.kind) +
+                               " of group " + to_string(spec.group) + " over " +
+                               std::to_string(g.shape.domains) + " NVLink domain(s): " + algo.name];
+  }
   // A TP communication kernel holds the SMs that overlapped GEMMs name (GemmShape::busy_sms).
   const bool holds = sh_->held_sms && stream == Stream::TpComm && !r.mirror;
   if (holds) set_tp_in_flight(r, true);
@@ -442,6 +448,9 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   result.events = sh.events;
   result.tp_estimated = sh.tp_costed;
   result.tp_folded = sh.fold > 1;
+  for (const auto& [what, calls] : sh.algorithm_fallbacks) {
+    result.algorithm_fallbacks.push_back(what + " (" + std::to_string(calls) + " calls)");
+  }
   if (sh.fold > 1 && options.record_timeline) unfold_timeline(sh);
   result.timeline = std::move(sh.timeline);
 }

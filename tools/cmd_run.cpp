@@ -157,7 +157,9 @@ void register_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"measured", "roofline"}));
   cmd->add_option("--nccl-algo", args->nccl_algo,
                   "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
-                  "tree, hierarchical, nvls); default: chosen per call by NCCL's cost model")
+                  "tree, hierarchical, nvls); collectives it cannot run use ring (pairwise for "
+                  "all-to-all) and are listed in the report; default: chosen per call by NCCL's "
+                  "cost model")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
   cmd->add_flag("--ignore-oom", args->ignore_oom,
                 "Simulate even when the memory model says a rank's peak memory exceeds the GPU's "

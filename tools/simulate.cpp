@@ -249,6 +249,7 @@ std::string report_json(const RunReport& r) {
                       {"compute_bound_boost", r.compute_bound_boost}};
   j["tp_collectives"] = r.step.tp_estimated ? "estimated" : "played";
   j["tp_ranks_played"] = r.step.tp_folded ? "one per group" : "all";
+  j["nccl_algo_fallbacks"] = r.step.algorithm_fallbacks;
   j["cost_notes"] = r.cost_notes;
   j["cost_tables"] = r.cost_tables;
   if (r.memory) j["memory"] = memory_json(*r.memory);
@@ -279,6 +280,10 @@ std::string report_text(const RunReport& r) {
   out << "breakdown     compute " << std::setprecision(3) << b.compute_s << " s (" << pct(b.compute_s)
       << "), exposed comm " << b.exposed_comm_s << " s (" << pct(b.exposed_comm_s)
       << "), bubble " << b.bubble_s << " s (" << pct(b.bubble_s) << ")\n";
+  for (std::size_t i = 0; i < r.step.algorithm_fallbacks.size(); ++i) {
+    out << (i == 0 ? "forced algo   not applicable, fell back: " : "              ")
+        << r.step.algorithm_fallbacks[i] << "\n";
+  }
   if (!r.cost_notes.empty()) {
     out << "cost notes    " << r.cost_notes.size()
         << " op classes costed outside the measured tables (listed in --json cost_notes)\n";

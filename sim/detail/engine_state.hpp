@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -105,6 +106,9 @@ struct Shared {
   std::vector<RankState> ranks;
   std::uint64_t events = 0;
   std::vector<TimelineEvent> timeline;
+  /// Collectives that could not run the forced algorithm (EngineOptions::nccl_algo), by what
+  /// ran instead: "tree forced, all_reduce of group amax over 2 NVLink domains: ring" -> calls.
+  std::map<std::string, std::uint64_t> algorithm_fallbacks;
   /// Some compute op runs slower while a TP communication kernel holds SMs (held_slowdown > 1):
   /// only then do TP communication ops change the compute rate (saves the wake-ups otherwise).
   bool held_sms = false;

@@ -162,6 +162,29 @@ TEST(Cli, NcclProtocolFromTheJobMatchesTheFlag) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
 
+// A forced algorithm that cannot run a collective (tree: all-reduces over 3+ NVLink domains) is
+// replaced by ring, and the report says where: the small job's TP and data-parallel collectives,
+// all inside one HGX node (TP2 x DP4 per pipeline stage). Ring runs everything it has, and NCCL's own choice
+// falls back nowhere.
+TEST(Cli, ForcedAlgorithmFallbacksAreListed) {
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --nccl-algo tree --json " + tmp("tree.json"))
+                .exit_code, 0);
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --nccl-algo ring --json " + tmp("ring.json"))
+                .exit_code, 0);
+  ASSERT_EQ(run_cli("run " + data("small_job.yaml") + " --json " + tmp("choice.json")).exit_code, 0);
+  const auto tree = read_json(tmp("tree.json"))["nccl_algo_fallbacks"];
+  ASSERT_TRUE(tree.is_array());
+  const std::string all = tree.dump();
+  EXPECT_NE(all.find("tree forced, reduce_scatter of group dp over 1 NVLink domain(s): ring ("),
+            std::string::npos) << all;
+  EXPECT_NE(all.find("tree forced, all_gather of group tp over 1 NVLink domain(s): ring ("),
+            std::string::npos) << all;
+  EXPECT_TRUE(read_json(tmp("ring.json"))["nccl_algo_fallbacks"].empty());
+  EXPECT_TRUE(read_json(tmp("choice.json"))["nccl_algo_fallbacks"].empty());
+  const auto text = run_cli("run " + data("small_job.yaml") + " --nccl-algo tree");
+  EXPECT_NE(text.output.find("forced algo   not applicable, fell back: tree forced"), std::string::npos);
+}
+
 TEST(Cli, MissingFileAndUnknownCommandAreUsageErrors) {
   EXPECT_NE(run_cli("run /nonexistent/job.yaml").exit_code, 0);
   EXPECT_EQ(run_cli("frobnicate").exit_code, 2);
