@@ -52,8 +52,9 @@ Side evaluate(const std::string& path, const std::string& replicas) {
                     "platform '" + s.job.cluster.platform.name + "' has no power: figures");
   }
   s.energy = *e;
-  s.shape = run_shape(s.job, s.run.tokens_per_s_per_gpu);
-  s.reliability = energy::simulate_run(reliability_inputs(s.job), s.shape);
+  auto failures = run_with_failures(s.job, s.run.tokens_per_s_per_gpu);
+  s.shape = failures.shape;
+  s.reliability = failures.reliability;
   return s;
 }
 
@@ -78,6 +79,13 @@ void print_steady_state(std::ostream& out, const Side& a, const Side& b) {
        [](const Side& s) { return std::filesystem::path(s.job.origin).filename().string(); });
   both("GPUs", [](const Side& s) {
     return std::to_string(s.run.gpus) + " x " + s.job.cluster.platform.gpu.name;
+  });
+  // The memory model's verdict: a comparison whose job does not fit is not one to buy on.
+  both("memory/GPU (GiB)", [](const Side& s) {
+    if (!s.run.memory) return std::string("n/a");
+    const auto& m = *s.run.memory;
+    return num(m.peak_bytes / (1024.0 * 1024 * 1024), 1) + " of " +
+           num(m.capacity_bytes / (1024.0 * 1024 * 1024), 1) + (m.fits ? "" : " DOES NOT FIT");
   });
   both("step time (s)", [](const Side& s) { return num(s.run.step.step_time_s, 3); });
   both("MFU", [](const Side& s) { return num(100 * s.run.mfu, 1) + "%"; });
@@ -187,20 +195,7 @@ void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
 nlohmann::ordered_json side_json(const Side& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(report_json(s.run));
   add_energy_json(j, s.energy);  // the TCO-priced evaluation replaces run's default pricing
-  const auto& r = s.reliability;
-  j["reliability"] = {
-      {"job_mtbf_s", r.system_mtbf_s},
-      {"checkpoint_interval_s", r.checkpoint_interval_s},
-      {"checkpoint_write_s", r.checkpoint_write_s},
-      {"failure_free_s", s.shape.work_s},
-      {"wall_s",
-       {{"mean", r.wall_s.mean},
-        {"ci95", {r.wall_s.ci95_low, r.wall_s.ci95_high}},
-        {"p05", r.wall_s.p05},
-        {"p95", r.wall_s.p95}}},
-      {"goodput", {{"mean", r.goodput.mean}, {"ci95", {r.goodput.ci95_low, r.goodput.ci95_high}}}},
-      {"interruptions", r.failures.mean},
-      {"trials", r.trials}};
+  j["reliability"] = reliability_json({s.shape, s.reliability});
   return j;
 }
 

@@ -71,4 +71,27 @@ energy::RunShape run_shape(const Job& job, double tokens_per_s_per_gpu) {
   return s;
 }
 
+RunWithFailures run_with_failures(const Job& job, double tokens_per_s_per_gpu) {
+  RunWithFailures out;
+  out.shape = run_shape(job, tokens_per_s_per_gpu);
+  out.reliability = energy::simulate_run(reliability_inputs(job), out.shape);
+  return out;
+}
+
+nlohmann::ordered_json reliability_json(const RunWithFailures& run) {
+  const auto& r = run.reliability;
+  return {{"job_mtbf_s", r.system_mtbf_s},
+          {"checkpoint_interval_s", r.checkpoint_interval_s},
+          {"checkpoint_write_s", r.checkpoint_write_s},
+          {"failure_free_s", run.shape.work_s},
+          {"wall_s",
+           {{"mean", r.wall_s.mean},
+            {"ci95", {r.wall_s.ci95_low, r.wall_s.ci95_high}},
+            {"p05", r.wall_s.p05},
+            {"p95", r.wall_s.p95}}},
+          {"goodput", {{"mean", r.goodput.mean}, {"ci95", {r.goodput.ci95_low, r.goodput.ci95_high}}}},
+          {"interruptions", r.failures.mean},
+          {"trials", r.trials}};
+}
+
 }  // namespace clustersim::tools

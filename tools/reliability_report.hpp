@@ -6,6 +6,8 @@
 
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "energy/reliability.hpp"
 #include "tools/job.hpp"
 
@@ -28,5 +30,19 @@ energy::ReliabilityInputs reliability_inputs(const Job& job,
 /// Shape of the job's run: GPUs, node and domain sizes, failure-free seconds to train the
 /// job's energy.train_tokens at `tokens_per_s_per_gpu`.
 energy::RunShape run_shape(const Job& job, double tokens_per_s_per_gpu);
+
+/// A training run with failures, as `run` and `tco` report it.
+struct RunWithFailures {
+  energy::RunShape shape;
+  energy::RunReliability reliability;
+};
+
+/// The job's run of energy.train_tokens at `tokens_per_s_per_gpu` with failures (Monte-Carlo
+/// of energy::simulate_run). @throws SpecError as reliability_inputs.
+RunWithFailures run_with_failures(const Job& job, double tokens_per_s_per_gpu);
+
+/// `reliability` of the JSON outputs (docs/outputs.md): job MTBF, checkpointing, failure-free
+/// and elapsed time (s), goodput and interruptions per run, trials.
+nlohmann::ordered_json reliability_json(const RunWithFailures& run);
 
 }  // namespace clustersim::tools

@@ -256,7 +256,32 @@ std::string report_json(const RunReport& r) {
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
   if (r.energy) add_energy_json(j, *r.energy);
+  if (r.failures) j["reliability"] = reliability_json(*r.failures);
   return j.dump(2) + "\n";
+}
+
+namespace {
+// "failures      goodput 96.24% [..]: ..." for a run with a reliability section.
+std::string failures_text(const RunWithFailures& f, const std::optional<EnergyReport>& energy) {
+  const auto& r = f.reliability;
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << "failures      goodput " << 100 * r.goodput.mean
+      << "% [" << 100 * r.goodput.ci95_low << ", " << 100 * r.goodput.ci95_high << "]: "
+      << std::setprecision(1) << r.failures.mean << " interruptions, " << r.wall_s.mean / 86400
+      << " days (failure-free " << f.shape.work_s / 86400 << "), job MTBF " << r.system_mtbf_s / 3600
+      << " h, checkpoint every " << r.checkpoint_interval_s / 60 << " min (write "
+      << r.checkpoint_write_s << " s); " << r.trials << " Monte-Carlo runs";
+  if (energy && energy->pricing && r.goodput.mean > 0) {
+    out << "; $" << std::setprecision(3) << energy->cost.usd_per_million_tokens / r.goodput.mean
+        << " per million tokens with failures";
+  }
+  out << "\n";
+  return out.str();
+}
+}  // namespace
+
+void add_failures(RunReport& report, const Job& job) {
+  report.failures = run_with_failures(job, report.tokens_per_s_per_gpu);
 }
 
 std::string report_text(const RunReport& r) {
@@ -302,6 +327,7 @@ std::string report_text(const RunReport& r) {
       << "% of rank 0's GPU compute at table speed, run " << std::setprecision(3)
       << r.compute_bound_boost << "x as fast (docs/cost-model.md)\n";
   if (r.energy) out << energy_text(*r.energy);
+  if (r.failures) out << failures_text(*r.failures, r.energy);
   return out.str();
 }
 

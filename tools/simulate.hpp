@@ -10,6 +10,7 @@
 #include "sim/engine.hpp"
 #include "tools/energy_report.hpp"
 #include "tools/job.hpp"
+#include "tools/reliability_report.hpp"
 #include "tools/step_figures.hpp"
 
 namespace clustersim::tools {
@@ -43,7 +44,14 @@ struct RunReport {
   /// The memory model's verdict for the job (worst rank's peak vs HBM); absent when the memory
   /// model rejects the spec. simulate_job does not stop on it: `clustersim run` does.
   std::optional<MemoryFit> memory;
+  /// The training run of energy.train_tokens with failures; `clustersim run` fills it when the
+  /// job has a `reliability:` section (add_failures).
+  std::optional<RunWithFailures> failures;
 };
+
+/// Fills report.failures from the job's reliability section and the simulated throughput.
+/// @throws SpecError as reliability_inputs.
+void add_failures(RunReport& report, const Job& job);
 
 /// Options of a simulation run.
 struct SimulateOptions {

@@ -107,8 +107,11 @@ class ShardedParamSync : public ParamSync {
     if (numel <= 0.0) return;
     std::vector<std::uint32_t> reduced = after;
     if (size > 1) {
-      last_reduce_ = b_.collective("fsdp_rs", sim::CollectiveKind::ReduceScatter, group,
-                                   sim::Stream::DpComm, numel * grad_bytes(), after);
+      // overlap_grad_reduce: false is DeepSpeed's overlap_comm: false, the reduction in line on
+      // the compute stream (stage3.py reduces on the current stream without overlap_comm).
+      const auto stream = spec_.parallel.overlap_grad_reduce ? sim::Stream::DpComm : sim::Stream::Compute;
+      last_reduce_ = b_.collective("fsdp_rs", sim::CollectiveKind::ReduceScatter, group, stream,
+                                   numel * grad_bytes(), after);
       reduced = {*last_reduce_};
     }
     if (offload() && boundary) emit_grad_offload(b_, numel / size, std::move(reduced));

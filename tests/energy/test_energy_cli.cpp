@@ -72,6 +72,48 @@ TEST(EnergyCli, TcoComparesPerDollarWithAndWithoutFailures) {
             sweep.back()["perf_per_tco_ratio"].get<double>());
 }
 
+// A job with a reliability section gets its run with failures from `run` too, the same
+// Monte-Carlo as `tco` (same inputs, seed and trials, so the same goodput); a rack-scale job
+// whose section lacks domain_mtbf is an error there as in tco (run once accepted the section
+// and ignored it). Without a section, run reports the failure-free step only.
+TEST(EnergyCli, RunReportsFailuresWhenTheJobHasAReliabilitySection) {
+  const auto r = run_cli("run " + data("small_gb200.yaml") + " --json " + tmp("rf.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("failures      goodput "), std::string::npos) << r.output;
+  const auto j = read_json(tmp("rf.json"));
+  const double goodput = j["reliability"]["goodput"]["mean"];
+  EXPECT_GT(goodput, 0.0);
+  EXPECT_LT(goodput, 1.0);
+  EXPECT_EQ(j["reliability"]["trials"], 200);
+  ASSERT_EQ(run_cli("tco " + data("small_h100.yaml") + " " + data("small_gb200.yaml") + " --json " +
+                    tmp("rf_tco.json")).exit_code, 0);
+  EXPECT_DOUBLE_EQ(read_json(tmp("rf_tco.json"))["b"]["reliability"]["goodput"]["mean"].get<double>(),
+                   goodput);
+  const auto missing = run_cli("run " + data("gb200_no_domain_mtbf.yaml"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("reliability.domain_mtbf"), std::string::npos) << missing.output;
+  const auto plain = run_cli("run " + std::string(CLUSTERSIM_SOURCE_DIR) +
+                             "/tests/tools/data/small_job.yaml --json " + tmp("nf.json"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_FALSE(read_json(tmp("nf.json")).contains("reliability"));
+  EXPECT_EQ(plain.output.find("failures      "), std::string::npos);
+}
+
+// tco states each job's peak memory per GPU and marks one that does not fit.
+TEST(EnergyCli, TcoStatesMemoryAndMarksAJobThatDoesNotFit) {
+  const auto r = run_cli("tco " + data("small_h100.yaml") + " " + data("small_gb200.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("memory/GPU (GiB)"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("DOES NOT FIT"), std::string::npos) << r.output;
+  const std::string big = tmp("big.yaml");
+  std::ofstream(big) << "cluster: {platform: hgx_h100, gpus: 8}\nmodel: llama3_70b\n"
+                        "parallelism: {tp: 8}\ntraining: {seq_length: 8192, micro_batch_size: 1, "
+                        "global_batch_size: 8, precision: bf16}\n";
+  const auto oom = run_cli("tco " + big + " " + data("small_gb200.yaml"));
+  ASSERT_EQ(oom.exit_code, 0) << oom.output;
+  EXPECT_NE(oom.output.find("of 80.0 DOES NOT FIT"), std::string::npos) << oom.output;
+}
+
 TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
   const auto r =
       run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_domain_mtbf.yaml"));

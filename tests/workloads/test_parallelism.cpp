@@ -235,6 +235,19 @@ TEST(Recompute, FullRecomputeReplaysTheLayerForwardAndCountsInHfuOnly) {
   expect_flop_invariant(selective);
 }
 
+// overlap_grad_reduce: false with ZeRO-3 is DeepSpeed's overlap_comm: false: the reduce-scatters
+// run in line on the compute stream (it was once accepted and ignored).
+TEST(Zero, Zero3WithoutOverlappedReductionReducesOnTheComputeStream) {
+  const auto spec = testing::parse_job(
+      job("  zero_stage: 3\n  overlap_grad_reduce: false\n", "  global_batch_size: 8\n"), 4);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  const int m = static_cast<int>(spec.num_microbatches());
+  EXPECT_EQ(count(p, "fsdp_rs", sim::Stream::Compute).ops, 6 * m);
+  EXPECT_EQ(count(p, "fsdp_rs", sim::Stream::DpComm).ops, 0);
+  EXPECT_EQ(count(p, "fsdp_ag", sim::Stream::DpComm).ops, 2 * 6 * m);  // gathers still prefetch
+}
+
 TEST(Zero, Zero3GathersEveryLayerTwicePerMicrobatchAndReduceScattersOnce) {
   const auto spec = testing::parse_job(job("  zero_stage: 3\n", "  global_batch_size: 8\n"), 4);
   const sim::Workload w = generate_workload(spec);
