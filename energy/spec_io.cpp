@@ -94,6 +94,10 @@ EconomicsSection parse_economics_section(YamlMap& root) {
       m->get_double_or("depreciation_years", kDefaultDepreciationYears, 0.1, 50.0);
   s.usd_per_kwh = m->get_double_or("usd_per_kwh", kDefaultUsdPerKwh, 0.0, 10.0);
   s.opex_usd_per_gpu_year = m->get_double_or("opex_usd_per_gpu_year", 0.0, 0.0, 1e7);
+  for (const char* key :
+       {"capex_usd", "capex_unit", "depreciation_years", "usd_per_kwh", "opex_usd_per_gpu_year"}) {
+    if (m->has(key)) s.tco_keys.emplace_back(key);
+  }
   m->finish();
   return s;
 }

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "energy/cost_model.hpp"
 #include "energy/reliability.hpp"
@@ -39,6 +40,10 @@ struct EconomicsSection {
   double depreciation_years = 0.0;        ///< default kDefaultDepreciationYears
   double usd_per_kwh = 0.0;               ///< default kDefaultUsdPerKwh
   double opex_usd_per_gpu_year = 0.0;     ///< default 0 (not modelled unless given)
+  /// The TCO-only keys the section gives (capex_usd, capex_unit, depreciation_years,
+  /// usd_per_kwh, opex_usd_per_gpu_year), so that a rental-priced report can say it did not
+  /// use them.
+  std::vector<std::string> tco_keys;
   SectionOrigin origin;
 };
 

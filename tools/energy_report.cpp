@@ -115,6 +115,23 @@ energy::CostInputs resolve_cost_inputs(const Job& job, std::optional<energy::Pri
   return in;
 }
 
+namespace {
+// The economics keys a job gives that its resolved pricing ignores, as one note.
+std::string unused_economics(const energy::EconomicsSection& e, energy::Pricing pricing) {
+  std::string keys;
+  const bool rental = pricing == energy::Pricing::Rental;
+  if (rental) {
+    for (const auto& k : e.tco_keys) keys += (keys.empty() ? "" : ", ") + k;
+  } else if (e.rental_usd_per_gpu_hour) {
+    keys = "usd_per_gpu_hour";
+  }
+  if (keys.empty()) return "";
+  return "economics." + keys + (rental ? ": TCO inputs, unused with rental pricing"
+                                       : ": a rental input, unused with TCO pricing") +
+         (e.pricing ? "" : " (the default here; set economics.pricing to choose)");
+}
+}  // namespace
+
 std::optional<EnergyReport> evaluate_energy(const Job& job, const EnergyStepInputs& f,
                                             std::optional<energy::Pricing> default_pricing,
                                             bool require_price) {
@@ -138,6 +155,7 @@ std::optional<EnergyReport> evaluate_energy(const Job& job, const EnergyStepInpu
     r.pricing = in.pricing;
     r.gpu_hour = energy::gpu_hour_cost(in, r.activity_power.facility_w());
     r.cost = energy::cost_metrics(r.gpu_hour.total(), f.tokens_per_s_per_gpu, f.gpus, n);
+    r.unused_inputs = unused_economics(job.economics, in.pricing);
   } catch (const SpecError& e) {
     if (require_price) throw;
     r.cost_note = e.reason();
@@ -182,6 +200,7 @@ void add_energy_json(nlohmann::ordered_json& j, const EnergyReport& r) {
                {"usd_per_million_tokens", r.cost.usd_per_million_tokens},
                {"cost_to_train_usd", r.cost.cost_to_train_usd},
                {"time_to_train_s", r.cost.time_to_train_s}};
+  if (!r.unused_inputs.empty()) j["cost"]["unused_inputs"] = r.unused_inputs;
 }
 
 std::string energy_text(const EnergyReport& r) {
@@ -206,6 +225,7 @@ std::string energy_text(const EnergyReport& r) {
       << fixed(r.cost.cost_to_train_usd / 1e6, 3) << "M and "
       << fixed(r.cost.time_to_train_s / 86400.0, 1) << " days for " << sig3(r.cost.train_tokens)
       << " tokens (no failures)\n";
+  if (!r.unused_inputs.empty()) out << "              " << r.unused_inputs << "\n";
   return out.str();
 }
 

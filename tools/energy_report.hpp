@@ -26,6 +26,9 @@ struct EnergyReport {
   energy::GpuHourCost gpu_hour;
   energy::CostMetrics cost;
   std::string cost_note;  ///< why cost is absent, when it is
+  /// Economics inputs the job gives that its pricing does not use ("economics.capex_usd,
+  /// usd_per_kwh: TCO inputs, unused with rental pricing ..."); empty when all count.
+  std::string unused_inputs;
 };
 
 /// Inputs of evaluate_energy taken from a simulated step.

@@ -114,6 +114,32 @@ TEST(EnergyCli, TcoStatesMemoryAndMarksAJobThatDoesNotFit) {
   EXPECT_NE(oom.output.find("of 80.0 DOES NOT FIT"), std::string::npos) << oom.output;
 }
 
+// Economics inputs the pricing does not use are named, not silently dropped: TCO figures on a
+// job priced by rental (the default where the platform lists a rental price), and a rental
+// price on a TCO-priced job.
+TEST(EnergyCli, EconomicsInputsThePricingIgnoresAreNamed) {
+  const std::string base =
+      "cluster: {platform: hgx_h100, gpus: 16}\nmodel: {catalog: llama3_8b, layers: 4}\n"
+      "parallelism: {tp: 2, pp: 2, dp: 4, sequence_parallel: true}\n"
+      "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 32, precision: bf16}\n";
+  auto cost_of = [&](const std::string& economics, const std::string& name) {
+    std::ofstream(tmp(name + ".yaml")) << base << economics;
+    const auto r = run_cli("run " + tmp(name + ".yaml") + " --json " + tmp(name + ".json"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return read_json(tmp(name + ".json"))["cost"];
+  };
+  const auto implicit = cost_of("economics: {capex_usd: 300000, usd_per_kwh: 0.1}\n", "eco_a");
+  EXPECT_EQ(implicit["pricing"], "rental");
+  EXPECT_EQ(implicit["unused_inputs"],
+            "economics.capex_usd, usd_per_kwh: TCO inputs, unused with rental pricing (the default "
+            "here; set economics.pricing to choose)");
+  const auto tco = cost_of("economics: {pricing: tco, capex_usd: 300000, usd_per_kwh: 0.1}\n", "eco_b");
+  EXPECT_EQ(tco["pricing"], "tco");
+  EXPECT_FALSE(tco.contains("unused_inputs"));
+  const auto rental = cost_of("economics: {pricing: tco, usd_per_gpu_hour: 2.5}\n", "eco_c");
+  EXPECT_EQ(rental["unused_inputs"], "economics.usd_per_gpu_hour: a rental input, unused with TCO pricing");
+}
+
 TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
   const auto r =
       run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_domain_mtbf.yaml"));
