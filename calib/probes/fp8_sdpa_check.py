@@ -1,6 +1,6 @@
 # Is FP8 fused attention reachable on the GPU machine? Tries PyTorch SDPA with float8 inputs on
 # every backend and looks for the cuDNN frontend, Transformer Engine and flash-attn packages.
-# Run 2026-12-01: none (docs/calibration.md, "What the tables do not cover").
+# Run 2026-12-01: none (docs/calibration.md, section 6 "Limitations").
 import torch, importlib, sys
 print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())
 for mod in ["cudnn", "transformer_engine", "flash_attn", "flash_attn_interface"]:
