@@ -235,42 +235,49 @@ const DerivationRule& derivation_rule(const std::string& gpu_name) {
 }
 
 namespace {
-// One figure's ratio, and its clause of the note when it is not 1.
-double scale_of(double platform, double rule, const char* figure, const char* unit,
-                const char* applies_to, std::string& note) {
+// A platform figure over the rule's; figures parsed from text ("3.35TB/s") may differ from the
+// rule's in the last bit, so equal within 1e-9 counts as the same figure (catalog platforms keep
+// the rule exactly). @throws std::invalid_argument if the platform figure is not positive.
+double ratio_of(double platform, double rule, const char* figure) {
   if (!(platform > 0.0)) {
     throw std::invalid_argument(std::string("platform_scale: ") + figure + " must be positive");
   }
-  // Figures parsed from text ("3.35TB/s") may differ from the rule's in the last bit: equal
-  // within 1e-9 counts as the same figure, so catalog platforms keep the rule exactly.
-  double r = platform / rule;
-  if (std::fabs(r - 1.0) < 1e-9) r = 1.0;
-  if (r != 1.0) {
-    char clause[200];
-    std::snprintf(clause, sizeof clause, "%s%s %g %s vs the rule's %g: %s x%.4g",
-                  note.empty() ? "" : "; ", figure, platform, unit, rule, applies_to, r);
-    note += clause;
-  }
-  return r;
+  const double r = platform / rule;
+  return std::fabs(r - 1.0) < 1e-9 ? 1.0 : r;
+}
+
+// Appends "figure X unit vs the rule's Y: consequence" to the note when the ratio is not 1.
+void note_figure(std::string& note, double ratio, const char* figure, double platform,
+                 const char* unit, double rule, const std::string& consequence) {
+  if (ratio == 1.0) return;
+  char clause[240];
+  std::snprintf(clause, sizeof clause, "%s%s %g %s vs the rule's %g: %s", note.empty() ? "" : "; ",
+                figure, platform, unit, rule, consequence.c_str());
+  note += clause;
+}
+
+std::string times(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "x%.4g", ratio);
+  return text;
 }
 }  // namespace
 
 PlatformScale platform_scale(const DerivationRule& rule, double peak_bf16_tflops,
                              double peak_fp8_tflops, double hbm_tbps, double tdp_w) {
   PlatformScale s;
-  const double bf16 = scale_of(peak_bf16_tflops, rule.peak_bf16_tflops, "peak_bf16", "TFLOP/s",
-                               "GEMM BF16 and attention", s.note);
-  const double fp8 = scale_of(peak_fp8_tflops, rule.peak_fp8_tflops, "peak_fp8", "TFLOP/s",
-                              "GEMM FP8", s.note);
-  const double hbm = scale_of(hbm_tbps, rule.hbm_tbps, "hbm_bandwidth", "TB/s", "memory-bound", s.note);
-  if (!(tdp_w > 0.0)) throw std::invalid_argument("platform_scale: tdp must be positive");
-  if (std::fabs(tdp_w / rule.tdp_w - 1.0) >= 1e-9) {
-    char clause[200];
-    std::snprintf(clause, sizeof clause,
-                  "%stdp %g W vs the rule's %g: kernel times not scaled (nothing was measured "
-                  "under another power limit)", s.note.empty() ? "" : "; ", tdp_w, rule.tdp_w);
-    s.note += clause;
-  }
+  const double bf16 = ratio_of(peak_bf16_tflops, rule.peak_bf16_tflops, "peak_bf16");
+  const double fp8 = ratio_of(peak_fp8_tflops, rule.peak_fp8_tflops, "peak_fp8");
+  const double hbm = ratio_of(hbm_tbps, rule.hbm_tbps, "hbm_bandwidth");
+  const double tdp = ratio_of(tdp_w, rule.tdp_w, "tdp");
+  note_figure(s.note, bf16, "peak_bf16", peak_bf16_tflops, "TFLOP/s", rule.peak_bf16_tflops,
+              "GEMM BF16 and attention " + times(bf16));
+  note_figure(s.note, fp8, "peak_fp8", peak_fp8_tflops, "TFLOP/s", rule.peak_fp8_tflops,
+              "GEMM FP8 " + times(fp8));
+  note_figure(s.note, hbm, "hbm_bandwidth", hbm_tbps, "TB/s", rule.hbm_tbps,
+              "memory-bound " + times(hbm));
+  note_figure(s.note, tdp, "tdp", tdp_w, "W", rule.tdp_w,
+              "kernel times not scaled (nothing was measured under another power limit)");
   s.gemm_bf16 = rule.gemm_bf16 * bf16;
   s.attention = rule.attention * bf16;
   s.gemm_fp8 = rule.gemm_fp8 * fp8;

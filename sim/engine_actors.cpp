@@ -220,9 +220,7 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   RankState& r = sh_->ranks[static_cast<size_t>(rank_)];
   if (!sh_->options->nccl_algo.empty() && algo.name != sh_->options->nccl_algo && g.index == 0 &&
       !r.mirror) {
-    ++sh_->algorithm_fallbacks[sh_->options->nccl_algo + " forced, " + to_string(spec.kind) +
-                               " of group " + to_string(spec.group) + " over " +
-                               std::to_string(g.shape.domains) + " NVLink domain(s): " + algo.name];
+    ++sh_->algorithm_fallbacks[{spec.kind, spec.group, g.shape.domains, algo.name}];
   }
   // A TP communication kernel holds the SMs that overlapped GEMMs name (GemmShape::busy_sms).
   const bool holds = sh_->held_sms && stream == Stream::TpComm && !r.mirror;
@@ -448,9 +446,14 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   result.events = sh.events;
   result.tp_estimated = sh.tp_costed;
   result.tp_folded = sh.fold > 1;
-  for (const auto& [what, calls] : sh.algorithm_fallbacks) {
-    result.algorithm_fallbacks.push_back(what + " (" + std::to_string(calls) + " calls)");
+  for (const auto& [key, calls] : sh.algorithm_fallbacks) {
+    const auto& [kind, group, domains, ran] = key;
+    result.algorithm_fallbacks.push_back(
+        options.nccl_algo + " forced, " + to_string(kind) + " of group " + to_string(group) +
+        " over " + std::to_string(domains) + " NVLink domain(s): " + std::string(ran) + " (" +
+        std::to_string(calls) + " calls)");
   }
+  std::sort(result.algorithm_fallbacks.begin(), result.algorithm_fallbacks.end());  // by text
   if (sh.fold > 1 && options.record_timeline) unfold_timeline(sh);
   result.timeline = std::move(sh.timeline);
 }

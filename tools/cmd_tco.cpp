@@ -29,17 +29,16 @@ struct Side {
   Job job;
   RunReport run;
   EnergyReport energy;
-  energy::RunShape shape;
-  energy::RunReliability reliability;
+  RunWithFailures failures;
 
   double tokens_per_usd() const { return 1e6 / energy.cost.usd_per_million_tokens; }
   double tokens_per_usd_with_failures() const {
-    return tokens_per_usd() * reliability.goodput.mean;
+    return tokens_per_usd() * failures.reliability.goodput.mean;
   }
 };
 
 Side evaluate(const std::string& path, const std::string& replicas) {
-  Side s{load_job(path), {}, {}, {}, {}};
+  Side s{load_job(path), {}, {}, {}};
   SimulateOptions options = options_from_job(s.job);
   if (!replicas.empty()) options.replicas = replicas;
   s.run = simulate_job(s.job, options);
@@ -52,9 +51,7 @@ Side evaluate(const std::string& path, const std::string& replicas) {
                     "platform '" + s.job.cluster.platform.name + "' has no power: figures");
   }
   s.energy = *e;
-  auto failures = run_with_failures(s.job, s.run.tokens_per_s_per_gpu);
-  s.shape = failures.shape;
-  s.reliability = failures.reliability;
+  s.failures = run_with_failures(s.job, s.run.tokens_per_s_per_gpu);
   return s;
 }
 
@@ -116,18 +113,23 @@ void print_with_failures(std::ostream& out, const Side& a, const Side& b) {
   auto both = [&](const std::string& label, auto f) { row(out, label, f(a), f(b)); };
   both("tokens to train",
        [](const Side& s) { return num(s.job.energy.train_tokens / 1e12, 2) + "e12"; });
-  both("job MTBF (h)", [](const Side& s) { return num(s.reliability.system_mtbf_s / 3600, 2); });
+  both("job MTBF (h)",
+       [](const Side& s) { return num(s.failures.reliability.system_mtbf_s / 3600, 2); });
   both("checkpoint every (min)", [](const Side& s) {
-    return num(s.reliability.checkpoint_interval_s / 60, 1) + " (write " +
-           num(s.reliability.checkpoint_write_s, 1) + " s)";
+    return num(s.failures.reliability.checkpoint_interval_s / 60, 1) + " (write " +
+           num(s.failures.reliability.checkpoint_write_s, 1) + " s)";
   });
-  both("failure-free time (days)", [](const Side& s) { return num(s.shape.work_s / 86400, 1); });
+  both("failure-free time (days)",
+       [](const Side& s) { return num(s.failures.shape.work_s / 86400, 1); });
   both("time to train (days) [95%]",
-       [](const Side& s) { return interval(s.reliability.wall_s, 1 / 86400.0, 1); });
-  both("interruptions", [](const Side& s) { return num(s.reliability.failures.mean, 0); });
-  both("goodput [95% CI]", [](const Side& s) { return interval(s.reliability.goodput, 100, 2); });
+       [](const Side& s) { return interval(s.failures.reliability.wall_s, 1 / 86400.0, 1); });
+  both("interruptions",
+       [](const Side& s) { return num(s.failures.reliability.failures.mean, 0); });
+  both("goodput [95% CI]",
+       [](const Side& s) { return interval(s.failures.reliability.goodput, 100, 2); });
   both("cost to train ($M)", [](const Side& s) {
-    return num(s.reliability.wall_s.mean * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 1);
+    const double wall_s = s.failures.reliability.wall_s.mean;
+    return num(wall_s * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 1);
   });
   both("perf/TCO with failures",
        [](const Side& s) { return num(s.tokens_per_usd_with_failures() / 1e6, 3); });
@@ -136,10 +138,10 @@ void print_with_failures(std::ostream& out, const Side& a, const Side& b) {
 // B's perf-per-TCO advantage over A with failures, when B's (or A's) domains fail every mtbf_h.
 double ratio_at_domain_mtbf(const Side& a, const Side& b, double mtbf_h, int trials) {
   auto goodput = [&](const Side& s) {
-    if (!has_multi_node_domains(s.job.cluster.platform)) return s.reliability.goodput.mean;
+    if (!has_multi_node_domains(s.job.cluster.platform)) return s.failures.reliability.goodput.mean;
     auto in = reliability_inputs(s.job, mtbf_h);
     in.trials = trials;
-    return energy::simulate_run(in, s.shape).goodput.mean;
+    return energy::simulate_run(in, s.failures.shape).goodput.mean;
   };
   return b.tokens_per_usd() * goodput(b) / (a.tokens_per_usd() * goodput(a));
 }
@@ -195,7 +197,7 @@ void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
 nlohmann::ordered_json side_json(const Side& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(report_json(s.run));
   add_energy_json(j, s.energy);  // the TCO-priced evaluation replaces run's default pricing
-  j["reliability"] = reliability_json({s.shape, s.reliability});
+  j["reliability"] = reliability_json(s.failures);
   return j;
 }
 
@@ -205,7 +207,8 @@ int tco_command(const TcoArgs& args) {
   std::ostringstream out;
   row(out, "", "A", "B");
   print_steady_state(out, a, b);
-  out << "\nwith failures (Monte-Carlo, " << a.reliability.trials << " / " << b.reliability.trials
+  out << "\nwith failures (Monte-Carlo, " << a.failures.reliability.trials << " / "
+      << b.failures.reliability.trials
       << " runs, seeds " << a.job.reliability.seed << " / " << b.job.reliability.seed << ")\n";
   print_with_failures(out, a, b);
   nlohmann::ordered_json cmp;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -106,9 +108,11 @@ struct Shared {
   std::vector<RankState> ranks;
   std::uint64_t events = 0;
   std::vector<TimelineEvent> timeline;
-  /// Collectives that could not run the forced algorithm (EngineOptions::nccl_algo), by what
-  /// ran instead: "tree forced, all_reduce of group amax over 2 NVLink domains: ring" -> calls.
-  std::map<std::string, std::uint64_t> algorithm_fallbacks;
+  /// Collectives that could not run the forced algorithm (EngineOptions::nccl_algo): calls by
+  /// (collective, group, NVLink domains of the group, the algorithm that ran instead), formatted
+  /// into StepResult::algorithm_fallbacks once the step is played.
+  std::map<std::tuple<CollectiveKind, GroupKind, int, std::string_view>, std::uint64_t>
+      algorithm_fallbacks;
   /// Some compute op runs slower while a TP communication kernel holds SMs (held_slowdown > 1):
   /// only then do TP communication ops change the compute rate (saves the wake-ups otherwise).
   bool held_sms = false;

@@ -48,6 +48,14 @@ inline sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k, sim::DTyp
   return op;
 }
 
+/// A memory-bound op of `bytes` moved by kernel family `k`.
+inline sim::Op mem_op(sim::MemKernel k, double bytes) {
+  sim::Op op;
+  op.shape = sim::MemBoundShape{k};
+  op.bytes = bytes;
+  return op;
+}
+
 /// The time_s of the first row of `file` (in the measured H200 directory) whose listed columns
 /// have the listed values; a test failure and 0 when no row matches.
 inline double measured_time(const std::string& file,

@@ -1,0 +1,87 @@
+// Tests of the derivation rules of the measured cost model (calib/measured_tables.hpp): the GPUs
+// it derives from the H200 tables, and a platform's own GPU figures scaling a rule.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "calib/measured_cost_model.hpp"
+#include "calib_test_util.hpp"
+
+namespace clustersim::calib {
+namespace {
+
+using testing::gemm_op;
+using testing::gpu;
+using testing::mem_op;
+
+class DerivationRules : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { tables_ = MeasuredTables::load(default_measured_dir()); }
+  static std::shared_ptr<const MeasuredTables> tables_;
+  MeasuredCostModel h200_{gpu("H200-SXM", 4.8), tables_};
+};
+std::shared_ptr<const MeasuredTables> DerivationRules::tables_;
+
+TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
+  const sim::Op g = gemm_op(8192, 8192, 8192, sim::DType::BF16, 1, 0, 0);
+  const sim::Op m = mem_op(sim::MemKernel::Copy, 1e9);
+  EXPECT_DOUBLE_EQ(h100.compute_time(g), h200_.compute_time(g));
+  EXPECT_NEAR(h100.compute_time(m) / h200_.compute_time(m), 4.8 / 3.35, 1e-12);
+  EXPECT_NEAR(h200_.compute_time(g) / b200.compute_time(g), 1745.0 / 794.5, 1e-12);
+  EXPECT_NE(b200.describe().find("derived"), std::string::npos);
+  EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
+  EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
+  // One line per op class, offload, interference, GEMMs under TP overlap and beside held SMs,
+  // and the power state (applied on the H100, not on the B200: not measured).
+  EXPECT_EQ(h200_.table_sources().size(), 12u);
+  EXPECT_NE(h100.table_sources().back().find("same die and power limit"), std::string::npos);
+  EXPECT_NE(b200.table_sources().back().find("not applied to B200"), std::string::npos);
+  EXPECT_DOUBLE_EQ(b200.clock_boost(g, 0.5), 1.0);
+  EXPECT_DOUBLE_EQ(h100.clock_boost(g, 0.5), h200_.clock_boost(g, 0.5));
+  EXPECT_GT(h200_.clock_boost(g, 0.5), 1.05);
+  EXPECT_DOUBLE_EQ(h200_.clock_boost(m, 0.5), 1.0);  // memory-bound ops keep their time
+}
+
+// A platform that states other figures for a known GPU (its own file, or cluster.overrides)
+// scales the rule by them: a user who gives an H100 twice the HBM bandwidth or half the BF16
+// peak must see memory-bound kernels twice as fast or BF16 GEMMs twice as slow, not the
+// catalog H100's times.
+TEST_F(DerivationRules, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatasheet) {
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  sim::GpuSpec fast_hbm = gpu("H100-SXM", 6.7);
+  sim::GpuSpec half_bf16 = gpu("H100-SXM", 3.35);
+  half_bf16.peak_bf16 = {494.5e12};
+  const MeasuredCostModel hbm2(fast_hbm, tables_), bf16_half(half_bf16, tables_);
+  const sim::Op g = gemm_op(8192, 8192, 8192, sim::DType::BF16, 1, 0, 0);
+  const sim::Op f = gemm_op(8192, 8192, 8192, sim::DType::FP8, 1, 0, 0);
+  const sim::Op m = mem_op(sim::MemKernel::Copy, 1e9);
+  EXPECT_NEAR(h100.compute_time(m) / hbm2.compute_time(m), 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(hbm2.compute_time(g), h100.compute_time(g));
+  EXPECT_NEAR(bf16_half.compute_time(g) / h100.compute_time(g), 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(bf16_half.compute_time(f), h100.compute_time(f));  // FP8 peak unchanged
+  EXPECT_DOUBLE_EQ(bf16_half.compute_time(m), h100.compute_time(m));
+  // Catalog figures keep the rule exactly, and say nothing; others are stated.
+  EXPECT_TRUE(h100.scale().note.empty());
+  EXPECT_DOUBLE_EQ(h100.scale().memory, 3.35 / 4.8);
+  EXPECT_NE(hbm2.describe().find("hbm_bandwidth 6.7 TB/s vs the rule's 3.35"), std::string::npos);
+  EXPECT_NE(bf16_half.table_sources().back().find("GEMM BF16 and attention x0.5"), std::string::npos);
+  // The B200 rule's HBM is the HGX B200 datasheet's 7.7 TB/s, as platforms/catalog/hgx_b200.yaml.
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
+  EXPECT_TRUE(b200.scale().note.empty());
+  EXPECT_NEAR(h200_.compute_time(m) / b200.compute_time(m), 7.7 / 4.8, 1e-12);
+  // Another power limit is stated, not modelled: nothing was measured under it.
+  sim::GpuSpec capped = gpu("H100-SXM", 3.35);
+  capped.tdp = {500.0};
+  const MeasuredCostModel h100_500w(capped, tables_);
+  EXPECT_DOUBLE_EQ(h100_500w.compute_time(g), h100.compute_time(g));
+  EXPECT_NE(h100_500w.describe().find("tdp 500 W vs the rule's 700: kernel times not scaled"),
+            std::string::npos);
+  sim::GpuSpec zero = gpu("H100-SXM", 3.35);
+  zero.hbm_bandwidth = {0.0};
+  EXPECT_THROW(MeasuredCostModel(zero, tables_), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace clustersim::calib
