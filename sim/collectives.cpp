@@ -96,37 +96,91 @@ double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
 }
 
 // --- pairwise all-to-all: every member sends bytes/p to every other member at once; each GPU's
-// traffic leaves through its own NIC (a NIC cannot aggregate for other GPUs). Inside the
-// domain, one flow per peer. Across domains of a regular group, one flow per remote domain
-// carrying the bytes of all of that domain's members (L x bytes/p): every NIC sends and
-// receives exactly the bytes of the per-peer pattern (the targets form a permutation per
-// offset), the flows stay many enough that the all-to-all keeps (domains - 1) shares of a NIC
-// it shares with other traffic under max-min fairness, and the simulation plays D - 1 flows
-// instead of (D - 1) x L (docs/engine.md, "All-to-all"). The flow to the domain at offset j
-// goes to the member with local index li + j - 1 (mod L): offset 1 stays on the sender's rail,
-// the others cross rails, as 1 in L of the per-peer flows stays on it. ---
+// traffic leaves through its own NIC (a NIC cannot aggregate for other GPUs). The engine plays
+// bundles of the per-peer flows that put exactly the per-peer pattern's bytes on every NVLink
+// port and every NIC, out and in (docs/engine.md, "All-to-all"):
+// - inside the domain, one flow carrying the bytes of all local peers ((L-1) x bytes/p) to the
+//   next member of the domain: NVSwitch is non-blocking, so each GPU's up and down NVLink carry
+//   what they carry per peer, and a domain plays L flows instead of L x (L - 1);
+// - across domains of a regular group, one flow per remote domain carrying that domain's
+//   members' share (L x bytes/p), to the member with local index li + j - 1 (mod L) of the
+//   domain at offset j (the targets form a permutation per offset; offset 1 stays on the
+//   sender's rail, the others cross rails, as 1 in L of the per-peer flows stays on it): D - 1
+//   flows instead of (D - 1) x L;
+// - across domains of an irregular group (an NVL72 rack split between stages), the n = p - L
+//   senders into a domain of L members each supply L units of bytes/p and its members each take
+//   n: laid out on one line (sender k covers [kL, (k+1)L), member j covers [jn, (j+1)n)), every
+//   overlap is one flow, at most n + L - 1 flows per remote domain instead of n x L. ---
 bool pairwise_applicable(const CollectiveCall& c) { return c.kind == CollectiveKind::AllToAll; }
+
+/// Members grouped by NVLink domain in first-appearance order, and where `me` sits.
+struct DomainGroups {
+  std::vector<std::vector<int>> members;
+  int mine = 0;   ///< my domain's slot
+  int local = 0;  ///< my index in it
+};
+
+DomainGroups domain_groups(const std::vector<int>& members, int me, int domain_size) {
+  DomainGroups g;
+  std::unordered_map<int, int> slot;
+  for (int r : members) {
+    auto [it, fresh] = slot.emplace(r / domain_size, static_cast<int>(g.members.size()));
+    if (fresh) g.members.emplace_back();
+    if (r == me) {
+      g.mine = it->second;
+      g.local = static_cast<int>(g.members[static_cast<size_t>(it->second)].size());
+    }
+    g.members[static_cast<size_t>(it->second)].push_back(r);
+  }
+  return g;
+}
+
+// The irregular group's remote flows of this rank (lane 1) and the receives it expects.
+void irregular_remote_flows(const CollectiveCall& c, double per_peer, FlowPhase& ph) {
+  const int me = (*c.members)[static_cast<size_t>(c.index)];
+  const DomainGroups g = domain_groups(*c.members, me, c.domain_size);
+  const long long p = static_cast<long long>(c.members->size());
+  long long before_mine = 0;  // members of the domains before mine
+  for (int d = 0; d < g.mine; ++d) before_mine += static_cast<long long>(g.members[static_cast<size_t>(d)].size());
+  for (size_t e = 0; e < g.members.size(); ++e) {
+    if (static_cast<int>(e) == g.mine) continue;
+    const auto& to = g.members[e];
+    const long long l = static_cast<long long>(to.size());
+    const long long n = p - l;
+    const long long k = before_mine - (static_cast<int>(e) < g.mine ? l : 0) + g.local;  // my sender index
+    for (long long j = k * l / n; j <= ((k + 1) * l - 1) / n; ++j) {
+      const long long units = std::min((k + 1) * l, (j + 1) * n) - std::max(k * l, j * n);
+      ph.sends.push_back({to[static_cast<size_t>(j)], per_peer * static_cast<double>(units) / c.net.bandwidth_efficiency, 1});
+    }
+  }
+  const long long l = static_cast<long long>(g.members[static_cast<size_t>(g.mine)].size());
+  const long long n = p - l;
+  const long long from = g.local * n / l, to = ((g.local + 1) * n - 1) / l;
+  for (long long k = from; k <= to; ++k) ph.receive_lanes.push_back(1);
+}
 
 CollectivePlan pairwise_plan(const CollectiveCall& c) {
   const Shape& s = *c.shape;
   CollectivePlan plan;
   plan.algorithm = "pairwise";
   FlowPhase ph;
-  const int me = (*c.members)[static_cast<size_t>(c.index)];
   const double per_peer = c.bytes / s.p;
-  const bool by_domain = s.regular && s.domains > 1;
-  for (int r : *c.members) {
-    if (r == me) continue;
-    const bool same = r / c.domain_size == me / c.domain_size;
-    if (by_domain && !same) continue;
-    ph.sends.push_back({r, per_peer / (same ? c.nvl : c.net).bandwidth_efficiency, 0});
-    ph.receive_lanes.push_back(0);
+  if (s.local > 1 || !s.regular) {  // my domain's share as one flow round the domain's members
+    const int me = (*c.members)[static_cast<size_t>(c.index)];
+    int local_peers = 0;
+    for (int r : *c.members) local_peers += r != me && r / c.domain_size == me / c.domain_size;
+    if (local_peers > 0) {
+      ph.sends.push_back({s.local_next, per_peer * local_peers / c.nvl.bandwidth_efficiency, 0});
+      ph.receive_lanes.push_back(0);
+    }
   }
-  if (by_domain) {
+  if (s.domains > 1 && s.regular) {
     for (int to : s.domain_peers) {  // group_shape: one member of each other domain
       ph.sends.push_back({to, per_peer * s.local / c.net.bandwidth_efficiency, 1});
       ph.receive_lanes.push_back(1);
     }
+  } else if (s.domains > 1) {
+    irregular_remote_flows(c, per_peer, ph);
   }
   plan.phases.push_back(std::move(ph));
   plan.latency_s = base_latency(c, s) + (s.domains > 1 ? c.net.step_latency_s : c.nvl.step_latency_s);

@@ -2,7 +2,8 @@
 // PP16 interleaved (vp 4, embedding and loss counted in the stage split), seq 8192, 16
 // microbatches per pipeline: global batch 2,048 at 16,384 GPUs) at growing GPU counts, Mixtral
 // 8x22B with expert parallelism at 2,048 and 16,384 GPUs, DeepSeek-V3 with EP64 across 8 nodes
-// at 2,048 GPUs, and the default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
+// at 2,048 GPUs and on GB200 NVL72 racks at 1,024 and 16,384 GPUs, and the default GPT-3 175B
+// job on 128 GPUs. Reports wall time per simulated step, simulated events
 // per second and the simulation process's peak RSS. Replicas "auto": above 256 GPUs the
 // identical-replica reduction (docs/engine.md).
 #include <benchmark/benchmark.h>
@@ -100,6 +101,26 @@ void BM_DeepSeekV3Step(benchmark::State& state) {
   run_steps(state, clustersim::tools::load_job(write_deepseek_job()));
 }
 BENCHMARK(BM_DeepSeekV3Step)->Unit(benchmark::kSecond)->Iterations(1);
+
+// DeepSeek-V3 on GB200 NVL72 racks, PP16 EP64 with TP1: a stage's 64 ranks straddle racks of
+// 72, so most EP groups hold unequal numbers of members per NVLink domain (docs/engine.md,
+// "All-to-all": their remote traffic bundled by overlap), FP8, 16 microbatches per pipeline.
+std::string write_deepseek_gb200_job(int gpus) {
+  const std::string path = "/tmp/clustersim_bench_deepseek_gb200_" + std::to_string(gpus) + ".yaml";
+  std::ofstream out(path);
+  out << "cluster: {platform: gb200_nvl72, gpus: " << gpus << "}\n"
+      << "model: deepseek_v3\n"
+      << "parallelism: {tp: 1, pp: 16, ep: 64, num_layers_in_first_pipeline_stage: 3, "
+         "num_layers_in_last_pipeline_stage: 2}\n"
+      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: " << gpus
+      << ", precision: fp8}\n";
+  return path;
+}
+
+void BM_DeepSeekV3Gb200Step(benchmark::State& state) {
+  run_steps(state, clustersim::tools::load_job(write_deepseek_gb200_job(static_cast<int>(state.range(0)))));
+}
+BENCHMARK(BM_DeepSeekV3Gb200Step)->Arg(1024)->Arg(16384)->Unit(benchmark::kSecond)->Iterations(1);
 
 void BM_DefaultGpt3Step(benchmark::State& state) {
   run_steps(state, clustersim::tools::load_default_job());

@@ -46,60 +46,87 @@ GroupPlans all_to_all_plans(std::vector<int> members, int domain, double bytes) 
   return g;
 }
 
+// Every member's NVLink and NIC bytes, out and in, are those of the per-peer pattern (bytes/p to
+// each other member: (L-1) x bytes/p over NVLink, (p-L) x bytes/p over the NIC, L the members of
+// its domain), and the receives each member expects match the flows that reach it, lane by lane.
+// Returns the flows played.
+size_t expect_per_peer_link_loads(const GroupPlans& g, int domain, double bytes) {
+  const double p = static_cast<double>(g.members.size());
+  std::map<int, int> members_of_domain;
+  for (int r : g.members) ++members_of_domain[r / domain];
+  std::map<int, double> net_in, net_out, nvl_in, nvl_out;
+  std::map<int, std::map<int, int>> lane_in;  // rank -> lane -> incoming flows
+  size_t flows = 0;
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    const int me = g.members[i];
+    EXPECT_EQ(g.plans[i].phases.size(), 1u);
+    for (const auto& f : g.plans[i].phases[0].sends) {
+      const bool nvlink = f.to / domain == me / domain;
+      EXPECT_NE(f.to, me);
+      EXPECT_EQ(f.lane, nvlink ? 0 : 1);
+      (nvlink ? nvl_in : net_in)[f.to] += f.bytes;
+      (nvlink ? nvl_out : net_out)[me] += f.bytes;
+      ++lane_in[f.to][f.lane];
+      ++flows;
+    }
+  }
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    const int r = g.members[i];
+    const double l = members_of_domain[r / domain];
+    EXPECT_NEAR(nvl_out[r], (l - 1) * bytes / p, 1e-6) << r;
+    EXPECT_NEAR(nvl_in[r], (l - 1) * bytes / p, 1e-6) << r;
+    EXPECT_NEAR(net_out[r], (p - l) * bytes / p, 1e-6) << r;
+    EXPECT_NEAR(net_in[r], (p - l) * bytes / p, 1e-6) << r;
+    std::map<int, int> expected;
+    for (int lane : g.plans[i].phases[0].receive_lanes) ++expected[lane];
+    EXPECT_EQ(expected, lane_in[r]) << r;
+  }
+  return flows;
+}
+
 TEST(PairwiseAllToAll, AcrossDomainsOneFlowPerRemoteDomainWithThePerPeerNicLoads) {
   // 64 ranks on 8 domains of 8 (an EP group of 64 on 8 HGX nodes), 64 MB per rank.
   std::vector<int> members(64);
   std::iota(members.begin(), members.end(), 0);
   const double bytes = 64e6;
   const auto g = all_to_all_plans(members, 8, bytes);
-  std::map<int, double> net_in, net_out, nvl_in;
-  std::map<int, std::map<int, int>> lane_in;  // rank -> lane -> incoming flows
+  EXPECT_EQ(expect_per_peer_link_loads(g, 8, bytes), 64u * (1 + 7));  // 64 x 63 per peer
   double on_rail = 0.0, remote = 0.0;
   for (size_t i = 0; i < members.size(); ++i) {
     const int me = members[i];
-    ASSERT_EQ(g.plans[i].phases.size(), 1u);
     const auto& ph = g.plans[i].phases[0];
-    EXPECT_EQ(ph.sends.size(), 7u + 7u);  // 7 NVLink peers, 7 remote domains (63 before)
+    EXPECT_EQ(ph.sends.size(), 1u + 7u);  // the NVLink bundle, one flow per remote domain
     for (const auto& f : ph.sends) {
       const bool nvlink = f.to / 8 == me / 8;
-      EXPECT_EQ(f.lane, nvlink ? 0 : 1);
-      EXPECT_DOUBLE_EQ(f.bytes, nvlink ? 1e6 : 8e6);  // bytes/p per peer, L x that per domain
-      (nvlink ? nvl_in[f.to] : net_in[f.to]) += f.bytes;
-      if (!nvlink) {
-        net_out[me] += f.bytes;
-        remote += f.bytes;
-        if (f.to % 8 == me % 8) on_rail += f.bytes;
-      }
-      ++lane_in[f.to][f.lane];
+      EXPECT_DOUBLE_EQ(f.bytes, nvlink ? 7e6 : 8e6);  // 7 local peers, 8 members per domain
+      if (nvlink) continue;
+      remote += f.bytes;
+      if (f.to % 8 == me % 8) on_rail += f.bytes;
     }
-  }
-  for (size_t i = 0; i < members.size(); ++i) {
-    const int r = members[i];
-    // Every NIC sends and receives what the per-peer pattern puts on it: 56 peers x 1 MB.
-    EXPECT_DOUBLE_EQ(net_out[r], 56e6);
-    EXPECT_DOUBLE_EQ(net_in[r], 56e6);
-    EXPECT_DOUBLE_EQ(nvl_in[r], 7e6);
-    // The receives each rank expects match the flows that reach it, lane by lane.
-    std::map<int, int> expected;
-    for (int lane : g.plans[i].phases[0].receive_lanes) ++expected[lane];
-    EXPECT_EQ(expected, lane_in[r]);
   }
   // One remote domain in seven is reached on the sender's rail (per peer: 7 of 56 = 1 in 8).
   EXPECT_NEAR(on_rail / remote, 1.0 / 7.0, 1e-12);
 }
 
-TEST(PairwiseAllToAll, IrregularOrSingleDomainGroupsSendToEveryPeer) {
-  // 12 ranks over domains of 8: 8 + 4 members, irregular.
-  std::vector<int> members(12);
-  std::iota(members.begin(), members.end(), 0);
-  const auto irregular = all_to_all_plans(members, 8, 12e6);
-  for (const auto& plan : irregular.plans) {
-    EXPECT_EQ(plan.phases[0].sends.size(), 11u);
-    EXPECT_EQ(plan.phases[0].receive_lanes.size(), 11u);
-    for (const auto& f : plan.phases[0].sends) EXPECT_DOUBLE_EQ(f.bytes, 1e6);
-  }
+TEST(PairwiseAllToAll, IrregularAndSingleDomainGroupsKeepThePerPeerLinkLoadsInFewFlows) {
+  // 12 ranks over domains of 8: 8 + 4 members.
+  std::vector<int> twelve(12);
+  std::iota(twelve.begin(), twelve.end(), 0);
+  const auto irregular = all_to_all_plans(twelve, 8, 12e6);
+  // NVLink: 12 bundles; remote: 4 senders into 8 members (4 + 8 - 1 = 11 overlaps at most, here
+  // 8: each sender's 8 units go to two members) and 8 senders into 4 (each whole): 8 + 8.
+  EXPECT_EQ(expect_per_peer_link_loads(irregular, 8, 12e6), 12u + 8u + 8u);  // 132 per peer
+  // A stage of 64 ranks on NVL72 racks, split 8 + 56 (ranks 64-127): 64 + (8 + 56 - 1) x 2 at most.
+  std::vector<int> stage(64);
+  std::iota(stage.begin(), stage.end(), 64);
+  const auto split = all_to_all_plans(stage, 72, 64e6);
+  EXPECT_LE(expect_per_peer_link_loads(split, 72, 64e6), 64u + 2u * 63u);  // 64 x 63 per peer
+  // Members scattered over three domains of 4 with 3, 1 and 2 of them, out of rank order.
+  const auto scattered = all_to_all_plans({9, 0, 5, 1, 2, 10}, 4, 6e6);
+  expect_per_peer_link_loads(scattered, 4, 6e6);
+  // One domain: one bundle per member.
   const auto one_domain = all_to_all_plans({0, 1, 2, 3, 4, 5, 6, 7}, 8, 8e6);
-  for (const auto& plan : one_domain.plans) EXPECT_EQ(plan.phases[0].sends.size(), 7u);
+  EXPECT_EQ(expect_per_peer_link_loads(one_domain, 8, 8e6), 8u);
 }
 
 Workload all_to_all_job(int ranks, double bytes) {
