@@ -116,7 +116,7 @@ class StreamActor {
   void operator()();
 
  private:
-  void wait_deps(RankState& src, const Unit& u, Stream stream);
+  void wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
   void run_p2p(const Op& op);
@@ -136,8 +136,13 @@ void StreamActor::operator()() {
   for (const Unit& u : sp.units) {
     const Op& first = r.program->ops[sp.ops[u.begin]];
     r.current_op[static_cast<size_t>(slot_)] = sp.ops[u.begin];
+    // The compute stream's wait for pipeline exchanges (overlapped ones, on pp_comm) is bubble,
+    // as a blocking exchange on the compute stream is; the rest of the wait is exposed.
     const double t0 = sg4::Engine::get_clock();
-    wait_deps(sh_->ranks[static_cast<size_t>(r.source)], u, sp.stream);
+    RankState& src = sh_->ranks[static_cast<size_t>(r.source)];
+    if (compute_stream) wait_deps(src, u, sp.stream, true);
+    const double tp = sg4::Engine::get_clock();
+    wait_deps(src, u, sp.stream, false);
     const double t1 = sg4::Engine::get_clock();
     if (u.compute) {
       run_compute(r, sp, u);
@@ -149,7 +154,8 @@ void StreamActor::operator()() {
     const double t2 = sg4::Engine::get_clock();
     if (!u.compute && r.record) record(sp.stream, first, t1, t2);
     if (compute_stream) {
-      r.exposed += t1 - t0;
+      r.bubble += tp - t0;
+      r.exposed += t1 - tp;
       if (u.compute) {
         r.busy += t2 - t1;
       } else if (first.is_p2p()) {
@@ -169,12 +175,14 @@ void StreamActor::operator()() {
   r.current_op[static_cast<size_t>(slot_)] = -1;
 }
 
-// Waits until every cross-stream dependency of `u` is done on rank `src` (the rank itself, or
-// the representative it mirrors), sleeping on src's condition variable for `stream`.
-void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream) {
+// Waits until every cross-stream dependency of `u` (with `p2p_only`, every pipeline exchange
+// among them) is done on rank `src` (the rank itself, or the representative it mirrors),
+// sleeping on src's condition variable for `stream`.
+void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only) {
   auto ready = [&] {
-    return std::all_of(u.deps.begin(), u.deps.end(),
-                       [&](std::uint32_t d) { return src.done[d] != 0; });
+    return std::all_of(u.deps.begin(), u.deps.end(), [&](std::uint32_t d) {
+      return src.done[d] != 0 || (p2p_only && !src.program->ops[d].is_p2p());
+    });
   };
   if (ready()) return;
   std::unique_lock<sg4::Mutex> lock(*src.mutex);
