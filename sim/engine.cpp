@@ -165,6 +165,8 @@ std::string serialize(const StepResult& r) {
   put(out, r.breakdown.compute_s);
   put(out, r.breakdown.exposed_comm_s);
   put(out, r.breakdown.bubble_s);
+  for (double g : r.breakdown.exposed_by_group_s) put(out, g);
+  put(out, r.breakdown.exposed_other_s);
   put(out, r.events);
   put(out, r.tp_estimated);
   put(out, r.tp_folded);
@@ -189,6 +191,8 @@ StepResult deserialize(const std::string& in) {
   r.breakdown.compute_s = get<double>(in, pos);
   r.breakdown.exposed_comm_s = get<double>(in, pos);
   r.breakdown.bubble_s = get<double>(in, pos);
+  for (double& g : r.breakdown.exposed_by_group_s) g = get<double>(in, pos);
+  r.breakdown.exposed_other_s = get<double>(in, pos);
   r.events = get<std::uint64_t>(in, pos);
   r.tp_estimated = get<bool>(in, pos);
   r.tp_folded = get<bool>(in, pos);

@@ -3,6 +3,7 @@
 // forked child and returns its result; the caller's process never holds a SimGrid engine.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -74,10 +75,16 @@ struct EngineOptions {
 ///  - bubble: the compute stream waiting on pipeline point-to-point exchanges (that is the
 ///    pipeline fill/drain plus the transfers) or idle after the rank's last op;
 ///  - exposed_comm: the compute stream waiting on any other communication.
+///  exposed_comm is split by what the compute stream waited for: the communicator
+///  (GroupKind) of the collective it ran or whose completion let it go on last, or, in
+///  exposed_other_s, a wait on other work of another stream (a host copy, a host optimizer
+///  step); the parts add up to exposed_comm_s.
 struct Breakdown {
   double compute_s = 0.0;
   double exposed_comm_s = 0.0;
   double bubble_s = 0.0;
+  std::array<double, kGroupKindCount> exposed_by_group_s{};  ///< indexed by GroupKind
+  double exposed_other_s = 0.0;
 };
 
 /// Result of simulating one training step.

@@ -116,7 +116,8 @@ class StreamActor {
   void operator()();
 
  private:
-  void wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only);
+  std::int64_t wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only);
+  void charge_exposed(RankState& r, const Op* gating, double seconds);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
   void run_p2p(const Op& op);
@@ -142,7 +143,7 @@ void StreamActor::operator()() {
     RankState& src = sh_->ranks[static_cast<size_t>(r.source)];
     if (compute_stream) wait_deps(src, u, sp.stream, true);
     const double tp = sg4::Engine::get_clock();
-    wait_deps(src, u, sp.stream, false);
+    const std::int64_t gating = wait_deps(src, u, sp.stream, false);
     const double t1 = sg4::Engine::get_clock();
     if (u.compute) {
       run_compute(r, sp, u);
@@ -155,13 +156,13 @@ void StreamActor::operator()() {
     if (!u.compute && r.record) record(sp.stream, first, t1, t2);
     if (compute_stream) {
       r.bubble += tp - t0;
-      r.exposed += t1 - tp;
+      if (t1 > tp) charge_exposed(r, gating >= 0 ? &src.program->ops[static_cast<size_t>(gating)] : nullptr, t1 - tp);
       if (u.compute) {
         r.busy += t2 - t1;
       } else if (first.is_p2p()) {
         r.bubble += t2 - t1;
       } else {
-        r.exposed += t2 - t1;
+        charge_exposed(r, &first, t2 - t1);
       }
     }
     for (std::uint32_t pos = u.begin; pos < u.end; ++pos) r.done[sp.ops[pos]] = 1;
@@ -178,15 +179,35 @@ void StreamActor::operator()() {
 // Waits until every cross-stream dependency of `u` (with `p2p_only`, every pipeline exchange
 // among them) is done on rank `src` (the rank itself, or the representative it mirrors),
 // sleeping on src's condition variable for `stream`.
-void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only) {
-  auto ready = [&] {
-    return std::all_of(u.deps.begin(), u.deps.end(), [&](std::uint32_t d) {
-      return src.done[d] != 0 || (p2p_only && !src.program->ops[d].is_p2p());
-    });
+// Returns the dependency that was still running when the wait began its last round (the one
+// whose completion let `u` go on), or -1 when nothing was waited for.
+std::int64_t StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only) {
+  auto pending = [&]() -> std::int64_t {
+    for (std::uint32_t d : u.deps) {
+      if (src.done[d] == 0 && (!p2p_only || src.program->ops[d].is_p2p())) return d;
+    }
+    return -1;
   };
-  if (ready()) return;
-  std::unique_lock<sg4::Mutex> lock(*src.mutex);
-  while (!ready()) src.cvs[static_cast<size_t>(stream)]->wait(lock);
+  std::int64_t last = pending();
+  if (last < 0) return -1;
+  std::unique_lock<sg4::Mutex> lock(*src.mutex);  // taking it may yield: look again after
+  for (std::int64_t d = pending(); d >= 0; d = pending()) {
+    last = d;
+    src.cvs[static_cast<size_t>(stream)]->wait(lock);
+  }
+  return last;
+}
+
+// Exposed time of the compute stream, charged to the communicator of the collective it waited
+// for (`gating`), or to exposed_other for any other op (Breakdown).
+void StreamActor::charge_exposed(RankState& r, const Op* gating, double seconds) {
+  r.exposed += seconds;
+  const auto* spec = gating != nullptr ? std::get_if<CollectiveSpec>(&gating->shape) : nullptr;
+  if (spec != nullptr) {
+    r.exposed_by_group[static_cast<size_t>(spec->group)] += seconds;
+  } else {
+    r.exposed_other += seconds;
+  }
 }
 
 void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u) {
@@ -381,6 +402,8 @@ Breakdown account(Shared& sh, double& step) {
     const RankState& src = sh.ranks[static_cast<size_t>(source)];
     r.busy = src.busy;
     r.exposed = src.exposed;
+    r.exposed_by_group = src.exposed_by_group;
+    r.exposed_other = src.exposed_other;
     r.bubble = src.bubble;
     r.compute_end = src.compute_end;
     r.end = std::max(r.end, src.end);
@@ -396,11 +419,15 @@ Breakdown account(Shared& sh, double& step) {
   for (const RankState& r : sh.ranks) {
     b.compute_s += r.busy;
     b.exposed_comm_s += r.exposed;
+    for (size_t g = 0; g < r.exposed_by_group.size(); ++g) b.exposed_by_group_s[g] += r.exposed_by_group[g];
+    b.exposed_other_s += r.exposed_other;
     b.bubble_s += r.bubble + (step - r.compute_end);
   }
   const auto n = static_cast<double>(sh.ranks.size());
   b.compute_s /= n;
   b.exposed_comm_s /= n;
+  for (double& g : b.exposed_by_group_s) g /= n;
+  b.exposed_other_s /= n;
   b.bubble_s /= n;
   return b;
 }

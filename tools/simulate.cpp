@@ -224,6 +224,33 @@ std::string memory_text(const MemoryFit& m) {
   return out.str();
 }
 
+// Breakdown::exposed_by_group_s by communicator name ("tp", "dp_cp", ...), then "other".
+nlohmann::ordered_json exposed_parts_json(const sim::Breakdown& b) {
+  nlohmann::ordered_json j;
+  for (int g = 0; g < sim::kGroupKindCount; ++g) {
+    j[sim::to_string(static_cast<sim::GroupKind>(g))] = b.exposed_by_group_s[static_cast<size_t>(g)];
+  }
+  j["other"] = b.exposed_other_s;
+  return j;
+}
+
+// "tp 0.300 s, dp_cp 0.120 s": the parts of the exposed communication above 0.5 ms, largest first.
+std::string exposed_parts_text(const sim::Breakdown& b) {
+  std::vector<std::pair<double, std::string>> parts;
+  for (int g = 0; g < sim::kGroupKindCount; ++g) {
+    parts.emplace_back(b.exposed_by_group_s[static_cast<size_t>(g)], sim::to_string(static_cast<sim::GroupKind>(g)));
+  }
+  parts.emplace_back(b.exposed_other_s, "other");
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(3);
+  for (const auto& [s, name] : parts) {
+    if (s < 5e-4) continue;
+    out << (out.tellp() > 0 ? ", " : "") << name << " " << s << " s";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 std::string report_json(const RunReport& r) {
@@ -237,7 +264,8 @@ std::string report_json(const RunReport& r) {
   j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
   j["breakdown"] = {{"compute_s", r.step.breakdown.compute_s},
                     {"exposed_comm_s", r.step.breakdown.exposed_comm_s},
-                    {"bubble_s", r.step.breakdown.bubble_s}};
+                    {"bubble_s", r.step.breakdown.bubble_s},
+                    {"exposed_comm_by_group_s", exposed_parts_json(r.step.breakdown)}};
   j["gpus"] = r.gpus;
   j["tokens_per_step"] = r.tokens_per_step;
   j["job"] = r.job_description;
@@ -305,6 +333,9 @@ std::string report_text(const RunReport& r) {
   out << "breakdown     compute " << std::setprecision(3) << b.compute_s << " s (" << pct(b.compute_s)
       << "), exposed comm " << b.exposed_comm_s << " s (" << pct(b.exposed_comm_s)
       << "), bubble " << b.bubble_s << " s (" << pct(b.bubble_s) << ")\n";
+  if (const std::string parts = exposed_parts_text(b); !parts.empty()) {
+    out << "exposed by    " << parts << " (communicator the compute stream waited for)\n";
+  }
   for (std::size_t i = 0; i < r.step.algorithm_fallbacks.size(); ++i) {
     out << (i == 0 ? "forced algo   not applicable, fell back: " : "              ")
         << r.step.algorithm_fallbacks[i] << "\n";

@@ -94,6 +94,8 @@ struct RankState {
   std::vector<std::int64_t> current_op;  ///< per stream slot, -1 when finished
   OverlapState overlap;
   double busy = 0, exposed = 0, bubble = 0, compute_end = 0, end = 0;
+  std::array<double, kGroupKindCount> exposed_by_group{};  ///< parts of `exposed` (Breakdown)
+  double exposed_other = 0;
 };
 
 /// Everything the actors of one simulation share.

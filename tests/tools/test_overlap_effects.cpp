@@ -40,6 +40,31 @@ TEST(OverlapEffects, OverlappedPipelineTransfersShortenTheInterleavedStep) {
               0.1 * off.step.breakdown.exposed_comm_s);
 }
 
+// The exposed communication is split by the communicator the compute stream waited for, and
+// the parts add up to it.
+TEST(OverlapEffects, ExposedCommunicationIsSplitByCommunicator) {
+  auto parts_sum = [](const sim::Breakdown& b) {
+    double s = b.exposed_other_s;
+    for (double g : b.exposed_by_group_s) s += g;
+    return s;
+  };
+  auto part = [](const sim::Breakdown& b, sim::GroupKind g) { return b.exposed_by_group_s[static_cast<size_t>(g)]; };
+  // TP 4 without TP overlap: the all-gathers and reduce-scatters of sequence parallelism wait
+  // on the compute stream; no data parallelism.
+  const RunReport tp = run("parts_tp", "  tp: 4\n  pp: 2\n  vp: 2\n  sequence_parallel: true\n");
+  const auto& bt = tp.step.breakdown;
+  EXPECT_GT(bt.exposed_comm_s, 0.0);
+  EXPECT_NEAR(parts_sum(bt), bt.exposed_comm_s, 1e-9 * tp.step.step_time_s);
+  EXPECT_GT(part(bt, sim::GroupKind::TP), 0.9 * bt.exposed_comm_s);
+  EXPECT_EQ(part(bt, sim::GroupKind::DP), 0.0);
+  // Data parallelism over 8 with the gradient reduction after the backward, not overlapped.
+  const RunReport dp = run("parts_dp", "  tp: 1\n  dp: 8\n  overlap_grad_reduce: false\n");
+  const auto& bd = dp.step.breakdown;
+  EXPECT_NEAR(parts_sum(bd), bd.exposed_comm_s, 1e-9 * bd.exposed_comm_s);
+  EXPECT_GT(part(bd, sim::GroupKind::DP), 0.9 * bd.exposed_comm_s);
+  EXPECT_EQ(part(bd, sim::GroupKind::TP), 0.0);
+}
+
 TEST(OverlapEffects, TpOverlapSettingsChangeTheGemmTime) {
   const std::string base = "  tp: 8\n  sequence_parallel: true\n";
   const RunReport plain = run("tp_plain", base);
