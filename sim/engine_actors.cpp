@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -34,64 +33,6 @@ int collective_slot(GroupKind group, Stream stream, int phase, int lane) {
 int payload_token = 0;  // flows carry no data; mailboxes need a pointer
 
 }  // namespace
-
-// Latency of the platform route between two ranks' GPUs (cached per pair).
-double Shared::route_latency(int from, int to) {
-  auto& cache = ranks[static_cast<size_t>(from)].route_latency;
-  auto it = cache.find(to);
-  if (it != cache.end()) return it->second;
-  std::vector<sg4::Link*> links;
-  double latency = 0.0;
-  platform->gpus[static_cast<size_t>(from)]->route_to(platform->gpus[static_cast<size_t>(to)], links, &latency);
-  if (fold > 1) fold_route(from, to);
-  cache.emplace(to, latency);
-  return latency;
-}
-
-const CommParams& Shared::params(int rank, const Op& op) {
-  const RankState& r = ranks[static_cast<size_t>(rank)];
-  const auto prog = workload->program_of_rank[static_cast<size_t>(rank)];
-  auto& table = comm_params[prog];
-  if (table.empty()) table.resize(r.program->ops.size());
-  CommParams& c = table[static_cast<size_t>(&op - r.program->ops.data())];
-  if (!c.ready) {
-    if (const auto* spec = std::get_if<CollectiveSpec>(&op.shape)) {
-      const int p = group(rank, spec->group).size;
-      c.nvl = cost->protocol_collective_params(spec->kind, op.bytes, p, LinkClass::NVLink,
-                                               options->nccl_proto);
-      c.net = cost->collective_params(spec->kind, op.bytes, p, LinkClass::Network);
-    } else {
-      c.nvl = cost->p2p_params(op.bytes, LinkClass::NVLink);
-      c.net = cost->p2p_params(op.bytes, LinkClass::Network);
-    }
-    if (options->interference) {
-      for (int k = 0; k < kComputeClassCount; ++k) {
-        c.overlap[static_cast<size_t>(k)] = cost->interference(static_cast<ComputeClass>(k), op.bytes);
-        c.interferes = c.interferes || c.overlap[static_cast<size_t>(k)].compute_slowdown > 1.0;
-      }
-    }
-    c.ready = true;
-  }
-  return c;
-}
-
-const GroupInfo& Shared::group(int rank, GroupKind kind) {
-  auto& slot = ranks[static_cast<size_t>(rank)].groups[static_cast<size_t>(kind)];
-  if (!slot) {
-    auto g = std::make_unique<GroupInfo>();
-    g->members = workload->layout.group(rank, kind);
-    g->size = static_cast<int>(g->members.size());
-    g->index = workload->layout.coord(rank, kind);
-    g->next = g->members[static_cast<size_t>((g->index + 1) % g->size)];
-    g->prev = g->members[static_cast<size_t>((g->index + g->size - 1) % g->size)];
-    std::set<int> doms;
-    for (int m : g->members) doms.insert(domain(m));
-    g->domains = static_cast<int>(doms.size());
-    g->shape = group_shape(g->members, g->index, platform->nvlink_domain_size);
-    slot = std::move(g);
-  }
-  return *slot;
-}
 
 namespace {
 
