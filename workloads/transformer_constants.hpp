@@ -27,6 +27,24 @@ inline constexpr double kFp32Bytes = 4.0;
 // place (8), cast the gradient to BF16 for the output layer (4 + 2) = 14 bytes.
 inline constexpr double kCrossEntropyForwardBytes = 38.0;
 inline constexpr double kCrossEntropyBackwardBytes = 14.0;
+// Fused softmax cross-entropy (training.cross_entropy: fused, Transformer Engine's Triton kernels,
+// transformer_engine/pytorch/triton/cross_entropy.py: an online-softmax pass reading the BF16
+// logits in the forward, a pass rewriting them in place with the gradient in the backward) moves
+// what the calibration's fused kernel moves (calib/probes/membound_kernels.cu ce_k: the same two
+// passes), 4 bytes per logit in its table's convention, one pass of three in the forward.
+inline constexpr double kFusedCrossEntropyForwardBytes = 4.0 / 3.0;
+inline constexpr double kFusedCrossEntropyBackwardBytes = 8.0 / 3.0;
+// Chunked fused linear cross-entropy (cross_entropy: chunked, Liger-Kernel's): both passes in
+// the forward, chunk by chunk; its backward only scales by the loss gradient, skipped when 1.
+inline constexpr double kChunkedCrossEntropyForwardBytes = 4.0;
+inline constexpr double kChunkedCrossEntropyBackwardBytes = 0.0;
+// Hugging Face transformers' loss (cross_entropy: eager: logits.float(), then log_softmax and
+// nll_loss, and their backwards) as measured by calibration run 29 (calib/data/h200/run29/
+// eager_loss.csv, H200: 6.97 ms forward, 6.58 ms backward for 8,192 x 128,256 logits, per logit
+// within 3% from 2k to 16k tokens), in bytes of the fused kernel's table at the bandwidth it
+// measured at that size (2.78 TB/s, membound.csv): the time run 29 took.
+inline constexpr double kEagerCrossEntropyForwardBytes = 18.4;
+inline constexpr double kEagerCrossEntropyBackwardBytes = 17.4;
 // Its forward all-reduces three FP32 values per token over TP: the max logit, the target
 // logit and the sum of exponentials.
 inline constexpr int kCrossEntropyAllReduces = 3;

@@ -14,6 +14,32 @@ namespace clustersim::workloads {
 using sim::CollectiveKind;
 using sim::MemKernel;
 
+namespace {
+
+// The loss kernels' bytes per logit by implementation (workloads/transformer_constants.hpp).
+void set_loss_bytes(CrossEntropy ce, RankShapes& s) {
+  switch (ce) {
+    case CrossEntropy::Unfused:
+      s.ce_forward_bytes = kCrossEntropyForwardBytes;
+      s.ce_backward_bytes = kCrossEntropyBackwardBytes;
+      return;
+    case CrossEntropy::Fused:
+      s.ce_forward_bytes = kFusedCrossEntropyForwardBytes;
+      s.ce_backward_bytes = kFusedCrossEntropyBackwardBytes;
+      return;
+    case CrossEntropy::Chunked:
+      s.ce_forward_bytes = kChunkedCrossEntropyForwardBytes;
+      s.ce_backward_bytes = kChunkedCrossEntropyBackwardBytes;
+      return;
+    case CrossEntropy::Eager:
+      s.ce_forward_bytes = kEagerCrossEntropyForwardBytes;
+      s.ce_backward_bytes = kEagerCrossEntropyBackwardBytes;
+      return;
+  }
+}
+
+}  // namespace
+
 RankShapes RankShapes::of(const WorkloadSpec& spec) {
   const ModelSpec& m = spec.model;
   const ParallelSpec& p = spec.parallel;
@@ -35,6 +61,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
     if (m.activation == Activation::Swiglu) s.act_kernel = sim::MemKernel::SwigluEager;
     s.transpose_attn_out = true;
   }
+  set_loss_bytes(t.cross_entropy, s);
   s.sp_tokens = s.sequence_parallel ? s.tokens / tp : s.tokens;
   s.hidden = m.hidden;
   s.heads = m.heads / tp;
@@ -331,7 +358,7 @@ void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps) {
   // autocast: BF16 with fp8 too.
   b_.gemm("head", s_.tokens, s_.vocab, s_.hidden, sim::DType::BF16, kOutBytes);
   const double logits = static_cast<double>(s_.tokens) * static_cast<double>(s_.vocab);
-  b_.mem("cross_entropy", MemKernel::CrossEntropy, kCrossEntropyForwardBytes * logits);
+  b_.mem("cross_entropy", MemKernel::CrossEntropy, s_.ce_forward_bytes * logits);
   if (s_.tp_comm) {
     for (int i = 0; i < kCrossEntropyAllReduces; ++i) {
       tp_blocking("tp_ar_ce", CollectiveKind::AllReduce, kFp32Bytes * static_cast<double>(s_.tokens));
@@ -342,7 +369,9 @@ void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps) {
 void TransformerOps::head_backward(GradSink* sink) {
   b_.set_layer(-1);
   const double logits = static_cast<double>(s_.tokens) * static_cast<double>(s_.vocab);
-  b_.mem("cross_entropy_bwd", MemKernel::CrossEntropy, kCrossEntropyBackwardBytes * logits);
+  if (s_.ce_backward_bytes > 0.0) {
+    b_.mem("cross_entropy_bwd", MemKernel::CrossEntropy, s_.ce_backward_bytes * logits);
+  }
   auto comm = column_backward("head", s_.hidden, s_.vocab, sim::DType::BF16,
                               ParamGroup::OutputHead, -1, sink);
   const std::uint32_t norm = norm_backward("final_norm_bwd", std::move(comm));

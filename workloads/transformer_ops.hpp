@@ -61,6 +61,8 @@ struct RankShapes {
   sim::MemKernel rope_kernel = sim::MemKernel::Rope;
   sim::MemKernel act_kernel = sim::MemKernel::Activation;
   bool transpose_attn_out = false;
+  /// Bytes per logit of the loss's forward and backward kernels (training.cross_entropy).
+  double ce_forward_bytes = 0.0, ce_backward_bytes = 0.0;
 
   /// Shapes of `spec`.
   static RankShapes of(const WorkloadSpec& spec);

@@ -95,6 +95,31 @@ TEST(EagerElementwise, EagerKernelsRoundTripThroughTheTraceFormat) {
   }
 }
 
+// training.cross_entropy sets the loss kernels' bytes, not only the memory they hold: Megatron's
+// unfused loss 38 + 14 B per logit, TE's fused kernels what the calibrated fused kernel moves (4
+// B, a third of it in the forward), Liger's chunked loss all of it in the forward and no
+// backward kernel, transformers' loss run 29's measured time (18.4 + 17.4 B at that kernel's
+// bandwidth).
+TEST(EagerElementwise, TheLossImplementationSetsItsKernelBytes) {
+  const std::string job = testing::small_llama_job(1, 1, 1, false, 1, 1);
+  auto loss = [&](const std::string& ce) {
+    const MemOps m = mem_ops(with(job, "  cross_entropy: " + ce + "\n"));
+    const double fwd = m.first.at("cross_entropy").second;
+    const double bwd = m.first.count("cross_entropy_bwd") ? m.first.at("cross_entropy_bwd").second : 0.0;
+    return std::make_pair(fwd, bwd);
+  };
+  const auto unfused = loss("unfused"), fused = loss("fused"), chunked = loss("chunked"), eager = loss("eager");
+  const double logits = unfused.first / 38.0;
+  EXPECT_GT(logits, 0.0);
+  EXPECT_DOUBLE_EQ(unfused.second, 14.0 * logits);
+  EXPECT_DOUBLE_EQ(fused.first, 4.0 / 3.0 * logits);
+  EXPECT_DOUBLE_EQ(fused.second, 8.0 / 3.0 * logits);
+  EXPECT_DOUBLE_EQ(chunked.first, 4.0 * logits);
+  EXPECT_DOUBLE_EQ(chunked.second, 0.0);
+  EXPECT_DOUBLE_EQ(eager.first, 18.4 * logits);
+  EXPECT_DOUBLE_EQ(eager.second, 17.4 * logits);
+}
+
 TEST(EagerElementwise, AnUnknownValueIsRejectedWithItsField) {
   try {
     testing::parse_job(with(testing::small_llama_job(1, 1, 1, false, 1, 1), "  elementwise: lazy\n"), 1);
