@@ -166,6 +166,9 @@ int sweep_command(const SweepArgs& args) {
     set(table, row, "tokens_per_s_per_gpu", csv_number(f.tokens_per_s_per_gpu, 1));
     set(table, row, "mfu", csv_number(f.mfu, 4));
     set(table, row, "step_time_s", csv_number(f.step_time_s, 4));
+    set(table, row, "compute_s", csv_number(f.compute_s, 4));
+    set(table, row, "exposed_comm_s", csv_number(f.exposed_comm_s, 4));
+    set(table, row, "bubble_s", csv_number(f.bubble_s, 4));
     set(table, row, "replicas", f.replicas);
   }
   rank_sweep_table(table);

@@ -154,8 +154,9 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
 std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes) {
   std::vector<std::string> h = {"rank", "config"};
   for (const auto& a : axes) h.push_back(a.dim.name);
-  for (const char* c : {"dp", "status", "tokens_per_s_per_gpu", "mfu", "step_time_s",
-                        "peak_memory_gib", "memory_headroom_gib", "replicas", "reason"}) {
+  for (const char* c : {"dp", "status", "tokens_per_s_per_gpu", "mfu", "step_time_s", "compute_s",
+                        "exposed_comm_s", "bubble_s", "peak_memory_gib", "memory_headroom_gib",
+                        "replicas", "reason"}) {
     h.emplace_back(c);
   }
   return h;

@@ -168,6 +168,11 @@ TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
     if (row[t.column("status")] != "ok") continue;
     EXPECT_NEAR(std::stod(row[t.column("memory_headroom_gib")]),
                 80.0 - std::stod(row[t.column("peak_memory_gib")]), 0.011);
+    // The breakdown columns add up to the step time (each to the CSV's 4 decimals).
+    EXPECT_NEAR(std::stod(row[t.column("compute_s")]) + std::stod(row[t.column("exposed_comm_s")]) +
+                    std::stod(row[t.column("bubble_s")]),
+                std::stod(row[t.column("step_time_s")]), 2e-4);
+    EXPECT_GT(std::stod(row[t.column("compute_s")]), 0.0);
   }
   for (std::size_t i = 1; i < 4; ++i) {
     EXPECT_GE(std::stod(t.rows[i - 1][t.column("tokens_per_s_per_gpu")]),
