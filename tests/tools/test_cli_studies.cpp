@@ -54,6 +54,11 @@ TEST(ValidateCli, JsonFollowsTheDocumentedSchemaAndStatistics) {
     const double rel = c["rel_error"];
     EXPECT_NEAR(rel, (c["simulated"].get<double>() - c["measured"].get<double>()) /
                          c["measured"].get<double>(), 1e-12);
+    // Each point carries its simulated step and where the time went; the parts add up.
+    const auto& b = c["breakdown"];
+    EXPECT_NEAR(b["compute_s"].get<double>() + b["exposed_comm_s"].get<double>() + b["bubble_s"].get<double>(),
+                c["step_time_s"].get<double>(), 1e-9 * c["step_time_s"].get<double>());
+    EXPECT_TRUE(b["exposed_comm_by_group_s"].contains("dp_cp")) << b.dump();
     sum += std::fabs(rel);
     max = std::max(max, std::fabs(rel));
   }

@@ -118,9 +118,11 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
       SimulateOptions so = options_from_job(job);
       if (!replicas.empty()) so.replicas = replicas;
       const RunReport r = simulate_job(job, so);
-      nlohmann::json j = {{"value", metric_of(r, metric)},
+      nlohmann::ordered_json j = {{"value", metric_of(r, metric)},
                           {"replicas", r.replicas},
-                          {"wall", r.step.sim_wall_s}};
+                          {"wall", r.step.sim_wall_s},
+                          {"step_time_s", r.step.step_time_s},
+                          {"breakdown", nlohmann::ordered_json::parse(report_json(r)).at("breakdown")}};
       return j.dump();
     };
   } catch (const SpecError& e) {
@@ -203,11 +205,13 @@ ValidationSummary run_validation(const ReferenceSet& set, const ValidateOptions&
       o.reason = "simulation failed: " + results[t].output;
       continue;
     }
-    const auto j = nlohmann::json::parse(results[t].output);
+    const auto j = nlohmann::ordered_json::parse(results[t].output);
     o.simulated = true;
     o.simulated_value = j["value"].get<double>();
     o.replicas = j["replicas"].get<std::string>();
     o.sim_wall_s = j["wall"].get<double>();
+    o.step_time_s = j["step_time_s"].get<double>();
+    o.breakdown_json = j["breakdown"].dump();
     o.rel_error = (o.simulated_value - o.measured) / o.measured;
   }
   summarize(s);
@@ -296,6 +300,8 @@ std::string validation_json(const ValidationSummary& s) {
     if (o.capacity_gib) j["capacity_gib"] = *o.capacity_gib;
     if (o.simulated) {
       j["replicas"] = o.replicas;
+      j["step_time_s"] = o.step_time_s;
+      j["breakdown"] = nlohmann::ordered_json::parse(o.breakdown_json);
       j["sim_wall_s"] = o.sim_wall_s;
       j["cpu_s"] = o.cpu_s;
       cases.push_back(j);

@@ -29,6 +29,10 @@ struct PointOutcome {
   std::string family;        ///< recipe family
   std::string replicas;      ///< reduction the engine used ("full" / "identical")
   double sim_wall_s = 0.0;   ///< wall time of the simulation
+  double step_time_s = 0.0;  ///< simulated step time
+  /// The simulated step's breakdown as `clustersim run --json` writes it (JSON text; empty if
+  /// not simulated): where the time of a missed point goes.
+  std::string breakdown_json;
   double cpu_s = 0.0;        ///< CPU time of the point's worker (job build and simulation)
   std::optional<double> measured_peak_gib;
   std::optional<double> estimated_peak_gib;  ///< the memory model's per-GPU peak, if available
