@@ -29,7 +29,8 @@ GroupShape group_shape(const std::vector<int>& members, int index, int domain_si
   const int my_dom = slot_of_domain.at(me / domain_size);
   const auto& mine = by_domain[static_cast<size_t>(my_dom)];
   const int li = static_cast<int>(std::find(mine.begin(), mine.end(), me) - mine.begin());
-  s.local_next = mine[static_cast<size_t>((li + 1) % static_cast<int>(mine.size()))];
+  s.my_local = static_cast<int>(mine.size());
+  s.local_next = mine[static_cast<size_t>((li + 1) % s.my_local)];
   if (s.regular) {
     for (const auto& g : by_domain) s.rail.push_back(g[static_cast<size_t>(li)]);
     s.rail_index = my_dom;
@@ -165,14 +166,9 @@ CollectivePlan pairwise_plan(const CollectiveCall& c) {
   plan.algorithm = "pairwise";
   FlowPhase ph;
   const double per_peer = c.bytes / s.p;
-  if (s.local > 1 || !s.regular) {  // my domain's share as one flow round the domain's members
-    const int me = (*c.members)[static_cast<size_t>(c.index)];
-    int local_peers = 0;
-    for (int r : *c.members) local_peers += r != me && r / c.domain_size == me / c.domain_size;
-    if (local_peers > 0) {
-      ph.sends.push_back({s.local_next, per_peer * local_peers / c.nvl.bandwidth_efficiency, 0});
-      ph.receive_lanes.push_back(0);
-    }
+  if (s.my_local > 1) {  // my domain's share as one flow round the domain's members
+    ph.sends.push_back({s.local_next, per_peer * (s.my_local - 1) / c.nvl.bandwidth_efficiency, 0});
+    ph.receive_lanes.push_back(0);
   }
   if (s.domains > 1 && s.regular) {
     for (int to : s.domain_peers) {  // group_shape: one member of each other domain

@@ -251,7 +251,17 @@ std::string exposed_parts_text(const sim::Breakdown& b) {
   return out.str();
 }
 
+// The documented `breakdown` object (docs/outputs.md).
+nlohmann::ordered_json breakdown_object(const sim::Breakdown& b) {
+  return {{"compute_s", b.compute_s},
+          {"exposed_comm_s", b.exposed_comm_s},
+          {"bubble_s", b.bubble_s},
+          {"exposed_comm_by_group_s", exposed_parts_json(b)}};
+}
+
 }  // namespace
+
+std::string breakdown_json(const sim::Breakdown& b) { return breakdown_object(b).dump(); }
 
 std::string report_json(const RunReport& r) {
   nlohmann::ordered_json j;
@@ -262,10 +272,7 @@ std::string report_json(const RunReport& r) {
   j["achieved_tflops_per_gpu"] = r.achieved_tflops_per_gpu;
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
-  j["breakdown"] = {{"compute_s", r.step.breakdown.compute_s},
-                    {"exposed_comm_s", r.step.breakdown.exposed_comm_s},
-                    {"bubble_s", r.step.breakdown.bubble_s},
-                    {"exposed_comm_by_group_s", exposed_parts_json(r.step.breakdown)}};
+  j["breakdown"] = breakdown_object(r.step.breakdown);
   j["gpus"] = r.gpus;
   j["tokens_per_step"] = r.tokens_per_step;
   j["job"] = r.job_description;

@@ -105,6 +105,8 @@ std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
 /// @throws SpecError for inconsistent jobs, std::runtime_error for simulation failures.
 RunReport simulate_job(const Job& job, const SimulateOptions& options);
 
+/// The step's `breakdown` object of report_json as JSON text (docs/outputs.md).
+std::string breakdown_json(const sim::Breakdown& breakdown);
 /// Writes `report` as the documented JSON object (keys step_time_s, mfu, ...).
 std::string report_json(const RunReport& report);
 /// Human-readable summary.

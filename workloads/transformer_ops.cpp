@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "workloads/flops.hpp"
@@ -16,26 +17,16 @@ using sim::MemKernel;
 
 namespace {
 
-// The loss kernels' bytes per logit by implementation (workloads/transformer_constants.hpp).
-void set_loss_bytes(CrossEntropy ce, RankShapes& s) {
+// The loss kernels' bytes per logit, forward and backward, by implementation
+// (workloads/transformer_constants.hpp).
+std::pair<double, double> loss_bytes(CrossEntropy ce) {
   switch (ce) {
-    case CrossEntropy::Unfused:
-      s.ce_forward_bytes = kCrossEntropyForwardBytes;
-      s.ce_backward_bytes = kCrossEntropyBackwardBytes;
-      return;
-    case CrossEntropy::Fused:
-      s.ce_forward_bytes = kFusedCrossEntropyForwardBytes;
-      s.ce_backward_bytes = kFusedCrossEntropyBackwardBytes;
-      return;
-    case CrossEntropy::Chunked:
-      s.ce_forward_bytes = kChunkedCrossEntropyForwardBytes;
-      s.ce_backward_bytes = kChunkedCrossEntropyBackwardBytes;
-      return;
-    case CrossEntropy::Eager:
-      s.ce_forward_bytes = kEagerCrossEntropyForwardBytes;
-      s.ce_backward_bytes = kEagerCrossEntropyBackwardBytes;
-      return;
+    case CrossEntropy::Unfused: return {kCrossEntropyForwardBytes, kCrossEntropyBackwardBytes};
+    case CrossEntropy::Fused: return {kFusedCrossEntropyForwardBytes, kFusedCrossEntropyBackwardBytes};
+    case CrossEntropy::Chunked: return {kChunkedCrossEntropyForwardBytes, kChunkedCrossEntropyBackwardBytes};
+    case CrossEntropy::Eager: return {kEagerCrossEntropyForwardBytes, kEagerCrossEntropyBackwardBytes};
   }
+  return {kCrossEntropyForwardBytes, kCrossEntropyBackwardBytes};
 }
 
 }  // namespace
@@ -61,7 +52,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
     if (m.activation == Activation::Swiglu) s.act_kernel = sim::MemKernel::SwigluEager;
     s.transpose_attn_out = true;
   }
-  set_loss_bytes(t.cross_entropy, s);
+  std::tie(s.ce_forward_bytes, s.ce_backward_bytes) = loss_bytes(t.cross_entropy);
   s.sp_tokens = s.sequence_parallel ? s.tokens / tp : s.tokens;
   s.hidden = m.hidden;
   s.heads = m.heads / tp;

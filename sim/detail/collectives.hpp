@@ -21,6 +21,7 @@ struct GroupShape {
   int p = 1;            ///< group size
   int domains = 1;      ///< distinct NVLink domains
   int local = 1;        ///< members per domain (when regular)
+  int my_local = 1;     ///< members of my domain (regular or not)
   bool regular = true;  ///< every domain holds the same number of members
   int local_next = -1;  ///< next member in my domain (ring order inside the domain)
   int rail_next = -1;   ///< member of the next domain with my local index (regular only)
