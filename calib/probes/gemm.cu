@@ -39,6 +39,10 @@ void run_grid(Context& cx, const Args& args, CsvWriter& csv) {
   const double budget = args.num("point-budget", 0.3);
   const Heater heat(cx);
   const std::function<void()> heater = [&] { heat.run(); };
+  // --heat-s S: S seconds of heater GEMMs before the first shape, so that the first rows are
+  // measured at the sustained state too (without it a process's first ~2 s of rows run on a
+  // GPU still warming up: run 44's telemetry, calib/data/h200/README.md).
+  heat.run_for(args.num("heat-s", 0.0));
   csv.header({"dtype", "layout", "m", "n", "k", "flops", "time_s", "tflops", "min_s", "max_s",
               "samples", "calls", "slots", "max_rel_err", "sm_mhz", "power_w", "temp_c",
               "variant"});

@@ -1,6 +1,7 @@
 // cuBLASLt GEMM plans shared by the GEMM probes: see gemm_lt.cuh.
 #include "gemm_lt.cuh"
 
+#include <chrono>
 #include <iostream>
 
 namespace probes {
@@ -145,6 +146,14 @@ Heater::Heater(Context& cx) : cx_(cx) {
 Heater::~Heater() { cudaFree(base_); }
 
 void Heater::run() const { plan_->run(base_, base_ + slots_.off_b, base_ + slots_.off_c, cx_.ws, nullptr); }
+
+void Heater::run_for(double seconds) const {
+  for (const auto t0 = std::chrono::steady_clock::now();
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;) {
+    for (int i = 0; i < 64; ++i) run();
+    PROBE_CUDA(cudaDeviceSynchronize());
+  }
+}
 
 void open_context(Context& cx, const Args& args) {
   cx.device = static_cast<int>(args.num("device", 0));

@@ -216,6 +216,9 @@ class Heater {
   Heater& operator=(const Heater&) = delete;
   /// Enqueues one heater GEMM on the legacy default stream.
   void run() const;
+  /// Runs heater GEMMs back to back for `seconds` (wall clock) and waits for them: brings a GPU
+  /// that idled to the sustained state before a probe's first timed shape (--heat-s).
+  void run_for(double seconds) const;
 
  private:
   Context& cx_;

@@ -260,6 +260,9 @@ int run(int argc, char** argv) {
     Holder holder(cx.device);
     const Heater heat(cx);
     const std::function<void()> heater = [&] { heat.run(); };
+    // --heat-s S: S seconds of heater GEMMs first, so the first shapes are measured at the
+    // sustained state too (run 45, calib/data/h200/README.md).
+    heat.run_for(args.num("heat-s", 0.0));
     for (const char* combo : {"bf16:fwd", "bf16:dgrad", "bf16:wgrad", "fp8:tn"}) {
       if (combos.find(combo) == std::string::npos) continue;
       const std::string c = combo;

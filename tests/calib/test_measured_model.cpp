@@ -120,12 +120,12 @@ TEST_F(MeasuredModel, GemmTimeGrowsWithEveryDimension) {
 }
 
 TEST_F(MeasuredModel, GemmOutsideTheGridUsesTheEdgeRateAndIsListed) {
-  const double in = h200_.compute_time(gemm(8192, 32768, 16384, sim::DType::BF16));
-  const double out = h200_.compute_time(gemm(8192, 106496, 16384, sim::DType::BF16));
-  EXPECT_NEAR(out / in, 106496.0 / 32768.0, 1e-9);  // same rate as the edge, 3.25x the FLOPs
+  const double in = h200_.compute_time(gemm(8192, 65536, 16384, sim::DType::BF16));
+  const double out = h200_.compute_time(gemm(8192, 212992, 16384, sim::DType::BF16));
+  EXPECT_NEAR(out / in, 212992.0 / 65536.0, 1e-9);  // same rate as the edge, 3.25x the FLOPs
   ASSERT_EQ(h200_.out_of_grid().size(), 1u);
-  EXPECT_NE(h200_.out_of_grid()[0].what.find("n 512-32768"), std::string::npos);
-  h200_.compute_time(gemm(8192, 106496, 16384, sim::DType::BF16));
+  EXPECT_NE(h200_.out_of_grid()[0].what.find("n 512-65536"), std::string::npos);
+  h200_.compute_time(gemm(8192, 212992, 16384, sim::DType::BF16));
   EXPECT_EQ(h200_.out_of_grid()[0].count, 2u);
   EXPECT_THROW(h200_.compute_time(gemm(0, 1, 1, sim::DType::BF16)), std::invalid_argument);
 }
