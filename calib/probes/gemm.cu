@@ -147,6 +147,10 @@ int run(int argc, char** argv) {
       // --fast-accum 1: FP8 with CUBLASLT_MATMUL_DESC_FAST_ACCUM, as Transformer Engine runs
       // its forward GEMMs (layout written as "tn_fastacc").
       cx.fast_accum = args.num("fast-accum", 0) != 0;
+      // --accumulate 1 / 2: FP32 / BF16 output accumulated into (beta = 1), as the
+      // weight-gradient GEMM adds into Megatron's main_grad (variant "accum_f32" / "accum_bf16").
+      cx.accumulate = static_cast<int>(args.num("accumulate", 0));
+      if (cx.accumulate < 0 || cx.accumulate > 2) throw std::runtime_error("--accumulate: 0, 1 or 2");
       run_grid(cx, args, csv);
     }
     else

@@ -59,7 +59,7 @@ Slots make_slots(const Context& cx, const Problem& p) {
   s.off_b = align_up(static_cast<std::size_t>(p.m * p.k) * elem(p.dt));
   s.off_c = s.off_b + align_up(static_cast<std::size_t>(p.k * p.n) * elem(p.dt));
   // FP8 reserves 4 bytes per output element in case only the FP32-output variant runs.
-  s.stride = s.off_c + align_up(static_cast<std::size_t>(p.m * p.n) * (p.dt == Dt::FP8 ? 4 : 2));
+  s.stride = s.off_c + align_up(static_cast<std::size_t>(p.m * p.n) * (p.dt == Dt::FP8 || cx.accumulate == 1 ? 4 : 2));
   if (s.stride > cx.pool_bytes) throw std::runtime_error("problem larger than the pool");
   const std::size_t want = ((512u << 20) + s.stride - 1) / s.stride;
   s.count = static_cast<int>(std::clamp<std::size_t>(std::min(want, cx.pool_bytes / s.stride), 1, 16));
@@ -89,7 +89,9 @@ void launch_check(const Problem& p, bool scaled, const char* base, const Slots& 
 float spot_check(const Context& cx, const Problem& p, const LtPlan& plan, const Slots& sl) {
   constexpr int kCount = 64;
   char* base = cx.pool;
-  PROBE_CUDA(cudaMemset(base + sl.off_c, 0xFF, static_cast<std::size_t>(p.m * p.n) * (plan.out_f32() ? 4 : 2)));
+  // Garbage (NaN) in C, except for the accumulating plan, which adds A B to what C holds: zero.
+  PROBE_CUDA(cudaMemset(base + sl.off_c, plan.accumulates() ? 0 : 0xFF,
+                        static_cast<std::size_t>(p.m * p.n) * (plan.out_f32() ? 4 : 2)));
   plan.run(base, base + sl.off_b, base + sl.off_c, cx.ws, nullptr);
   if (plan.out_f32())
     launch_check<float>(p, plan.scaled(), base, sl, cx.err);
@@ -101,18 +103,18 @@ float spot_check(const Context& cx, const Problem& p, const LtPlan& plan, const 
 }
 
 const char* variant_name(int v) {
-  const char* names[] = {"std", "no_fast_accum_attr", "fp32_out", "unscaled"};
+  const char* names[] = {"std", "no_fast_accum_attr", "fp32_out", "unscaled", "accum_f32", "accum_bf16"};
   return names[v];
 }
 
 std::unique_ptr<LtPlan> make_plan(Context& cx, const Problem& p, const Slots& sl, int sm_count) {
   char* base = cx.pool;
-  const int variants = p.dt == Dt::FP8 ? 4 : 1;
+  const int variants = cx.accumulate != 0 ? 1 : (p.dt == Dt::FP8 ? 4 : 1);
   for (int i = 0; i < variants; ++i) {
-    const int v = (cx.first_variant + i) % variants;
+    const int v = cx.accumulate != 0 ? 3 + cx.accumulate : (cx.first_variant + i) % variants;
     auto plan = std::make_unique<LtPlan>(cx.lt, p, cx.scales, cx.ws_bytes, cx.fast_accum, v, sm_count);
     if (plan->select(base, base + sl.off_b, base + sl.off_c, cx.ws)) {
-      if (p.dt == Dt::FP8) cx.first_variant = v;
+      if (p.dt == Dt::FP8 && cx.accumulate == 0) cx.first_variant = v;
       return plan;
     }
     cudaGetLastError();

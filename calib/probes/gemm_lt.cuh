@@ -62,7 +62,10 @@ __host__ __device__ inline long long b_index(Layout l, long long p, long long j,
 // select() keeps the first that runs. Variants (FP8 only, tried in order until one runs):
 // 0 = BF16 output with the FAST_ACCUM attribute set, 1 = BF16 output without that attribute,
 // 2 = FP32 output, 3 = BF16 output without scale pointers (scales 1; recorded in the table's
-// `variant` column). `sm_count` > 0 sets CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: the heuristic
+// `variant` column). Variants 4 and 5 (BF16 and FP8, only when asked: Context::accumulate)
+// accumulate into the output (beta = 1), FP32 (4) or BF16 (5): the weight-gradient GEMM as
+// Megatron's gradient_accumulation_fusion and Transformer Engine's fuse_wgrad_accumulation run
+// it, adding into the main_grad buffer (FP32, or BF16 with grad_reduce_in_fp32 off). `sm_count` > 0 sets CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: the heuristic
 // and the kernel plan for that many SMs, as Transformer Engine's userbuffers overlap does when
 // it leaves SMs to its communication kernels (`set_sm_margin`).
 class LtPlan {
@@ -71,7 +74,7 @@ class LtPlan {
          int variant, int sm_count = 0)
       : h_(h), p_(p), ws_(ws), variant_(variant) {
     const cudaDataType_t in = p.dt == Dt::BF16 ? CUDA_R_16BF : CUDA_R_8F_E4M3;
-    const cudaDataType_t out = variant == 2 ? CUDA_R_32F : CUDA_R_16BF;
+    const cudaDataType_t out = variant == 2 || variant == 4 ? CUDA_R_32F : CUDA_R_16BF;
     PROBE_LT(cublasLtMatmulDescCreate(&op_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t ta = p.layout == Layout::Fwd ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t tb = p.layout == Layout::Wgrad ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -119,7 +122,8 @@ class LtPlan {
   }
   LtPlan(const LtPlan&) = delete;
   LtPlan& operator=(const LtPlan&) = delete;
-  bool out_f32() const { return variant_ == 2; }
+  bool out_f32() const { return variant_ == 2 || variant_ == 4; }
+  bool accumulates() const { return variant_ == 4 || variant_ == 5; }
   bool scaled() const { return p_.dt == Dt::FP8 && variant_ != 3; }
   int variant() const { return variant_; }
 
@@ -144,7 +148,7 @@ class LtPlan {
 
  private:
   cublasStatus_t launch(const void* a, const void* b, void* c, void* ws, cudaStream_t s) const {
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = variant_ == 4 || variant_ == 5 ? 1.0f : 0.0f;
     return cublasLtMatmul(h_, op_, &alpha, b, a_, a, b_, &beta, c, c_, c, c_,
                           &algos_[static_cast<std::size_t>(chosen_)], ws, ws_, s);
   }
@@ -171,6 +175,7 @@ struct Context {
   float* scales = nullptr;           // FP8 per-tensor scales: [0] of B, [64] of A
   float* err = nullptr;
   bool fast_accum = false;
+  int accumulate = 0;  // --accumulate 1 / 2: plan variant 4 / 5 only (FP32 / BF16 output, beta = 1)
   int device = 0;
   int first_variant = 0;  // FP8: the plan variant that ran last time is tried first
 };
