@@ -98,7 +98,8 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       tables_(std::move(tables)),
       roofline_(gpu_),
       tp_overlap_(*tables_),
-      held_sms_(*tables_) {
+      held_sms_(*tables_),
+      wgrad_accum_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
   if (!scale_.note.empty()) module_logger("calib")->warn("{}: {}", gpu_.name, scale_.note);
   overlap_points_ = {interference_points("gemm"), interference_points("attention"),
@@ -139,10 +140,14 @@ double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) c
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
     throw std::invalid_argument("GEMM with a non-positive dimension");
   }
-  const double t = plain_gemm_time(g, phase);
-  if (g.splits == 1 && g.sm_margin == 0) return t;
+  const OutOfGridNote note = [this](const std::string& what) { note_out_of_grid(what); };
+  double t = plain_gemm_time(g, phase);
   // The measured ratio applies unchanged to derived GPUs: their rule divided t above.
-  return t * tp_overlap_(g, phase, [this](const std::string& what) { note_out_of_grid(what); });
+  if (g.splits != 1 || g.sm_margin != 0) t *= tp_overlap_(g, phase, note);
+  // The accumulation's extra time is main_grad's HBM traffic (it tracks m x n at the HBM's
+  // rate where the GEMM is short, run 48): derived GPUs scale it as memory-bound kernels.
+  if (g.grad_accum != sim::GradAccum::None) t += wgrad_accum_.extra_time(g, note) / scale_.memory;
+  return t;
 }
 
 double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase phase) const {

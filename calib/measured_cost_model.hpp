@@ -16,6 +16,7 @@
 #include "calib/roofline_cost_model.hpp"
 #include "calib/held_sm_factor.hpp"
 #include "calib/tp_overlap_factor.hpp"
+#include "calib/wgrad_accum.hpp"
 #include "sim/cost_model.hpp"
 
 namespace clustersim::calib {
@@ -95,7 +96,9 @@ class MeasuredCostModel : public sim::CostModel {
 
  private:
   /// The plain GEMM time x the measured TP-overlap factor when g.splits or g.sm_margin say
-  /// that TE's userbuffers overlap runs it (calib/tp_overlap_factor.hpp).
+  /// that TE's userbuffers overlap runs it (calib/tp_overlap_factor.hpp), plus, for a weight
+  /// gradient added into main_grad (g.grad_accum), the measured extra time of that
+  /// accumulation (calib/wgrad_accum.hpp) at the platform's HBM bandwidth.
   double gemm_time(const sim::GemmShape& g, sim::Phase phase) const;
   /// The GEMM run plainly: the tables at (m, n, k) for its dtype and phase.
   double plain_gemm_time(const sim::GemmShape& g, sim::Phase phase) const;
@@ -134,6 +137,7 @@ class MeasuredCostModel : public sim::CostModel {
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
   TpOverlapFactor tp_overlap_;  ///< GEMMs split or planned for fewer SMs by TE's TP overlap
   HeldSmFactor held_sms_;       ///< GEMMs beside SMs held by TE's communication kernels
+  WgradAccumCost wgrad_accum_;  ///< weight gradients added into main_grad (run 48)
   /// gemm, attention, membound (empty without interference_membound.csv: the GEMM row serves)
   std::array<std::vector<InterferencePoint>, 3> overlap_points_;
   mutable std::mutex mutex_;

@@ -25,6 +25,12 @@ void MeasuredCostModel::add_overlap_sources(std::vector<std::string>& out) const
                   "the plain GEMM time; measured on H200" +
                   (rule_.measured ? "" : ", ratios applied unchanged"));
   }
+  if (wgrad_accum_.loaded()) {
+    out.push_back("weight-gradient GEMM added into main_grad (grad_accum f32/bf16): " +
+                  wgrad_accum_.file() + " (time accumulating - time writing BF16, same run, "
+                  "BF16 wgrad and FP8 TN layouts) + the GEMM's time; measured on H200" +
+                  (rule_.measured ? "" : ", the extra time scaled by HBM bandwidth"));
+  }
   if (held_sms_.loaded()) {
     std::string files;
     for (const auto& f : held_sms_.files()) files += (files.empty() ? "" : ", ") + f;

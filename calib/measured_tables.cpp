@@ -36,6 +36,9 @@ const std::vector<TableFile>& table_files() {
       // GEMMs beside SMs held by another kernel, as TE's userbuffers communication kernels
       // hold them (run 18, calib/probes/gemm_tp_overlap.cu busy variants); older data lack it.
       {"gemm_busy_sms.csv", load_busy_sms_series, true, true},
+      // Weight gradients accumulated into main_grad (run 48, calib/probes/gemm.cu --accumulate);
+      // older data lack it.
+      {"gemm_wgrad_accum.csv", load_wgrad_accum_series, true, true},
       {"attention.csv", load_attention_series, true},
       // Unmasked context-parallel attention blocks (run 16, calib/probes/attention_cp.py).
       {"attention_cp.csv", load_attention_cp_series, true, true},

@@ -191,6 +191,20 @@ std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path) {
                     [&](std::size_t r) { return "/" + tp_variant(t, r, var, ch, sm); });
 }
 
+std::vector<MeasuredSeries> load_wgrad_accum_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t var = t.column("variant");
+  const auto output = [&](std::size_t r) -> std::string {
+    const std::string& v = t.text(r, var);
+    if (v == "std") return "/plain";
+    if (v == "accum_f32") return "/f32";
+    if (v == "accum_bf16") return "/bf16";
+    throw SpecError(t.path, t.lines[r], "variant",
+                    "'" + v + "' (std, accum_f32 or accum_bf16: the output written or added into)");
+  };
+  return group_gemm(t, "gemm_accum/", output);
+}
+
 std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path) {
   const CsvTable t = read_csv(path);
   const std::size_t var = t.column("variant"), ch = t.column("chunks"), sm = t.column("sm_margin");

@@ -72,6 +72,12 @@ std::vector<MeasuredSeries> load_tp_overlap_series(const std::string& path);
 /// Variants: "full" (margin 0, busy 0), "margin" (margin > 0, busy 0), "busy" (busy >= 0, any
 /// margin); chunks must be 1. Spot-check tolerance 2%. @throws SpecError.
 std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path);
+/// Weight-gradient GEMMs writing or accumulating into main_grad (gemm_wgrad_accum.csv, run 48 of
+/// calib/probes/gemm.cu --accumulate): one series per (dtype, layout, output), key
+/// "gemm_accum/<dtype>/<layout>/<plain|f32|bf16>" from the `variant` column ("std": a new BF16
+/// tensor written; "accum_f32" / "accum_bf16": added into an FP32 / BF16 output), axes m, n, k,
+/// value time_s. Spot-check tolerance 2%. @throws SpecError for another variant.
+std::vector<MeasuredSeries> load_wgrad_accum_series(const std::string& path);
 /// Attention table (attention.csv): one series per (backend, set, direction), key
 /// "attention/<backend>/<set>/<direction>" (e.g. "attention/cudnn/gqa/fwd"), axes seq and
 /// heads (batch x heads). Spot-check tolerance 2%. @throws SpecError.

@@ -107,6 +107,15 @@ const char* to_string(HostThreads v) {
   return "?";
 }
 
+const char* to_string(GradAccum v) {
+  switch (v) {
+    case GradAccum::None: return "none";
+    case GradAccum::F32: return "f32";
+    case GradAccum::BF16: return "bf16";
+  }
+  return "?";
+}
+
 bool is_host_kernel(MemKernel v) {
   return v == MemKernel::HostCopy || v == MemKernel::HostOptimizer || v == MemKernel::HostElementwise ||
          v == MemKernel::HostCast || v == MemKernel::HostCopyPageable;

@@ -68,6 +68,16 @@ enum class MemKernel : std::uint8_t {
   SwigluEager,   ///< act_fn(gate) * up of LlamaMLP
 };
 
+/// Where a weight-gradient GEMM's output goes (docs/trace-format.md). Megatron's
+/// gradient_accumulation_fusion (Transformer Engine: fuse_wgrad_accumulation) has the GEMM add
+/// its result into the main_grad buffer (beta = 1), FP32 or, with grad_reduce_in_fp32 off, BF16;
+/// without it (PyTorch autograd, DeepSpeed, FSDP) the GEMM writes a new BF16 tensor.
+enum class GradAccum : std::uint8_t {
+  None,  ///< not a fused weight gradient: the output is written (beta = 0)
+  F32,   ///< accumulated into an FP32 main_grad (read and written, 8 B per element)
+  BF16,  ///< accumulated into a BF16 main_grad (4 B per element)
+};
+
 /// How many CPU threads each rank's host-side offload work runs with (host_* kernels).
 enum class HostThreads : std::uint8_t {
   PerRank,   ///< each rank its share of the host's cores (deepspeed --bind_cores_to_rank)
@@ -91,6 +101,9 @@ struct GemmShape {
   /// tensor-parallel communication op is in flight the engine runs the GEMM at
   /// 1/CostModel::held_sm_slowdown of its rate (docs/engine.md). 0: no such kernel.
   std::int32_t busy_sms = 0;
+  /// Weight-gradient GEMMs under gradient accumulation fusion: the main_grad the output is
+  /// added into (CostModel::compute_time charges the measured cost of that accumulation).
+  GradAccum grad_accum = GradAccum::None;
 };
 
 /// Fused (flash) attention on one GPU. FLOPs follow the causal mask when `causal`.
@@ -167,6 +180,7 @@ const char* to_string(CollectiveKind v);
 const char* to_string(Peer v);
 const char* to_string(MemKernel v);
 const char* to_string(HostThreads v);
+const char* to_string(GradAccum v);
 /// Bytes per element of a dtype.
 double dtype_bytes(DType v);
 

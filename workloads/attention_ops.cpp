@@ -201,14 +201,14 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
   const std::int64_t kv_down = s_.kv_lora + s_.rope_dim;
   b_.gemm("kv_down_dgrad", s_.sp_tokens, s_.hidden, kv_down, s_.linear_dtype, kOutBytes);
   std::uint32_t last_wgrad =
-      b_.gemm("kv_down_wgrad", s_.hidden, kv_down, s_.sp_tokens, s_.linear_dtype, kWgradOutBytes);
+      b_.wgrad("kv_down_wgrad", s_.hidden, kv_down, s_.sp_tokens, s_.linear_dtype, s_.wgrad_accum);
   if (s_.q_lora > 0) {
     comm = column_backward("q_up", s_.q_lora, s_.q_up_out, s_.linear_dtype, ParamGroup::Qkv, layer,
                            nullptr);
     b_.mem("q_norm_bwd", MemKernel::Norm, 3.0 * act_bytes(s_.sp_tokens, s_.q_lora), std::move(comm));
     b_.gemm("q_down_dgrad", s_.sp_tokens, s_.hidden, s_.q_lora, s_.linear_dtype, kOutBytes);
     last_wgrad =
-        b_.gemm("q_down_wgrad", s_.hidden, s_.q_lora, s_.sp_tokens, s_.linear_dtype, kWgradOutBytes);
+        b_.wgrad("q_down_wgrad", s_.hidden, s_.q_lora, s_.sp_tokens, s_.linear_dtype, s_.wgrad_accum);
     comm.clear();
   } else {
     comm = column_backward("q_proj", s_.hidden, s_.q_up_out, s_.linear_dtype, ParamGroup::Qkv,

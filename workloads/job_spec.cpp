@@ -145,6 +145,16 @@ void read_data_parallel_optimizer(YamlMap& p, ParallelSpec& s) {
   }
   s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
   s.precision_aware_optimizer = p.get_bool_or("precision_aware_optimizer", false);
+  // Megatron-LM's --gradient-accumulation-fusion is on unless --no-gradient-accumulation-fusion
+  // (megatron/training/arguments.py); NeMo's GPTConfig sets it whenever Apex's
+  // fused_weight_gradient_mlp_cuda imports (nemo/collections/llm/gpt/model/base.py:
+  // gradient_accumulation_fusion = _grad_accum_fusion_available), as in NeMo's containers. It
+  // adds into the main_grad of Megatron's DDP buffers, which ZeRO-2/3 (DeepSpeed, FSDP) lack.
+  s.gradient_accumulation_fusion = p.get_bool_or("gradient_accumulation_fusion", s.zero_stage <= 1);
+  if (s.gradient_accumulation_fusion && s.zero_stage >= 2) {
+    throw p.error("gradient_accumulation_fusion", "adds into Megatron's main_grad buffer, which "
+                                                  "zero_stage 2 and 3 (DeepSpeed, FSDP) do not keep");
+  }
 }
 
 // TP communication overlap (Transformer Engine userbuffers), pipeline transfer overlap and the
@@ -190,7 +200,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "account_for_loss_in_pipeline_split", "zero_stage", "fsdp", "zero_impl",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
                           "grad_reduce_in_fp32", "precision_aware_optimizer",
-                          "tp_comm_overlap", "tp_comm_overlap_cfg", "overlap_p2p_comm",
+                          "gradient_accumulation_fusion", "tp_comm_overlap", "tp_comm_overlap_cfg",
+                          "overlap_p2p_comm",
                           "optimizer_offload", "offload_threads", "cp_comm_type"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));

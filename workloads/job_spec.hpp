@@ -137,6 +137,11 @@ struct ParallelSpec {
   bool overlap_grad_reduce = true;      ///< bucketed gradient reduction overlapped with backward
   bool overlap_param_gather = true;     ///< parameter all-gather overlapped with next forward
   bool grad_reduce_in_fp32 = true;      ///< gradient buffers and their reduction in FP32
+  /// Megatron gradient_accumulation_fusion (TE fuse_wgrad_accumulation): weight-gradient GEMMs
+  /// add into the main_grad buffer (FP32, or BF16 without grad_reduce_in_fp32) instead of
+  /// writing a new tensor. Default: on with zero_stage 0-1 (Megatron's DDP buffers), off with
+  /// 2-3 (DeepSpeed and FSDP have no main_grad).
+  bool gradient_accumulation_fusion = true;
   /// Megatron use_precision_aware_optimizer (Transformer Engine FusedAdam with the default
   /// store_param_remainders): the FP32 master weight is kept as the 16 bits the BF16 parameter
   /// lacks, so Adam holds 10 B per parameter instead of 12.

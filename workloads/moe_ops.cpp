@@ -84,8 +84,9 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
   b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype, kOutBytes);
-  std::uint32_t wgrad = b_.gemm("expert_fc2_wgrad", s_.expert_ffn, s_.hidden, s_.expert_rows,
-                                s_.linear_dtype, kWgradOutBytes);
+  // Transformer Engine's GroupedLinear fuses the accumulation as its Linear does.
+  std::uint32_t wgrad = b_.wgrad("expert_fc2_wgrad", s_.expert_ffn, s_.hidden, s_.expert_rows,
+                                 s_.linear_dtype, s_.wgrad_accum);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc2, layer, wgrad);
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
   b_.mem("expert_act_bwd", MemKernel::Activation,
@@ -94,15 +95,16 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
                s_.linear_dtype);
   b_.gemm("expert_fc1_dgrad", s_.expert_rows, s_.hidden, s_.expert_fc1_out, s_.linear_dtype,
           kOutBytes);
-  wgrad = b_.gemm("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows, s_.linear_dtype,
-                  kWgradOutBytes);
+  wgrad = b_.wgrad("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows,
+                   s_.linear_dtype, s_.wgrad_accum);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc1, layer, wgrad);
   expert_exchange("ep_dispatch_bwd", false);
   b_.mem("permute_bwd", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
   b_.mem("router_bwd", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
   b_.gemm("router_dgrad", s_.moe_tokens, s_.hidden, s_.experts, sim::DType::BF16, kOutBytes);
-  wgrad = b_.gemm("router_wgrad", s_.hidden, s_.experts, s_.moe_tokens, sim::DType::BF16,
-                  kWgradOutBytes);
+  // The router's weight is a plain parameter (torch linear): its gradient is a new tensor.
+  wgrad = b_.wgrad("router_wgrad", s_.hidden, s_.experts, s_.moe_tokens, sim::DType::BF16,
+                   sim::GradAccum::None);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::Router, layer, wgrad);
   return {};
 }

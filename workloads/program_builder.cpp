@@ -53,6 +53,17 @@ std::uint32_t ProgramBuilder::gemm(const std::string& label, std::int64_t m, std
   return add(shape, sim::Stream::Compute, label, gemm_flops(shape), bytes, std::move(deps));
 }
 
+std::uint32_t ProgramBuilder::wgrad(const std::string& label, std::int64_t in, std::int64_t out,
+                                    std::int64_t tokens, sim::DType dtype, sim::GradAccum accum,
+                                    std::vector<std::uint32_t> deps) {
+  // Output bytes per element: BF16 written; FP32 main_grad read and written; BF16 main_grad
+  // read and written.
+  const double out_bytes = accum == sim::GradAccum::F32 ? 8.0 : accum == sim::GradAccum::BF16 ? 4.0 : 2.0;
+  const std::uint32_t op = gemm(label, in, out, tokens, dtype, out_bytes, std::move(deps));
+  std::get<sim::GemmShape>(program_.ops[op].shape).grad_accum = accum;
+  return op;
+}
+
 void ProgramBuilder::set_gemm_execution(std::uint32_t op, int splits, int sm_margin,
                                         int busy_sms) {
   auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;

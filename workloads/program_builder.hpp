@@ -35,6 +35,12 @@ class ProgramBuilder {
   /// written with `out_bytes` per element.
   std::uint32_t gemm(const std::string& label, std::int64_t m, std::int64_t n, std::int64_t k,
                      sim::DType dtype, double out_bytes, std::vector<std::uint32_t> deps = {});
+  /// Weight-gradient GEMM dW[in, out] written as (m, n, k) = (in, out, tokens) on the compute
+  /// stream, its output written (accum None: a new BF16 tensor, 2 B per element) or added into
+  /// main_grad (sim::GemmShape::grad_accum: F32 reads and writes 8 B per element, BF16 4 B).
+  std::uint32_t wgrad(const std::string& label, std::int64_t in, std::int64_t out,
+                      std::int64_t tokens, sim::DType dtype, sim::GradAccum accum,
+                      std::vector<std::uint32_t> deps = {});
   /// Sets how TE's TP overlap runs GEMM op `op` (sim::GemmShape::splits, sm_margin, busy_sms).
   /// @throws std::logic_error if `op` is not a GEMM, splits < 1, sm_margin < 0 or busy_sms < 0.
   void set_gemm_execution(std::uint32_t op, int splits, int sm_margin, int busy_sms);

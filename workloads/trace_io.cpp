@@ -22,6 +22,7 @@ using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kFormatName = "clustersim-trace";
 constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
+constexpr std::array kGradAccums{sim::GradAccum::F32, sim::GradAccum::BF16};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
                               sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm};
 constexpr std::array kPhases{sim::Phase::Forward, sim::Phase::Backward, sim::Phase::Optimizer};
@@ -63,6 +64,7 @@ struct ShapeWriter {
     if (g.splits != 1) j["splits"] = g.splits;
     if (g.sm_margin != 0) j["sm_margin"] = g.sm_margin;
     if (g.busy_sms != 0) j["busy_sms"] = g.busy_sms;
+    if (g.grad_accum != sim::GradAccum::None) j["grad_accum"] = sim::to_string(g.grad_accum);
   }
   void operator()(const sim::AttentionShape& a) const {
     j["batch"] = a.batch;
@@ -300,6 +302,8 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
     if (f.has("sm_margin")) g.sm_margin = static_cast<std::int32_t>(f.get_int("sm_margin", 0, 1024));
     // Version 5: SMs held by the overlapping communication kernel (optional; none without it).
     if (f.has("busy_sms")) g.busy_sms = static_cast<std::int32_t>(f.get_int("busy_sms", 0, 1024));
+    // Version 7: a weight gradient accumulated into main_grad (optional; written otherwise).
+    if (f.has("grad_accum")) g.grad_accum = f.get_enum("grad_accum", kGradAccums);
     return g;
   }
   if (kind == "attention") {

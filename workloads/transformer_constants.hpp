@@ -15,11 +15,8 @@ inline constexpr double kActivationBytes = 2.0;
 // only transposes it for the weight gradient: read 1, write 1.
 inline constexpr double kFp8CastTransposeBytes = 4.0;
 inline constexpr double kFp8TransposeBytes = 2.0;
-// GEMM outputs written as BF16, except weight gradients: Megatron's gradient accumulation
-// fusion (on by default) has the wgrad GEMM accumulate into the FP32 main_grad buffer, which it
-// reads and writes.
+// GEMM outputs written as BF16 (weight gradients: ProgramBuilder::wgrad, by where they go).
 inline constexpr double kOutBytes = 2.0;
-inline constexpr double kWgradOutBytes = 8.0;
 inline constexpr double kFp32Bytes = 4.0;
 // Vocab-parallel cross entropy, unfused (megatron/core/tensor_parallel/cross_entropy.py), per
 // logit: cast BF16 -> FP32 (2 + 4), max (4), subtract max in place (8), exp in place (8), sum

@@ -67,6 +67,9 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   s.position_rows = m.position == PositionKind::Learned ? m.max_position_embeddings : 0;
   s.linear_dtype = compute_dtype(spec);
   s.attention_dtype = t.fp8_attention ? sim::DType::FP8 : sim::DType::BF16;
+  if (p.gradient_accumulation_fusion) {
+    s.wgrad_accum = p.grad_reduce_in_fp32 ? sim::GradAccum::F32 : sim::GradAccum::BF16;
+  }
   if (m.attention == AttentionKind::Mla) {
     s.q_lora = m.q_lora_rank;
     s.kv_lora = m.kv_lora_rank;
@@ -237,7 +240,7 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
                                           sim::GroupKind::TP, sim::Stream::TpComm, full, {dgrad}));
   }
   const std::uint32_t wgrad =
-      b_.gemm(name + "_wgrad", in, out, s_.tokens, dtype, kWgradOutBytes, std::move(wgrad_deps));
+      b_.wgrad(name + "_wgrad", in, out, s_.tokens, dtype, s_.wgrad_accum, std::move(wgrad_deps));
   tp_overlap_gemm(wgrad, name, LinearPass::Wgrad);
   if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
   return consumer_deps;
@@ -262,7 +265,7 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
                   LinearPass::Dgrad);
   if (overlapped) b_.defer(*overlapped);
   const std::uint32_t wgrad =
-      b_.gemm(name + "_wgrad", in, out, s_.tokens, s_.linear_dtype, kWgradOutBytes);
+      b_.wgrad(name + "_wgrad", in, out, s_.tokens, s_.linear_dtype, s_.wgrad_accum);
   if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
 }
 

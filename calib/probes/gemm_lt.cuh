@@ -65,7 +65,8 @@ __host__ __device__ inline long long b_index(Layout l, long long p, long long j,
 // `variant` column). Variants 4 and 5 (BF16 and FP8, only when asked: Context::accumulate)
 // accumulate into the output (beta = 1), FP32 (4) or BF16 (5): the weight-gradient GEMM as
 // Megatron's gradient_accumulation_fusion and Transformer Engine's fuse_wgrad_accumulation run
-// it, adding into the main_grad buffer (FP32, or BF16 with grad_reduce_in_fp32 off). `sm_count` > 0 sets CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: the heuristic
+// it, adding into the main_grad buffer (FP32, or BF16 with grad_reduce_in_fp32 off).
+// `sm_count` > 0 sets CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: the heuristic
 // and the kernel plan for that many SMs, as Transformer Engine's userbuffers overlap does when
 // it leaves SMs to its communication kernels (`set_sm_margin`).
 class LtPlan {

@@ -49,7 +49,7 @@ double layer_seconds(const std::string& elementwise, int seq) {
   std::ostringstream yaml;
   yaml << "cluster: {platform: hgx_h200, gpus: 8}\n"
           "model: {catalog: llama3_8b, layers: 4}\n"
-          "parallelism: {tp: 1}\n"
+          "parallelism: {tp: 1, gradient_accumulation_fusion: false}\n"
           "training: {seq_length: " << seq << ", micro_batch_size: 1, "
           "global_batch_size: 8, precision: bf16, elementwise: " << elementwise << "}\n";
   return layer_seconds_of("eager_" + elementwise + std::to_string(seq), yaml.str());
@@ -98,7 +98,7 @@ TEST(GptLayer, CostsOfOneTensorParallelShardMatchTheMeasuredLayer) {
       std::ostringstream yaml;
       yaml << "cluster: {platform: hgx_h200, gpus: " << tp << "}\n"
            << "model: {catalog: gpt3_175b, layers: 4, max_position_embeddings: " << seq << "}\n"
-           << "parallelism: {tp: " << tp << ", sequence_parallel: false}\n"
+           << "parallelism: {tp: " << tp << ", sequence_parallel: false, gradient_accumulation_fusion: false}\n"
            << "training: {seq_length: " << seq << ", micro_batch_size: 1, global_batch_size: 1, "
            << "precision: bf16}\n";
       const double sim = layer_seconds_of("gpt_tp" + std::to_string(tp) + "_" + std::to_string(seq),

@@ -127,7 +127,8 @@ std::string job_path(const Measured& m) {
                                    : "")
                       << (m.vp > 1 ? ", overlap_p2p_comm: false" : "")
                       << (m.sp ? ", sequence_parallel: true, tp_comm_overlap: false" : "")
-                      << ", grad_reduce_in_fp32: false}\n"
+                      // The probes are plain PyTorch: autograd writes each weight gradient.
+                      << ", grad_reduce_in_fp32: false, gradient_accumulation_fusion: false}\n"
                       << "training: {seq_length: " << m.seq << ", micro_batch_size: 1, "
                       << "global_batch_size: " << m.microbatches * dp << ", "
                       << "precision: bf16, elementwise: eager, cross_entropy: "

@@ -1,6 +1,7 @@
 // JSON-lines trace: round trip of a rank's program, and strict rejection of malformed input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -31,6 +32,15 @@ void expect_same_op(const sim::Program& a, const sim::Program& b, std::size_t i)
   if (mx != nullptr && my != nullptr) {
     EXPECT_EQ(mx->kernel, my->kernel) << i;
     EXPECT_EQ(mx->host_threads, my->host_threads) << i;
+  }
+  const auto* gx = std::get_if<sim::GemmShape>(&x.shape);
+  const auto* gy = std::get_if<sim::GemmShape>(&y.shape);
+  if (gx != nullptr && gy != nullptr) {
+    EXPECT_EQ(gx->m, gy->m) << i;
+    EXPECT_EQ(gx->n, gy->n) << i;
+    EXPECT_EQ(gx->k, gy->k) << i;
+    EXPECT_EQ(gx->dtype, gy->dtype) << i;
+    EXPECT_EQ(gx->grad_accum, gy->grad_accum) << i;
   }
   EXPECT_EQ(a.labels[x.label], b.labels[y.label]) << i;
   EXPECT_EQ(x.stream, y.stream) << i;
@@ -107,7 +117,7 @@ TEST(TraceIo, Fp8AmaxReductionsRoundTrip) {
 // reader still takes it.
 TEST(TraceIo, ReadsVersion3Headers) {
   std::string text = write(small_workload(), 5);
-  const std::size_t version = text.find("\"version\":6");
+  const std::size_t version = text.find("\"version\":7");
   ASSERT_NE(version, std::string::npos);
   text.replace(version, 11, "\"version\":3");
   const std::size_t amax = text.find(",\"amax\":");
@@ -121,7 +131,7 @@ TEST(TraceIo, HeaderDescribesTheRank) {
   const std::string text = write(small_workload(), 5);
   const std::string header = text.substr(0, text.find('\n'));
   // rank 5 = tp 1, dp 0, pp 1 in tp-cp-dp-pp order with tp 2, dp 2.
-  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":6,\"rank\":5,\"program\":1"),
+  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":7,\"rank\":5,\"program\":1"),
             std::string::npos) << header;
   EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1,\"ep\":0,"), std::string::npos)
       << header;
@@ -161,7 +171,14 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   expect_rejected(text, 3, "\"op\":1", "\"op\":2", "ops[1].op", "expected op index 1");
   expect_rejected(text, 3, "\"flops\":", "\"flops\":-1", "ops[1].flops", "finite number");
   expect_rejected(text, 3, "{", "{{", "", "invalid JSON");
-  expect_rejected(text, 1, "\"version\":6", "\"version\":7", "version", "unsupported version");
+  expect_rejected(text, 1, "\"version\":7", "\"version\":8", "version", "unsupported version");
+  // A weight gradient into main_grad (version 7): its target must be f32 or bf16.
+  const std::size_t accum = text.find("\"grad_accum\":\"f32\"");
+  ASSERT_NE(accum, std::string::npos);
+  const int accum_line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(accum), '\n'));
+  const std::string accum_op = "ops[" + std::to_string(accum_line - 2) + "].grad_accum";
+  expect_rejected(text, accum_line, "\"grad_accum\":\"f32\"", "\"grad_accum\":\"fp16\"", accum_op,
+                  "is not one of");
   expect_rejected(text, 1, "\"coords\":{\"tp\":0", "\"coords\":{\"tp\":1", "coords.tp", "does not match");
   expect_rejected(text, 1, "\"rank\":0", "\"rank\":99", "rank", "out of range");
 }
