@@ -1,15 +1,21 @@
 // Helpers shared by the calib tests.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "calib/measured_tables.hpp"
 #include "calib/tables.hpp"
 #include "sim/cost_model.hpp"
+#include "sim/spec_error.hpp"
 
 namespace clustersim::calib::testing {
 
@@ -68,6 +74,38 @@ inline double measured_time(const std::string& file,
   }
   ADD_FAILURE() << "no such row in " << file;
   return 0.0;
+}
+
+/// The measured H200 tables loaded from a copy of their directory without `file` (as data
+/// measured before that table existed); the copy is removed again.
+inline std::shared_ptr<const MeasuredTables> tables_without(const std::string& file) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("clustersim_without_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(default_measured_dir())) {
+    if (e.is_regular_file() && e.path().filename() != file) fs::copy_file(e.path(), dir / e.path().filename());
+  }
+  auto tables = MeasuredTables::load(dir.string());
+  fs::remove_all(dir);
+  return tables;
+}
+
+/// Writes `csv` to a scratch file, expects `load` to reject it with a SpecError at `line`
+/// naming `field`, and removes the file.
+template <typename Loader>
+void expect_rejected_table(Loader load, const std::string& csv, int line, const std::string& field) {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::temp_directory_path() / ("clustersim_bad_" + std::to_string(::getpid()) + ".csv");
+  std::ofstream(file) << csv;
+  try {
+    load(file.string());
+    ADD_FAILURE() << "accepted " << csv;
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_EQ(e.field(), field) << e.what();
+  }
+  fs::remove(file);
 }
 
 }  // namespace clustersim::calib::testing

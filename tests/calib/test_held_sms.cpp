@@ -4,11 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "calib/held_sm_factor.hpp"
 #include "calib/measured_cost_model.hpp"
@@ -19,7 +15,6 @@
 namespace clustersim::calib {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::gpu;
 
 const char* kBusy = "gemm_busy_sms.csv";
@@ -105,14 +100,7 @@ TEST_F(HeldSms, TheFactorIsNeverBelowOne) {
 }
 
 TEST_F(HeldSms, WithoutTheTableNothingIsSlowedAndTheOpIsListed) {
-  const fs::path dir = fs::temp_directory_path() / ("clustersim_no_busy_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(default_measured_dir())) {
-    if (e.path().filename() != kBusy) fs::copy(e.path(), dir / e.path().filename());
-  }
-  const MeasuredCostModel older(gpu("H200-SXM", 4.8), MeasuredTables::load(dir.string()));
-  fs::remove_all(dir);
+  const MeasuredCostModel older(gpu("H200-SXM", 4.8), testing::tables_without(kBusy));
   EXPECT_EQ(older.held_sm_slowdown(gemm(4096, 4096, 4096, sim::DType::BF16, 0, 4)), 1.0);
   ASSERT_EQ(older.out_of_grid().size(), 1u);
   EXPECT_NE(older.out_of_grid()[0].what.find("no gemm_busy_sms table"), std::string::npos);
@@ -120,21 +108,13 @@ TEST_F(HeldSms, WithoutTheTableNothingIsSlowedAndTheOpIsListed) {
 }
 
 TEST(BusySmsTable, MalformedRowsNameTheFileLineAndColumn) {
-  const fs::path file = fs::temp_directory_path() / ("busy_bad_" + std::to_string(::getpid()) + ".csv");
-  {
-    std::ofstream out(file);
-    out << "dtype,layout,m,n,k,variant,chunks,sm_margin,sm_busy,streams,time_s,max_rel_err\n"
-        << "bf16,fwd,2048,2048,2048,full,1,0,0,1,2.5e-05,0.003\n"
-        << "bf16,fwd,2048,2048,2048,margin,1,0,4,1,2.5e-05,0.003\n";
-  }
-  try {
-    load_busy_sms_series(file.string());
-    ADD_FAILURE() << "accepted a margin row without a margin";
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.line(), 3);
-    EXPECT_EQ(e.field(), "variant");
-  }
-  fs::remove(file);
+  // A margin row without a margin.
+  testing::expect_rejected_table(
+      load_busy_sms_series,
+      "dtype,layout,m,n,k,variant,chunks,sm_margin,sm_busy,streams,time_s,max_rel_err\n"
+      "bf16,fwd,2048,2048,2048,full,1,0,0,1,2.5e-05,0.003\n"
+      "bf16,fwd,2048,2048,2048,margin,1,0,4,1,2.5e-05,0.003\n",
+      3, "variant");
 }
 
 }  // namespace

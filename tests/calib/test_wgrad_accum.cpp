@@ -3,22 +3,16 @@
 // measured cost model charges a GEMM with grad_accum (calib/wgrad_accum).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "calib/measured_cost_model.hpp"
 #include "calib/tables.hpp"
 #include "calib/wgrad_accum.hpp"
 #include "calib_test_util.hpp"
-#include "sim/spec_error.hpp"
 
 namespace clustersim::calib {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::gpu;
 
 const char* kAccum = "gemm_wgrad_accum.csv";
@@ -117,13 +111,7 @@ TEST_F(WgradAccum, DerivedGpusScaleTheExtraByHbmBandwidth) {
 }
 
 TEST_F(WgradAccum, WithoutTheTableNothingIsChargedAndTheOpIsListed) {
-  const fs::path dir = fs::temp_directory_path() / ("no_accum_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(default_measured_dir())) {
-    if (e.is_regular_file() && e.path().filename() != kAccum) fs::copy_file(e.path(), dir / e.path().filename());
-  }
-  const MeasuredCostModel older(gpu("H200-SXM", 4.8), MeasuredTables::load(dir.string()));
-  fs::remove_all(dir);
+  const MeasuredCostModel older(gpu("H200-SXM", 4.8), testing::tables_without(kAccum));
   EXPECT_EQ(older.compute_time(wgrad(4096, 4096, 4096, sim::DType::BF16, sim::GradAccum::F32)),
             older.compute_time(wgrad(4096, 4096, 4096, sim::DType::BF16, sim::GradAccum::None)));
   ASSERT_EQ(older.out_of_grid().size(), 1u);
@@ -132,21 +120,11 @@ TEST_F(WgradAccum, WithoutTheTableNothingIsChargedAndTheOpIsListed) {
 }
 
 TEST(WgradAccumTable, AnUnknownVariantNamesTheFileLineAndColumn) {
-  const fs::path file = fs::temp_directory_path() / ("accum_bad_" + std::to_string(::getpid()) + ".csv");
-  {
-    std::ofstream out(file);
-    out << "dtype,layout,m,n,k,time_s,max_rel_err,variant\n"
-        << "bf16,wgrad,2048,2048,2048,2.5e-05,0.003,std\n"
-        << "bf16,wgrad,2048,2048,2048,2.6e-05,0.003,accum_fp16\n";
-  }
-  try {
-    load_wgrad_accum_series(file.string());
-    ADD_FAILURE() << "accepted an unknown variant";
-  } catch (const SpecError& e) {
-    EXPECT_EQ(e.line(), 3);
-    EXPECT_EQ(e.field(), "variant");
-  }
-  fs::remove(file);
+  testing::expect_rejected_table(load_wgrad_accum_series,
+                                 "dtype,layout,m,n,k,time_s,max_rel_err,variant\n"
+                                 "bf16,wgrad,2048,2048,2048,2.5e-05,0.003,std\n"
+                                 "bf16,wgrad,2048,2048,2048,2.6e-05,0.003,accum_fp16\n",
+                                 3, "variant");
 }
 
 }  // namespace
