@@ -126,6 +126,13 @@ bool LogGrid::contains(const std::vector<double>& x) const {
   return true;
 }
 
+std::vector<double> LogGrid::clamp(const std::vector<double>& x) const {
+  if (x.size() != axes_.size()) throw std::invalid_argument("LogGrid::clamp: wrong number of coordinates");
+  std::vector<double> c(x.size());
+  for (std::size_t d = 0; d < x.size(); ++d) c[d] = std::clamp(x[d], axes_[d].front(), axes_[d].back());
+  return c;
+}
+
 double LogGrid::time_at(const std::vector<double>& x) const {
   const std::size_t dims = axes_.size();
   if (x.size() != dims) throw std::invalid_argument(key_ + ": wrong number of coordinates");

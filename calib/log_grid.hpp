@@ -32,6 +32,9 @@ class LogGrid {
 
   /// True if every coordinate lies within its axis' measured range.
   bool contains(const std::vector<double>& x) const;
+  /// x with each coordinate clamped to its axis' measured range (the nearest in-grid point).
+  /// @throws std::invalid_argument if x has the wrong size.
+  std::vector<double> clamp(const std::vector<double>& x) const;
   /// Interpolated time in s at x (one coordinate per axis, all > 0). Coordinates outside an
   /// axis' range are clamped to it: callers that must not extrapolate check contains() first.
   /// @throws std::invalid_argument if x has the wrong size or a coordinate is not positive.

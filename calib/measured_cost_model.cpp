@@ -76,12 +76,6 @@ std::string collective_name(sim::CollectiveKind k) {
   throw std::invalid_argument("unknown collective kind");
 }
 
-std::vector<double> clamp_to(const LogGrid& g, const std::vector<double>& x) {
-  std::vector<double> c(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) c[i] = std::clamp(x[i], g.axis(i).front(), g.axis(i).back());
-  return c;
-}
-
 std::string shape_text(const std::vector<double>& x) {
   std::ostringstream s;
   for (std::size_t i = 0; i < x.size(); ++i) s << (i ? "x" : "") << x[i];
@@ -186,7 +180,7 @@ double MeasuredCostModel::gemm_lookup(const std::string& key, double m, double n
   const LogGrid& g = tables_->grid(key);
   const std::vector<double> x{m, n, k};
   if (g.contains(x)) return g.time_at(x);
-  const auto c = clamp_to(g, x);
+  const auto c = g.clamp(x);
   const double rate = 2.0 * c[0] * c[1] * c[2] / g.time_at(c);
   const double bytes = (m * k + k * n) * elem_bytes + m * n * 2.0;
   const double floor = g.time_at({g.axis(0).front(), g.axis(1).front(), g.axis(2).front()});
@@ -223,7 +217,7 @@ double MeasuredCostModel::attention_time(const sim::AttentionShape& a) const {
   if (g.contains(x)) {
     t = g.time_at(x);
   } else {  // work ~ heads x seq^2 once the GPU is full: scale from the nearest measured shape
-    const auto c = clamp_to(g, x);
+    const auto c = g.clamp(x);
     t = g.time_at(c) * (x[1] / c[1]) * (x[0] / c[0]) * (x[0] / c[0]);
     note_out_of_grid("attention " + key.substr(16) + " seq x heads " + shape_text(x) + " outside " +
                      range_text(g) + ": scaled by heads x seq^2");

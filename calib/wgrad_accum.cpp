@@ -34,8 +34,7 @@ double WgradAccumCost::extra_time(const sim::GemmShape& g, const OutOfGridNote& 
   const LogGrid& acc = g.grad_accum == sim::GradAccum::F32 ? *grids.f32 : *grids.bf16;
   const std::vector<double> x{static_cast<double>(g.n), static_cast<double>(g.m),
                               static_cast<double>(g.k)};
-  std::vector<double> c(3);
-  for (std::size_t i = 0; i < 3; ++i) c[i] = std::clamp(x[i], acc.axis(i).front(), acc.axis(i).back());
+  const std::vector<double> c = acc.clamp(x);
   double extra = std::max(0.0, acc.time_at(c) - grids.plain->time_at(c));
   if (c != x) {
     note(std::string("GEMM wgrad accumulated into ") + target + " main_grad (" +
