@@ -77,21 +77,38 @@ void run_grid(Context& cx, const Args& args, CsvWriter& csv) {
   }
 }
 
+// The forward-layout shapes of the burst and sustained modes: "--shapes m:n:k,..." or the
+// cubes of "--cubes" (default 4096, 8192, 16384).
+std::vector<std::array<long long, 3>> power_shapes(const Args& args) {
+  if (args.has("shapes")) return parse_shapes(args.get("shapes", ""));
+  std::vector<std::array<long long, 3>> out;
+  for (long long s : parse_list(args.get("cubes", "4096,8192,16384"))) out.push_back({s, s, s});
+  return out;
+}
+
+// The fast-accumulation settings an FP8 shape runs with: burst both; sustained split
+// accumulation, or only fast accumulation with --fast-accum 1 (run 49).
+std::vector<int> fast_accum_settings(const Args& args, Dt dt, const std::string& mode) {
+  if (dt != Dt::FP8) return {0};
+  if (mode == "burst") return {0, 1};
+  return {args.num("fast-accum", 0) != 0 ? 1 : 0};
+}
+
 // Burst: after `idle` seconds without work, 30 individually timed calls; sustained: the same
 // call back to back for `seconds`, one row per ~0.5 s window with telemetry.
 void run_power(Context& cx, const Args& args, CsvWriter& csv) {
-  const auto sizes = parse_list(args.get("cubes", "4096,8192,16384"));
+  const auto shapes = power_shapes(args);
   const double idle = args.num("idle", 5.0), seconds = args.num("seconds", 15.0);
   const std::string mode = args.get("mode", "burst");
   csv.header({"mode", "dtype", "layout", "fast_accum", "m", "n", "k", "t_s", "time_s", "tflops",
               "sm_mhz", "mem_mhz", "power_w", "temp_c", "clock_event_reasons", "max_rel_err", "variant"});
   const std::string dtypes = args.get("dtypes", "bf16,fp8");
   for (Dt dt : {Dt::BF16, Dt::FP8})
-    for (long long s : sizes) {
+    for (const auto& [m, n, k] : shapes) {
       if (dtypes.find(name(dt)) == std::string::npos) continue;
-      for (int fa = 0; fa < (dt == Dt::FP8 && mode == "burst" ? 2 : 1); ++fa) {
+      for (int fa : fast_accum_settings(args, dt, mode)) {
         cx.fast_accum = fa == 1;
-        const Problem p{dt, Layout::Fwd, s, s, s};
+        const Problem p{dt, Layout::Fwd, m, n, k};
         const Slots sl = make_slots(cx, p);
         prepare(cx, p, sl);
         const std::unique_ptr<LtPlan> pp = make_plan(cx, p, sl);
@@ -118,8 +135,8 @@ void run_power(Context& cx, const Args& args, CsvWriter& csv) {
           PROBE_CUDA(cudaEventElapsedTime(&msf, a, b));
           const double per = msf * 1e-3 / per_window;
           const Telemetry tel = read_telemetry(cx.device);
-          csv.row({mode, name(dt), name(dt, Layout::Fwd), std::to_string(fa), std::to_string(s),
-                   std::to_string(s), std::to_string(s), fmt(elapsed(), 4), fmt(per),
+          csv.row({mode, name(dt), name(dt, Layout::Fwd), std::to_string(fa), std::to_string(m),
+                   std::to_string(n), std::to_string(k), fmt(elapsed(), 4), fmt(per),
                    fmt(flops(p) / per * 1e-12, 5), std::to_string(tel.sm_mhz),
                    std::to_string(tel.mem_mhz), fmt(tel.power_w, 4), std::to_string(tel.temp_c),
                    std::to_string(tel.throttle), fmt(err, 3), variant_name(plan.variant())});
