@@ -130,6 +130,25 @@ double MeasuredCostModel::clock_boost(const sim::Op& op, double share) const {
   return 1.0;
 }
 
+double MeasuredCostModel::sustained_state(const sim::Op& op) const {
+  if (!rule_.power_boost || !op.is_compute()) return 1.0;
+  const PowerBoostTable& table = tables_->power_boost();
+  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
+    if (g->dtype != sim::DType::FP8) return table.state("gemm_bf16");
+    return table.state(fp8_fast_accum(op.phase) ? "gemm_fp8_fastacc" : "gemm_fp8");
+  }
+  if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
+    // Indexed by the self-attention length of the same work per head: sqrt(seq_q x seq_kv).
+    const double seq = std::sqrt(d(a->seq_q) * d(a->seq_kv));
+    return table.state(a->backward ? "attention_bwd" : "attention_fwd", seq);
+  }
+  return 1.0;
+}
+
+bool MeasuredCostModel::fp8_fast_accum(sim::Phase phase) const {
+  return phase != sim::Phase::Backward && tables_->has("gemm/fp8/tn_fastacc");
+}
+
 double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) const {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) {
     throw std::invalid_argument("GEMM with a non-positive dimension");
@@ -150,8 +169,7 @@ double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase ph
     // Transformer Engine runs the forward FP8 GEMM with fast accumulation and the two backward
     // GEMMs with split (2x) accumulation (transformer_engine/pytorch/module/base.py:
     // _2X_ACC_FPROP = False, _2X_ACC_DGRAD = _2X_ACC_WGRAD = True).
-    const bool fast = phase != sim::Phase::Backward && tables_->has("gemm/fp8/tn_fastacc");
-    return (fast ? gemm_lookup("gemm/fp8/tn_fastacc", m, n, k, 1.0, "fp8/fastacc")
+    return (fp8_fast_accum(phase) ? gemm_lookup("gemm/fp8/tn_fastacc", m, n, k, 1.0, "fp8/fastacc")
                  : gemm_lookup("gemm/fp8/tn", m, n, k, 1.0, "fp8")) /
            scale_.gemm_fp8;
   }

@@ -79,6 +79,11 @@ class MeasuredCostModel : public sim::CostModel {
   /// for the H100 (same die and 700 W limit); 1 for GPUs whose rule does not carry it (B200,
   /// GB200: not measured), for other ops and without the table.
   double clock_boost(const sim::Op& op, double share) const override;
+  /// GEMMs (BF16 and FP32: gemm_bf16; FP8 forward with fast accumulation: gemm_fp8_fastacc;
+  /// FP8 backward: gemm_fp8) and attention (attention_fwd / attention_bwd at sqrt(seq_q x
+  /// seq_kv), the unmasked context-parallel blocks included): table_state.csv (runs 49-50 on
+  /// an H200), on the GPUs that take the power state (H200, H100); 1 otherwise and without it.
+  double sustained_state(const sim::Op& op) const override;
   /// One line: measured or derived, the tables' provenance, the rule for derived GPUs.
   std::string describe() const override;
 
@@ -102,6 +107,9 @@ class MeasuredCostModel : public sim::CostModel {
   double gemm_time(const sim::GemmShape& g, sim::Phase phase) const;
   /// The GEMM run plainly: the tables at (m, n, k) for its dtype and phase.
   double plain_gemm_time(const sim::GemmShape& g, sim::Phase phase) const;
+  /// Whether an FP8 GEMM of `phase` is costed from the fast-accumulation table (Transformer
+  /// Engine's forward GEMMs, when the table exists).
+  bool fp8_fast_accum(sim::Phase phase) const;
   double gemm_lookup(const std::string& key, double m, double n, double k, double elem_bytes,
                      const std::string& label) const;
   double attention_time(const sim::AttentionShape& a) const;

@@ -1,5 +1,6 @@
 // What MeasuredCostModel tells users about its sources: one line per op class naming the table,
 // whether its numbers are measured or derived, and the model's one-line description.
+#include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +13,13 @@ namespace {
 std::string fmt_cores(double cores) {
   std::ostringstream s;
   s << cores;
+  return s.str();
+}
+
+// "x0.934": a power-state ratio at three decimals.
+std::string ratio_text(double r) {
+  std::ostringstream s;
+  s << "x" << std::fixed << std::setprecision(3) << r;
   return s.str();
 }
 }  // namespace
@@ -51,8 +59,16 @@ std::string MeasuredCostModel::power_state_source() const {
       !rule_.power_boost ? "not applied to " + gpu_.name + " (not measured)"
       : rule_.measured   ? std::string("measured on H200")
                          : std::string("H200 curves, same die and power limit");
+  const std::string state =
+      boost.state_file().empty()
+          ? std::string(", no table_state.csv (tables taken as the kinds' sustained state)")
+          : " x " + boost.state_file() + " (each kind's own sustained state over its table, "
+            "run 49: FP8 GEMMs " + ratio_text(boost.state("gemm_fp8_fastacc")) + " fwd / " +
+            ratio_text(boost.state("gemm_fp8")) + " bwd, BF16 " + ratio_text(boost.state("gemm_bf16")) +
+            ", attention at 8k " + ratio_text(boost.state("attention_fwd", 8192)) + " / " +
+            ratio_text(boost.state("attention_bwd", 8192)) + ", by sequence length)";
   return "power state: " + boost.file() + " (GEMM BF16/FP8 and attention clock boost by the "
-         "rank's compute-bound share, runs 24-25); " + applied;
+         "rank's compute-bound share, runs 24-25)" + state + "; " + applied;
 }
 
 std::vector<std::string> MeasuredCostModel::table_sources() const {

@@ -22,7 +22,8 @@ class MeasuredTables {
   /// Loads the tables of `dir` (gemm_bf16.csv, gemm_fp8.csv, attention.csv, membound.csv,
   /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv, host_offload.csv;
   /// optional: gemm_fp8_fastacc.csv, gemm_tp_overlap_{fwd_wgrad,dgrad_fp8}.csv,
-  /// gemm_busy_sms.csv, attention_cp.csv, power_boost.csv, interference_membound.csv).
+  /// gemm_busy_sms.csv, attention_cp.csv, power_boost.csv with table_state.csv,
+  /// interference_membound.csv).
   /// @throws SpecError naming file, line and column for a missing or malformed table.
   static std::shared_ptr<const MeasuredTables> load(const std::string& dir);
 
@@ -37,8 +38,9 @@ class MeasuredTables {
   const std::vector<InterferencePoint>& interference() const { return interference_; }
   /// Host-offload figures (host_offload.csv): PCIe copies and host AdamW.
   const HostOffloadTable& host_offload() const { return host_offload_; }
-  /// Clock boost of compute-bound kernels by their share of the time (power_boost.csv; empty
-  /// when the directory has none).
+  /// Clock boost of compute-bound kernels by their share of the time (power_boost.csv) and
+  /// their tables' ratio to their own sustained state (table_state.csv); empty when the
+  /// directory has no power_boost.csv.
   const PowerBoostTable& power_boost() const { return power_boost_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
   int nccl_ranks() const { return nccl_ranks_; }

@@ -1,8 +1,9 @@
 // The clock boost of compute-bound kernels under the power limit: how much faster GEMMs and
-// attention run than their tables (measured back to back, in the GPU's sustained power state)
-// when the GPU also runs lower-power work, by the share of time they take. Read from
-// calib/data/<gpu>/power_boost.csv (derived by calib/scripts/power_boost.py from runs 24-25,
-// calib/probes/power_phases.py). Documented in docs/cost-model.md, "Power state".
+// attention run than back to back in their own sustained power state when the GPU also runs
+// lower-power work, by the share of time they take. Read from calib/data/<gpu>/power_boost.csv
+// (derived by calib/scripts/power_boost.py from runs 24-25, calib/probes/power_phases.py), with
+// the ratio of that sustained state to the tables' rates from table_state.csv (run 49,
+// calib/scripts/table_state.py). Documented in docs/cost-model.md, "Power state".
 #pragma once
 
 #include <map>
@@ -27,9 +28,24 @@ class PowerBoostTable {
   bool empty() const { return curves_.empty(); }
   const std::string& file() const { return file_; }
 
+  /// Reads table_state.csv (columns kind, seq, ratio, min, max: runs 49-50,
+  /// calib/scripts/table_state.py) into this table: per kind ("gemm_bf16", "gemm_fp8",
+  /// "gemm_fp8_fastacc": one row with seq 0, for every shape; "attention_fwd",
+  /// "attention_bwd": one row per sequence length, increasing), the rate back to back in the
+  /// kind's own sustained power state over its table's rate. Each ratio must be in (0.5, 1.5]
+  /// and within [min, max]. @throws SpecError naming file, line and column.
+  void load_state(const std::string& path);
+  /// The state ratio of `kind` at sequence length `seq` (ignored for a kind with one seq-0
+  /// row): linear in log(seq) between its rows, the end rows' ratio outside them; 1 for a kind
+  /// table_state.csv does not have (or without it).
+  double state(const std::string& kind, double seq = 0.0) const;
+  /// The table_state.csv read ("" if none).
+  const std::string& state_file() const { return state_file_; }
+
  private:
-  std::string file_;
+  std::string file_, state_file_;
   std::map<std::string, std::vector<std::pair<double, double>>> curves_;
+  std::map<std::string, std::vector<std::pair<double, double>>> states_;  // (seq, ratio)
 };
 
 }  // namespace clustersim::calib

@@ -115,6 +115,16 @@ class CostModel {
     (void)share;
     return 1.0;
   }
+  /// The rate of a compute-bound op (a GEMM or attention) run back to back in its own
+  /// sustained power state, over the rate compute_time charges (docs/cost-model.md, "Power
+  /// state": tables measured behind BF16 heater GEMMs need not be in that state; FP8 GEMMs,
+  /// which draw more power per clock, sustain a lower clock on their own). clock_boost() is a
+  /// ratio to that state, so the power state charges compute_time / (sustained_state x
+  /// clock_boost). Returns a ratio in (0, 2]; 1 for other ops. Default: 1.
+  virtual double sustained_state(const Op& op) const {
+    (void)op;
+    return 1.0;
+  }
   /// One line naming the model and the sources of its numbers (shown in reports).
   virtual std::string describe() const = 0;
 };

@@ -99,12 +99,25 @@ bool on_host(const Op& op) {
   return m != nullptr && is_host_kernel(m->kernel);
 }
 
+bool power_limited(const Op& op) {
+  return op.is_compute() && compute_class(op) != ComputeClass::MemoryBound;
+}
+
+double checked_state(const CostModel& cost, const Op& op) {
+  const double k = cost.sustained_state(op);
+  if (!(k > 0.0 && k <= 2.0)) {
+    throw std::invalid_argument("cost model returned a sustained-state ratio outside (0, 2] (" +
+                                std::to_string(k) + ")");
+  }
+  return k;
+}
+
 }  // namespace
 
 double compute_bound_seconds(const Program& program) {
   double bound = 0.0;
   for (const Op& op : program.ops) {
-    if (op.is_compute() && compute_class(op) != ComputeClass::MemoryBound) bound += op.duration_s;
+    if (power_limited(op)) bound += op.duration_s;
   }
   return bound;
 }
@@ -117,17 +130,32 @@ double compute_bound_share(const Program& program) {
   return all > 0.0 ? compute_bound_seconds(program) / all : 0.0;
 }
 
+double power_state_share(const Program& program, const CostModel& cost) {
+  double bound = 0.0, all = 0.0;
+  for (const Op& op : program.ops) {
+    if (!op.is_compute() || on_host(op)) continue;
+    if (power_limited(op)) {
+      const double t = op.duration_s / checked_state(cost, op);
+      bound += t;
+      all += t;
+    } else {
+      all += op.duration_s;
+    }
+  }
+  return all > 0.0 ? bound / all : 0.0;
+}
+
 void apply_power_state(Workload& workload, const CostModel& cost) {
   for (Program& program : workload.programs) {
-    const double share = compute_bound_share(program);
+    const double share = power_state_share(program, cost);
     for (Op& op : program.ops) {
-      if (!op.is_compute() || compute_class(op) == ComputeClass::MemoryBound) continue;
+      if (!power_limited(op)) continue;
       const double boost = cost.clock_boost(op, share);
       if (!(boost >= 1.0)) {
         throw std::invalid_argument("cost model returned a clock boost below 1 (" +
                                     std::to_string(boost) + ")");
       }
-      op.duration_s /= boost;
+      op.duration_s /= checked_state(cost, op) * boost;
     }
   }
 }

@@ -120,10 +120,16 @@ double compute_bound_seconds(const Program& program);
 /// and attention, at the costed durations; 0 for a program without compute.
 double compute_bound_share(const Program& program);
 
+/// The share of a program's GPU compute time in compute-bound ops with each of them at its
+/// sustained state (its costed duration / CostModel::sustained_state), the share the power
+/// state's boost curves are indexed by; 0 for a program without compute.
+/// @throws std::invalid_argument if the model returns a state ratio outside (0, 2].
+double power_state_share(const Program& program, const CostModel& cost);
+
 /// The power state (docs/cost-model.md): on each rank, divides the duration of every GEMM and
-/// attention op by CostModel::clock_boost at the rank's compute_bound_share. Call after
-/// cost_workload. Deterministic. @throws std::invalid_argument if the model returns a boost
-/// below 1.
+/// attention op by CostModel::sustained_state x CostModel::clock_boost at the rank's
+/// power_state_share. Call after cost_workload. Deterministic. @throws std::invalid_argument
+/// if the model returns a boost below 1 or a state ratio outside (0, 2].
 void apply_power_state(Workload& workload, const CostModel& cost);
 
 /// Simulates one step of a costed workload. Ranks map to platform GPUs one to one.

@@ -120,7 +120,7 @@ PowerStateSummary power_state(sim::Workload& workload, const sim::CostModel& cos
   PowerStateSummary out;
   if (workload.program_of_rank.empty()) return out;
   const sim::Program& rank0 = workload.program(0);
-  out.share = sim::compute_bound_share(rank0);
+  out.share = sim::power_state_share(rank0, cost);
   const double before = sim::compute_bound_seconds(rank0);
   if (on) sim::apply_power_state(workload, cost);
   const double after = sim::compute_bound_seconds(rank0);
@@ -362,8 +362,8 @@ std::string report_text(const RunReport& r) {
       << (r.step.tp_folded ? ", one rank per TP group played" : "") << "\n";
   out << "power state   " << (r.power_state ? "on" : "off") << ": GEMMs and attention "
       << std::fixed << std::setprecision(1) << r.compute_bound_share * 100.0
-      << "% of rank 0's GPU compute at table speed, run " << std::setprecision(3)
-      << r.compute_bound_boost << "x as fast (docs/cost-model.md)\n";
+      << "% of rank 0's GPU compute in their sustained state, run " << std::setprecision(3)
+      << r.compute_bound_boost << "x as fast as their tables (docs/cost-model.md)\n";
   if (r.energy) out << energy_text(*r.energy);
   if (r.failures) out << failures_text(*r.failures, r.energy);
   return out.str();

@@ -44,6 +44,29 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   EXPECT_DOUBLE_EQ(h200_.clock_boost(m, 0.5), 1.0);  // memory-bound ops keep their time
 }
 
+// The sustained-state ratio (table_state.csv) by op: FP8 forward GEMMs from the fast-accumulation
+// kind, backward from split accumulation, BF16 from theirs; attention by direction at
+// sqrt(seq_q x seq_kv); the H100 as the H200, the B200 (no power state measured) and
+// memory-bound ops at 1.
+TEST_F(DerivationRules, SustainedStateByOpKindOnTheGpusThatTakeThePowerState) {
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
+  const PowerBoostTable& t = tables_->power_boost();
+  const sim::Op fwd = gemm_op(8192, 8192, 8192, sim::DType::FP8, 1, 0, 0);
+  const sim::Op bwd = gemm_op(8192, 8192, 8192, sim::DType::FP8, 1, 0, 0, sim::Phase::Backward);
+  const sim::Op bf16 = gemm_op(8192, 8192, 8192, sim::DType::BF16, 1, 0, 0);
+  EXPECT_DOUBLE_EQ(h200_.sustained_state(fwd), t.state("gemm_fp8_fastacc"));
+  EXPECT_DOUBLE_EQ(h200_.sustained_state(bwd), t.state("gemm_fp8"));
+  EXPECT_DOUBLE_EQ(h200_.sustained_state(bf16), t.state("gemm_bf16"));
+  EXPECT_NE(t.state("gemm_fp8_fastacc"), t.state("gemm_fp8"));
+  sim::Op attn;
+  attn.shape = sim::AttentionShape{1, 16, 2, 2048, 8192, 128, 128, false, true, sim::DType::BF16};
+  EXPECT_DOUBLE_EQ(h200_.sustained_state(attn), t.state("attention_bwd", 4096.0));
+  EXPECT_DOUBLE_EQ(h100.sustained_state(attn), h200_.sustained_state(attn));
+  EXPECT_DOUBLE_EQ(b200.sustained_state(fwd), 1.0);
+  EXPECT_DOUBLE_EQ(h200_.sustained_state(mem_op(sim::MemKernel::Copy, 1e9)), 1.0);
+}
+
 // A platform that states other figures for a known GPU (its own file, or cluster.overrides)
 // scales the rule by them: a user who gives an H100 twice the HBM bandwidth or half the BF16
 // peak must see memory-bound kernels twice as fast or BF16 GEMMs twice as slow, not the

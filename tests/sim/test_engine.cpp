@@ -184,6 +184,40 @@ TEST(PowerState, DividesComputeBoundOpsByTheBoostAtTheRanksShare) {
   EXPECT_DOUBLE_EQ(w.programs[0].ops[2].duration_s, 5e-3);
 }
 
+// With a sustained-state ratio k (the op's rate alone over its costed rate), the boost curve's
+// share counts GEMMs at their sustained time (duration / k) and each GEMM takes
+// duration / (k x boost); a ratio outside (0, 2] is an error.
+class StateCost : public BoostCost {
+ public:
+  explicit StateCost(double k) : k_(k) {}
+  double sustained_state(const Op& op) const override {
+    return std::holds_alternative<GemmShape>(op.shape) ? k_ : 1.0;
+  }
+
+ private:
+  double k_;
+};
+
+TEST(PowerState, SharesAndDurationsTakeTheSustainedStateRatio) {
+  Op add;
+  add.shape = MemBoundShape{MemKernel::Elementwise};
+  add.flops = 1e12;  // SimpleCost: 1 ms
+  Workload w = single_program(RankLayout(1, 1, 1, 1), {gemm(3e12), add});
+  StateCost cost(0.8);
+  cost_workload(w, cost);
+  EXPECT_DOUBLE_EQ(power_state_share(w.programs[0], cost), 3.75 / 4.75);
+  apply_power_state(w, cost);
+  EXPECT_DOUBLE_EQ(cost.last_share, 3.75 / 4.75);
+  EXPECT_DOUBLE_EQ(w.programs[0].ops[0].duration_s, 3e-3 / (0.8 * 1.25));
+  EXPECT_DOUBLE_EQ(w.programs[0].ops[1].duration_s, 1e-3);
+  for (double bad : {0.0, 2.5}) {
+    Workload v = single_program(RankLayout(1, 1, 1, 1), {gemm(1e12)});
+    StateCost c(bad);
+    cost_workload(v, c);
+    EXPECT_THROW(apply_power_state(v, c), std::invalid_argument) << bad;
+  }
+}
+
 TEST(PowerState, ABoostBelowOneIsAnError) {
   class Slow : public test::SimpleCost {
     double clock_boost(const Op&, double) const override { return 0.9; }
