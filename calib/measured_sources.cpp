@@ -53,7 +53,7 @@ std::string MeasuredCostModel::power_state_source() const {
   const PowerBoostTable& boost = tables_->power_boost();
   if (boost.empty()) {
     return "power state: no power_boost.csv in " + tables_->dir() +
-           ": GEMMs and attention at their tables' sustained speed";
+           ": GEMMs and attention at their tables' speed";
   }
   const std::string applied =
       !rule_.power_boost ? "not applied to " + gpu_.name + " (not measured)"

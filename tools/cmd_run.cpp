@@ -177,9 +177,10 @@ void register_run_command(CLI::App& app, int& exit_code) {
                  "cost model's measured interference, docs/engine.md); overrides the job's "
                  "simulation.interference");
   cmd->add_flag("--no-power-state", args->no_power_state,
-                 "Run GEMMs and attention at their tables' sustained speed (default: faster when "
-                 "the rank also runs lower-power work, as measured under the power limit, "
-                 "docs/cost-model.md); overrides the job's simulation.power_state");
+                 "Run GEMMs and attention at their tables' speed (default: at each kind's own "
+                 "sustained state, faster when the rank also runs lower-power work, as measured "
+                 "under the power limit, docs/cost-model.md); overrides the job's "
+                 "simulation.power_state");
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

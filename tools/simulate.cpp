@@ -111,7 +111,7 @@ void add_cost_sources(RunReport& report, const sim::CostModel& cost) {
 }
 
 struct PowerStateSummary {
-  double share = 0.0;  ///< rank 0's compute-bound share at table speed
+  double share = 0.0;  ///< rank 0's compute-bound share, each op at its sustained time
   double boost = 1.0;  ///< its GEMMs' and attention's time before / after
 };
 

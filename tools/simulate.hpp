@@ -22,8 +22,10 @@ struct RunReport {
   std::string replicas;          ///< "full" or "identical" (the reduction actually used)
   bool interference = true;      ///< compute/communication interference was applied
   bool power_state = true;       ///< the power state's clock boost was applied
-  /// Rank 0: share of its GPU compute time in GEMMs and attention at table speeds, and how much
-  /// faster the power state made those ops (their time before / after; 1 when not applied).
+  /// Rank 0: share of its GPU compute time in GEMMs and attention, each at its sustained time
+  /// (sim::power_state_share), and how fast the power state made those ops against their
+  /// tables (their time before / after; below 1 where the sustained-state ratio outweighs the
+  /// boost; 1 when not applied).
   double compute_bound_share = 0.0;
   double compute_bound_boost = 1.0;
   std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
@@ -76,8 +78,9 @@ struct SimulateOptions {
   bool cost_isolated_tp = true;
   /// One rank per TP group played where TP collectives are estimated (sim::EngineOptions::fold_tp).
   bool fold_tp = true;
-  /// GEMMs and attention run faster when their rank also runs lower-power work
-  /// (sim::apply_power_state, CostModel::clock_boost); false: at their tables' sustained speed.
+  /// GEMMs and attention at their kinds' sustained state, faster when their rank also runs
+  /// lower-power work (sim::apply_power_state, CostModel::sustained_state and clock_boost);
+  /// false: at their tables' speed.
   bool power_state = true;
 };
 
