@@ -7,7 +7,9 @@
 #     --mode sustained (7 s back to back), BF16 fwd, FP8 TN and FP8 TN with fast accumulation;
 #   attention (attention_state.py): attention.py's measure() against 6 s back to back, fwd and
 #     bwd, 5 shapes.
-# Usage: calib/scripts/run_table_state.sh RESULTS_DIR. Never changes GPU clocks or settings.
+# Run 51 (the same day) repeats the GEMM part at ten more shapes: SHAPES=m:n:k,... ATTENTION=0.
+# Usage: [SHAPES=...] [ATTENTION=0] calib/scripts/run_table_state.sh RESULTS_DIR. Never changes
+# GPU clocks or settings.
 set -uo pipefail
 OUT_DIR=${1:?usage: run_table_state.sh RESULTS_DIR}
 source "$(dirname "$0")/common.sh"
@@ -17,15 +19,15 @@ start_telemetry "$OUT_DIR/telemetry_table_state.csv" 1000 -i 0
 build_probes
 # m tokens x n out x k in: cube, runs 24-25's GEMM, GPT-3 175B fc1 and proj at TP4 (2,048
 # tokens), Llama 3 70B fc1 at TP4 and Llama 3 405B proj at TP8 (8,192 tokens).
-SHAPES=8192:8192:8192,4096:8192:8192,2048:12288:12288,2048:12288:3072,8192:14336:8192,8192:16384:2048
+SHAPES=${SHAPES:-8192:8192:8192,4096:8192:8192,2048:12288:12288,2048:12288:3072,8192:14336:8192,8192:16384:2048}
 P="$BUILD/probe_gemm --device 0 --pool-gib 48"
 step grid_bf16 40 $P --mode grid --combos bf16:fwd --heat-s 10 --shapes $SHAPES --out "$OUT_DIR/grid_bf16.csv"
 step grid_fp8 40 $P --mode grid --combos fp8:tn --heat-s 10 --shapes $SHAPES --out "$OUT_DIR/grid_fp8.csv"
 step grid_fp8_fastacc 40 $P --mode grid --combos fp8:tn --fast-accum 1 --heat-s 10 --shapes $SHAPES --out "$OUT_DIR/grid_fp8_fastacc.csv"
-step sustained_bf16 75 $P --mode sustained --dtypes bf16 --idle 0 --seconds 7 --shapes $SHAPES --out "$OUT_DIR/sustained_bf16.csv"
-step sustained_fp8 75 $P --mode sustained --dtypes fp8 --idle 0 --seconds 7 --shapes $SHAPES --out "$OUT_DIR/sustained_fp8.csv"
-step sustained_fp8_fastacc 75 $P --mode sustained --dtypes fp8 --fast-accum 1 --idle 0 --seconds 7 --shapes $SHAPES --out "$OUT_DIR/sustained_fp8_fastacc.csv"
-cd "$ROOT/calib/probes" && step attention_state 150 python3 attention_state.py --device 0 --out "$OUT_DIR/attention_state.csv"
+step sustained_bf16 110 $P --mode sustained --dtypes bf16 --idle 0 --seconds 7 --shapes $SHAPES --out "$OUT_DIR/sustained_bf16.csv"
+step sustained_fp8 110 $P --mode sustained --dtypes fp8 --idle 0 --seconds 7 --shapes $SHAPES --out "$OUT_DIR/sustained_fp8.csv"
+step sustained_fp8_fastacc 110 $P --mode sustained --dtypes fp8 --fast-accum 1 --idle 0 --seconds 7 --shapes $SHAPES --out "$OUT_DIR/sustained_fp8_fastacc.csv"
+[[ ${ATTENTION:-1} == 1 ]] && cd "$ROOT/calib/probes" && step attention_state 150 python3 attention_state.py --device 0 --out "$OUT_DIR/attention_state.csv"
 stop_telemetry
 grep -h "SPOT CHECK FAILED\|Error\|error" "$OUT_DIR"/*.log | head -5
 log "run_table_state done in $SECONDS s"
