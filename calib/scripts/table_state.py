@@ -8,7 +8,7 @@ the first of the two, so the cost model multiplies the two (docs/cost-model.md, 
 
 GEMMs (seq 0: one ratio for every shape): probe_gemm --mode sustained (the second half of 7 s,
 median of ~0.5 s windows) against --mode grid (behind 10 s of heater) at six training shapes
-(run 49). Attention, per sequence length: attention_state.py at run 49's five shapes and run 50's
+(run 49) and ten more (run 51). Attention, per sequence length: attention_state.py at run 49's five shapes and run 50's
 sixteen (2k-128k), the median over the head configurations measured at that length; the ratio
 moves with the length (the table's procedure is furthest from the sustained state at 8k).
 Usage: python3 calib/scripts/table_state.py > calib/data/h200/table_state.csv
@@ -44,10 +44,17 @@ def sustained_rates(name):
     return out
 
 
+GEMM_RUNS = ["run49", "run51"]
+
+
 def gemm_ratios(grid_name, sustained_name):
-    grid = {(r["m"], r["n"], r["k"]): float(r["tflops"]) for r in rows(grid_name)}
-    sus = sustained_rates(sustained_name)
-    return [(f"{m}x{n}x{k}", sus[(m, n, k)] / grid[(m, n, k)]) for (m, n, k) in grid]
+    out = []
+    for run in GEMM_RUNS:
+        grid = {(r["m"], r["n"], r["k"]): float(r["tflops"])
+                for r in rows(f"{run}/{grid_name}")}
+        sus = sustained_rates(f"{run}/{sustained_name}")
+        out += [(f"{m}x{n}x{k}", sus[(m, n, k)] / grid[(m, n, k)]) for (m, n, k) in grid]
+    return out
 
 
 def attention_ratios(direction):
@@ -73,8 +80,9 @@ def print_row(kind, seq, ratios):
 
 
 def main():
-    print("# derived: calib/scripts/table_state.py from run49/grid_*.csv, run49/sustained_*.csv, "
-          "run49/attention_state.csv and run50/attention_state_seq.csv (one H200, 2026-12-02)")
+    print("# derived: calib/scripts/table_state.py from run49/ and run51/ grid_*.csv and "
+          "sustained_*.csv, run49/attention_state.csv and run50/attention_state_seq.csv (one H200, "
+          "2026-12-02)")
     print("# ratio: a kind's rate back to back in its own sustained power state / its rate by "
           "the tables' procedure (behind heater GEMMs), same process and shapes; median over "
           "the shapes (min, max: their spread); seq 0: every shape, else attention at that "
