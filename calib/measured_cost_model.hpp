@@ -81,7 +81,7 @@ class MeasuredCostModel : public sim::CostModel {
   double clock_boost(const sim::Op& op, double share) const override;
   /// GEMMs (BF16 and FP32: gemm_bf16; FP8 forward with fast accumulation: gemm_fp8_fastacc;
   /// FP8 backward: gemm_fp8) and attention (attention_fwd / attention_bwd at sqrt(seq_q x
-  /// seq_kv), the unmasked context-parallel blocks included): table_state.csv (runs 49-50 on
+  /// seq_kv), the unmasked context-parallel blocks included): table_state.csv (runs 49-51 on
   /// an H200), on the GPUs that take the power state (H200, H100); 1 otherwise and without it.
   double sustained_state(const sim::Op& op) const override;
   /// One line: measured or derived, the tables' provenance, the rule for derived GPUs.

@@ -28,7 +28,7 @@ class PowerBoostTable {
   bool empty() const { return curves_.empty(); }
   const std::string& file() const { return file_; }
 
-  /// Reads table_state.csv (columns kind, seq, ratio, min, max: runs 49-50,
+  /// Reads table_state.csv (columns kind, seq, ratio, min, max: runs 49-51,
   /// calib/scripts/table_state.py) into this table: per kind ("gemm_bf16", "gemm_fp8",
   /// "gemm_fp8_fastacc": one row with seq 0, for every shape; "attention_fwd",
   /// "attention_bwd": one row per sequence length, increasing), the rate back to back in the

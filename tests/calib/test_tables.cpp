@@ -249,7 +249,7 @@ TEST(PowerBoostTable, CommittedH200CurvesMatchRuns24And25) {
   }
 }
 
-// table_state.csv (runs 49-50): one ratio for every GEMM shape, attention by sequence length
+// table_state.csv (runs 49-51): one ratio for every GEMM shape, attention by sequence length
 // (linear in log(seq) between rows, the end rows' ratio outside them); a kind it lacks, or no
 // file at all, keeps the tables' speed; malformed rows are rejected at their line and column.
 TEST(PowerBoostTable, StateRatiosByKindAndSequenceLength) {
@@ -276,7 +276,7 @@ TEST(PowerBoostTable, StateRatiosByKindAndSequenceLength) {
   expect_spec_error([&] { t.load_state(mixed); }, mixed, 3, "seq");
 }
 
-// The committed ratios (runs 49-50, one H200): FP8 GEMMs sustain 1.30-1.33 GHz on their own
+// The committed ratios (runs 49-51, one H200): FP8 GEMMs sustain 1.30-1.33 GHz on their own
 // against the 1.44 GHz the BF16 heater holds while the tables are measured, so they run 5-9%
 // slower than their tables; BF16 GEMMs within 2%; attention 8-10% slower at 8k, within 2% in
 // the backward at long sequences, and faster than its table at 2k, where alone it is not
