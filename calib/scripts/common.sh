@@ -15,6 +15,15 @@ calib_start() {
   LOG=$OUT_DIR/$1.log
 }
 
+# calib_start_device_call NAME TELEMETRY: calib_start NAME, a deadline 560 s from now (unless
+# CALIB_DEADLINE is set: one device call allows 600 s) and GPU 0's telemetry every second in
+# OUT_DIR/telemetry_TELEMETRY.csv until stop_telemetry.
+calib_start_device_call() {
+  calib_start "$1"
+  CALIB_DEADLINE=${CALIB_DEADLINE:-$(($(date +%s) + 560))}
+  start_telemetry "$OUT_DIR/telemetry_$2.csv" 1000 -i 0
+}
+
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$LOG" >&2; }
 
 # step NAME TIMEOUT_S CMD...: runs CMD with a time limit, its output in OUT_DIR/NAME.log, and

@@ -7,9 +7,7 @@
 set -uo pipefail
 OUT_DIR=${1:?usage: run_attention_state.sh RESULTS_DIR}
 source "$(dirname "$0")/common.sh"
-calib_start run_attention_state
-CALIB_DEADLINE=${CALIB_DEADLINE:-$(($(date +%s) + 560))}
-start_telemetry "$OUT_DIR/telemetry_attention_state.csv" 1000 -i 0
+calib_start_device_call run_attention_state attention_state
 SHAPES=$(python3 -c "
 s = [(32, 8, 2048 << i) for i in range(7)] + [(16, 2, 2048 << i) for i in range(6)]
 s += [(24, 24, 2048 << i) for i in range(3)]

@@ -13,9 +13,7 @@
 set -uo pipefail
 OUT_DIR=${1:?usage: run_table_state.sh RESULTS_DIR}
 source "$(dirname "$0")/common.sh"
-calib_start run_table_state
-CALIB_DEADLINE=${CALIB_DEADLINE:-$(($(date +%s) + 560))}
-start_telemetry "$OUT_DIR/telemetry_table_state.csv" 1000 -i 0
+calib_start_device_call run_table_state table_state
 build_probes
 # m tokens x n out x k in: cube, runs 24-25's GEMM, GPT-3 175B fc1 and proj at TP4 (2,048
 # tokens), Llama 3 70B fc1 at TP4 and Llama 3 405B proj at TP8 (8,192 tokens).

@@ -12,9 +12,7 @@
 set -uo pipefail
 OUT_DIR=${1:?usage: run_wgrad_accum.sh RESULTS_DIR}
 source "$(dirname "$0")/common.sh"
-calib_start run_wgrad_accum
-CALIB_DEADLINE=${CALIB_DEADLINE:-$(($(date +%s) + 560))}
-start_telemetry "$OUT_DIR/telemetry_wgrad_accum.csv" 1000 -i 0
+calib_start_device_call run_wgrad_accum wgrad_accum
 build_probes
 SHAPES=$(python3 -c "
 w = (2048, 4096, 8192, 16384, 32768)
