@@ -120,31 +120,6 @@ double MeasuredCostModel::held_sm_slowdown(const sim::Op& op) const {
   return held_sms_(*g, op.phase, [this](const std::string& what) { note_out_of_grid(what); });
 }
 
-double MeasuredCostModel::clock_boost(const sim::Op& op, double share) const {
-  if (!rule_.power_boost || !op.is_compute()) return 1.0;
-  const PowerBoostTable& table = tables_->power_boost();
-  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
-    return table.boost(g->dtype == sim::DType::FP8 ? "gemm_fp8" : "gemm_bf16", share);
-  }
-  if (std::holds_alternative<sim::AttentionShape>(op.shape)) return table.boost("attention", share);
-  return 1.0;
-}
-
-double MeasuredCostModel::sustained_state(const sim::Op& op) const {
-  if (!rule_.power_boost || !op.is_compute()) return 1.0;
-  const PowerBoostTable& table = tables_->power_boost();
-  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
-    if (g->dtype != sim::DType::FP8) return table.state("gemm_bf16");
-    return table.state(fp8_fast_accum(op.phase) ? "gemm_fp8_fastacc" : "gemm_fp8");
-  }
-  if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
-    // Indexed by the self-attention length of the same work per head: sqrt(seq_q x seq_kv).
-    const double seq = std::sqrt(d(a->seq_q) * d(a->seq_kv));
-    return table.state(a->backward ? "attention_bwd" : "attention_fwd", seq);
-  }
-  return 1.0;
-}
-
 bool MeasuredCostModel::fp8_fast_accum(sim::Phase phase) const {
   return phase != sim::Phase::Backward && tables_->has("gemm/fp8/tn_fastacc");
 }

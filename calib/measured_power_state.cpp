@@ -1,0 +1,36 @@
+// The measured model's power state (docs/cost-model.md, "Power state"): the clock boost of GEMMs
+// and attention by their rank's compute-bound share (power_boost.csv, runs 24-25) and each kind's
+// own sustained state over its table (table_state.csv, runs 49-51).
+#include <cmath>
+#include <variant>
+
+#include "calib/measured_cost_model.hpp"
+
+namespace clustersim::calib {
+
+double MeasuredCostModel::clock_boost(const sim::Op& op, double share) const {
+  if (!rule_.power_boost || !op.is_compute()) return 1.0;
+  const PowerBoostTable& table = tables_->power_boost();
+  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
+    return table.boost(g->dtype == sim::DType::FP8 ? "gemm_fp8" : "gemm_bf16", share);
+  }
+  if (std::holds_alternative<sim::AttentionShape>(op.shape)) return table.boost("attention", share);
+  return 1.0;
+}
+
+double MeasuredCostModel::sustained_state(const sim::Op& op) const {
+  if (!rule_.power_boost || !op.is_compute()) return 1.0;
+  const PowerBoostTable& table = tables_->power_boost();
+  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
+    if (g->dtype != sim::DType::FP8) return table.state("gemm_bf16");
+    return table.state(fp8_fast_accum(op.phase) ? "gemm_fp8_fastacc" : "gemm_fp8");
+  }
+  if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
+    // Indexed by the self-attention length of the same work per head: sqrt(seq_q x seq_kv).
+    const double seq = std::sqrt(static_cast<double>(a->seq_q) * static_cast<double>(a->seq_kv));
+    return table.state(a->backward ? "attention_bwd" : "attention_fwd", seq);
+  }
+  return 1.0;
+}
+
+}  // namespace clustersim::calib
