@@ -63,7 +63,7 @@ std::string MeasuredCostModel::power_state_source() const {
       boost.state_file().empty()
           ? std::string(", no table_state.csv (tables taken as the kinds' sustained state)")
           : " x " + boost.state_file() + " (each kind's own sustained state over its table, "
-            "run 49: FP8 GEMMs " + ratio_text(boost.state("gemm_fp8_fastacc")) + " fwd / " +
+            "runs 49-51: FP8 GEMMs " + ratio_text(boost.state("gemm_fp8_fastacc")) + " fwd / " +
             ratio_text(boost.state("gemm_fp8")) + " bwd, BF16 " + ratio_text(boost.state("gemm_bf16")) +
             ", attention at 8k " + ratio_text(boost.state("attention_fwd", 8192)) + " / " +
             ratio_text(boost.state("attention_bwd", 8192)) + ", by sequence length)";

@@ -174,7 +174,7 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
   t->host_offload_ = load_host_offload(dir + "/host_offload.csv");
   if (std::ifstream(dir + "/power_boost.csv").good()) {
     t->power_boost_ = PowerBoostTable::load(dir + "/power_boost.csv");
-    if (std::ifstream(dir + "/table_state.csv").good()) {  // run 49
+    if (std::ifstream(dir + "/table_state.csv").good()) {  // runs 49-51
       t->power_boost_.load_state(dir + "/table_state.csv");
     }
   }
