@@ -122,14 +122,6 @@ double compute_bound_seconds(const Program& program) {
   return bound;
 }
 
-double compute_bound_share(const Program& program) {
-  double all = 0.0;
-  for (const Op& op : program.ops) {
-    if (op.is_compute() && !on_host(op)) all += op.duration_s;
-  }
-  return all > 0.0 ? compute_bound_seconds(program) / all : 0.0;
-}
-
 double power_state_share(const Program& program, const CostModel& cost) {
   double bound = 0.0, all = 0.0;
   for (const Op& op : program.ops) {

@@ -116,13 +116,10 @@ void cost_workload(Workload& workload, const CostModel& cost);
 /// Seconds of a program's compute-bound ops (GEMMs and attention) at their costed durations.
 double compute_bound_seconds(const Program& program);
 
-/// Share of a program's GPU compute time (host-side ops excluded) in compute-bound ops, GEMMs
-/// and attention, at the costed durations; 0 for a program without compute.
-double compute_bound_share(const Program& program);
-
-/// The share of a program's GPU compute time in compute-bound ops with each of them at its
-/// sustained state (its costed duration / CostModel::sustained_state), the share the power
-/// state's boost curves are indexed by; 0 for a program without compute.
+/// The share of a program's GPU compute time (host-side ops excluded) in compute-bound ops,
+/// GEMMs and attention, each at its sustained state (its costed duration /
+/// CostModel::sustained_state): the share the power state's boost curves are indexed by; 0 for
+/// a program without compute.
 /// @throws std::invalid_argument if the model returns a state ratio outside (0, 2].
 double power_state_share(const Program& program, const CostModel& cost);
 

@@ -176,7 +176,7 @@ TEST(PowerState, DividesComputeBoundOpsByTheBoostAtTheRanksShare) {
   Workload w = single_program(RankLayout(1, 1, 1, 1), {gemm(3e12), add, host});
   BoostCost cost;
   cost_workload(w, cost);
-  EXPECT_DOUBLE_EQ(compute_bound_share(w.programs[0]), 0.75);  // 3 ms of 4, host left out
+  EXPECT_DOUBLE_EQ(power_state_share(w.programs[0], cost), 0.75);  // 3 ms of 4, host left out
   apply_power_state(w, cost);
   EXPECT_DOUBLE_EQ(cost.last_share, 0.75);
   EXPECT_DOUBLE_EQ(w.programs[0].ops[0].duration_s, 3e-3 / 1.25);
