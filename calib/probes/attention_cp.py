@@ -11,6 +11,8 @@ AttnFuncWithCPAndKVP2P, and the all-gather variant per step). The main attention
 heads h with kv_heads h/8 (the main table's GQA set), seq_q 1k-16k (the local tokens, seq/cp),
 seq_kv = seq_q/2, seq_q and 2 seq_q, unmasked.
 
+--backend flash measures the same blocks with PyTorch's FlashAttention-2 (run 52).
+
 FLOP convention: forward 2*b*h*s_q*s_kv*(d + d_v); backward 2.5x forward.
 """
 
@@ -25,6 +27,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from probe_common import CsvWriter, add_heat_argument, fmt, open_device, time_fwd_bwd
 
 HEATER = None  # probe_common.Heater with --heat-s > 0
+BACKENDS = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
 
 
 def grid(name):
@@ -48,14 +51,14 @@ def check(q, k, v, o):
     return ((got - want).norm() / want.norm()).item()
 
 
-def measure(h, kv, sq, skv, dev, budget, cps):
+def measure(backend, h, kv, sq, skv, dev, budget, cps):
     """Median forward and backward seconds per call, batches, calls, and the forward error."""
     d = 128
     q = torch.randn(1, h, sq, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
     k = torch.randn(1, kv, skv, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
     v = torch.randn(1, kv, skv, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
     do = torch.randn(1, h, sq, d, device=dev, dtype=torch.bfloat16)
-    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+    with sdpa_kernel([BACKENDS[backend]]):
         f, b, reps, calls = time_fwd_bwd(lambda: sdpa(q, k, v), (q, k, v), do, budget, cps, HEATER)
         err = check(q.detach(), k.detach(), v.detach(), sdpa(q, k, v).detach())
     del q, k, v, do
@@ -68,13 +71,16 @@ def main():
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--grid", default="full")
     ap.add_argument("--point-budget", type=float, default=0.4)
+    ap.add_argument("--backend", default="cudnn", choices=sorted(BACKENDS))
     add_heat_argument(ap)
     args = ap.parse_args()
     global HEATER
     dev, cps, HEATER = open_device(args)
     csv = CsvWriter(args.out, "attention_cp (PyTorch SDPA, unmasked context-parallel blocks)",
                     [args.device], {
-        "backend": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph), enable_gqa",
+        "backend": {"cudnn": "cudnn = SDPBackend.CUDNN_ATTENTION (cuDNN SDPA graph), enable_gqa",
+                    "flash": "flash = SDPBackend.FLASH_ATTENTION (FlashAttention-2 in PyTorch), "
+                             "enable_gqa"}[args.backend],
         "timing": "CUDA events around batches of `calls` forward (then backward, "
                   "torch.autograd.grad) calls queued behind " +
                   (f"BF16 8192^3 heater matmuls, after {args.heat_s} s of them (sustained power "
@@ -91,7 +97,8 @@ def main():
             for r in ratios:
                 skv = int(sq * r)
                 try:
-                    f, b, reps, calls, err = measure(h, kv, sq, skv, dev, args.point_budget, cps)
+                    f, b, reps, calls, err = measure(args.backend, h, kv, sq, skv, dev,
+                                                        args.point_budget, cps)
                 except RuntimeError as e:
                     print(f"h={h} kv={kv} sq={sq} skv={skv}: {str(e).splitlines()[0]}",
                           file=sys.stderr, flush=True)
@@ -99,7 +106,7 @@ def main():
                     continue
                 fl = 2.0 * h * sq * skv * 256
                 for direction, t, fl_d in (("fwd", f, fl), ("bwd", b, 2.5 * fl)):
-                    csv.row(["cudnn", "gqa", direction, 1, h, kv, 128, 128, sq, skv, 0, fmt(fl_d),
+                    csv.row([args.backend, "gqa", direction, 1, h, kv, 128, 128, sq, skv, 0, fmt(fl_d),
                              fmt(t), fmt(fl_d / t * 1e-12, 5), reps, calls, fmt(err, 3)])
                 torch.cuda.empty_cache()
         print(f"attention_cp heads {h} done", file=sys.stderr, flush=True)

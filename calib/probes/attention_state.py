@@ -11,7 +11,8 @@ Per shape (batch 1, causal, head_dim 128, BF16, inputs with requires_grad as in 
              half
   nograd:    (first default shape only) the forward without requires_grad back to back, as
              power_phases.py runs it (run 25)
---shapes h:kv:s,... replaces the default shapes (run 50: the sequence axis).
+--shapes h:kv:s,... replaces the default shapes (run 50: the sequence axis); --backend flash
+measures PyTorch's FlashAttention-2 instead of cuDNN (run 52), both modes with that backend.
 
 Not a table the cost model reads directly: calib/scripts/table_state.py derives
 calib/data/h200/table_state.csv from it. Usage: python3 attention_state.py --device 0 --out F
@@ -22,7 +23,7 @@ import statistics
 import time
 
 import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import sdpa_kernel
 
 import attention
 from power_phases import clocks_sampler, mean_samples
@@ -68,6 +69,7 @@ def main():
     ap.add_argument("--warm-s", type=float, default=3.0)
     ap.add_argument("--shapes", default="",
                     help="heads:kv_heads:seq,... (default: run 49's five shapes)")
+    ap.add_argument("--backend", default="cudnn", choices=sorted(attention.BACKENDS))
     args = ap.parse_args()
     shapes = ([tuple(int(x) for x in t.split(":")) for t in args.shapes.split(",")]
               if args.shapes else SHAPES)
@@ -83,6 +85,7 @@ def main():
                  f"after {args.warm_s} s of them",
         "sustained": f"{args.seconds} s back to back, median of the second half's windows; "
                      "nvidia-smi every 50 ms, mean of the second half",
+        "backend": f"{args.backend} = SDPBackend.{attention.BACKENDS[args.backend].name}",
         "flops": "fwd 2*b*h*s*s*(d+dv)*0.5 (causal); bwd 2.5 x fwd"})
     csv.header(["heads", "kv_heads", "seq", "direction", "mode", "tflops", "sm_mhz", "power_w",
                 "max_rel_err"])
@@ -90,11 +93,11 @@ def main():
         gqa = "native" if kv != h else "mha"
         fl = attention.flops_fwd(1, h, s, 128, 128)
         heater.warm(args.warm_s)
-        f, b, _, _, err = attention.measure("cudnn", h, kv, s, 128, 128, gqa, dev, 0.5, cps)
+        f, b, _, _, err = attention.measure(args.backend, h, kv, s, 128, 128, gqa, dev, 0.5, cps)
         csv.row([h, kv, s, "fwd", "table", fmt(fl / f * 1e-12), "", "", fmt(err, 3)])
         csv.row([h, kv, s, "bwd", "table", fmt(2.5 * fl / b * 1e-12), "", "", fmt(err, 3)])
         q, k, v, do = attention.make_inputs(h, kv, s, 128, 128, gqa, dev)
-        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        with sdpa_kernel([attention.BACKENDS[args.backend]]):
             rate, clk, pw = sustained(lambda: attention.sdpa(q, k, v, gqa), fl, args.seconds,
                                       args.device, tmp)
             csv.row([h, kv, s, "fwd", "sustained", fmt(rate), fmt(clk), fmt(pw), fmt(err, 3)])

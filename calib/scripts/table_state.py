@@ -11,6 +11,12 @@ median of ~0.5 s windows) against --mode grid (behind 10 s of heater) at six tra
 (run 49) and ten more (run 51). Attention, per sequence length: attention_state.py at run 49's five shapes and run 50's
 sixteen (2k-128k), the median over the head configurations measured at that length; the ratio
 moves with the length (the table's procedure is furthest from the sustained state at 8k).
+FlashAttention-2 (kinds attention_flash2_fwd/bwd, runs 52-53): attention_state.py --backend flash
+back to back over the committed flash rows of attention.csv at the same (seq, heads) as the model
+reads them (GQA by heads, MHA from its own set), not over attention_state.py's own table-mode
+rates: for FlashAttention-2 those ran 5-17% below the table's rows at 2k-8k, while run 53's
+re-measurement of the whole flash table by its own procedure reproduced them (median 1.000,
+0.95-1.14), and run 53's back-to-back rates reproduced run 52's within 1%.
 Usage: python3 calib/scripts/table_state.py > calib/data/h200/table_state.csv
 """
 import csv
@@ -19,6 +25,7 @@ import statistics
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "h200")
 ATTENTION_FILES = ["run49/attention_state.csv", "run50/attention_state_seq.csv"]
+FLASH_FILES = ["run52/attention_state_flash.csv", "run53/attention_state_flash.csv"]
 GEMM_KINDS = [("gemm_bf16", "grid_bf16.csv", "sustained_bf16.csv"),
               ("gemm_fp8", "grid_fp8.csv", "sustained_fp8.csv"),
               ("gemm_fp8_fastacc", "grid_fp8_fastacc.csv", "sustained_fp8_fastacc.csv")]
@@ -73,6 +80,26 @@ def attention_ratios(direction):
     return out
 
 
+def flash_table():
+    """{(set, direction, heads, seq): TFLOP/s} of the committed flash rows of attention.csv."""
+    return {(r["set"], r["direction"], int(r["heads"]), int(r["seq"])): float(r["tflops"])
+            for r in rows("./attention.csv") if r["backend"] == "flash"}
+
+
+def flash_ratios(direction):
+    """{seq: [(shape, ratio)]}: back to back (runs 52-53) / the committed table's rate."""
+    table = flash_table()
+    out = {}
+    for name in FLASH_FILES:
+        for r in rows(name):
+            if r["direction"] != direction or r["mode"] != "sustained":
+                continue
+            h, kv, seq = int(r["heads"]), int(r["kv_heads"]), int(r["seq"])
+            key = ("mha" if h == kv else "gqa", direction, h, seq)
+            out.setdefault(seq, []).append((f"h{h}/kv{kv}", float(r["tflops"]) / table[key]))
+    return out
+
+
 def print_row(kind, seq, ratios):
     values = [r for _, r in ratios]
     print(f"{kind},{seq},{statistics.median(values):.4f},{min(values):.4f},{max(values):.4f},"
@@ -81,8 +108,9 @@ def print_row(kind, seq, ratios):
 
 def main():
     print("# derived: calib/scripts/table_state.py from run49/ and run51/ grid_*.csv and "
-          "sustained_*.csv, run49/attention_state.csv and run50/attention_state_seq.csv (one H200, "
-          "2026-12-02)")
+          "sustained_*.csv, run49/attention_state.csv and run50/attention_state_seq.csv; "
+          "FlashAttention-2 (attention_flash2_*): run52/ and run53/attention_state_flash.csv "
+          "over attention.csv's flash rows (one H200, 2026-12-02)")
     print("# ratio: a kind's rate back to back in its own sustained power state / its rate by "
           "the tables' procedure (behind heater GEMMs), same process and shapes; median over "
           "the shapes (min, max: their spread); seq 0: every shape, else attention at that "
@@ -93,6 +121,9 @@ def main():
     for direction in ("fwd", "bwd"):
         for seq, ratios in sorted(attention_ratios(direction).items()):
             print_row("attention_" + direction, seq, ratios)
+    for direction in ("fwd", "bwd"):
+        for seq, ratios in sorted(flash_ratios(direction).items()):
+            print_row("attention_flash2_" + direction, seq, ratios)
 
 if __name__ == "__main__":
     main()
