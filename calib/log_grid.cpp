@@ -210,6 +210,12 @@ LooStats leave_one_out(const LogGrid& grid, double min_time_s) {
   return s;
 }
 
+std::string shape_text(const std::vector<double>& x) {
+  std::ostringstream s;
+  for (std::size_t i = 0; i < x.size(); ++i) s << (i ? "x" : "") << x[i];
+  return s.str();
+}
+
 std::string range_text(const LogGrid& g) {
   std::ostringstream s;
   for (std::size_t i = 0; i < g.dims(); ++i) {

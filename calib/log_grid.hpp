@@ -72,6 +72,9 @@ class LogGrid {
 /// "m 1024-65536, n 512-32768, ..." : each axis' name and measured range, for messages.
 std::string range_text(const LogGrid& grid);
 
+/// "2048x12288x3072": a point's coordinates joined by "x", for messages.
+std::string shape_text(const std::vector<double>& x);
+
 /// Leave-one-out error of a table: every node predicted from the others.
 struct LooStats {
   std::string key, file;

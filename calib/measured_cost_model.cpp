@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 #include <utility>
 #include <variant>
@@ -74,12 +73,6 @@ std::string collective_name(sim::CollectiveKind k) {
     case sim::CollectiveKind::AllToAll: return "all_to_all";
   }
   throw std::invalid_argument("unknown collective kind");
-}
-
-std::string shape_text(const std::vector<double>& x) {
-  std::ostringstream s;
-  for (std::size_t i = 0; i < x.size(); ++i) s << (i ? "x" : "") << x[i];
-  return s.str();
 }
 
 }  // namespace
@@ -180,50 +173,6 @@ double MeasuredCostModel::gemm_lookup(const std::string& key, double m, double n
   note_out_of_grid("GEMM " + label + " " + shape_text(x) + " outside " + range_text(g) +
                    ": edge-rate roofline");
   return std::max({2.0 * m * n * k / rate, bytes / copy_bandwidth(), floor});
-}
-
-double MeasuredCostModel::attention_time(const sim::AttentionShape& a) const {
-  const double dq = d(a.head_dim), dv = a.head_dim_v > 0 ? d(a.head_dim_v) : dq;
-  if (a.batch <= 0 || a.heads <= 0 || a.seq_q <= 0 || a.seq_kv <= 0 || dq <= 0) {
-    throw std::invalid_argument("attention with a non-positive dimension");
-  }
-  const bool mla = dq > 160.0;  // tables: head_dim 128 (gqa, mha) and 192/128 (mla)
-  const std::string dir = a.backward ? "bwd" : "fwd";
-  const double table_dims = mla ? 192.0 + 128.0 : 256.0;
-  // Unmasked blocks (context parallelism's steps after the first) from their own table
-  // (run 16) where it covers them; the causal table scaled by pairs overestimates them by
-  // 4-50% (median 15-49%: a causal kernel's masked diagonal tiles and uneven rows).
-  const std::string cp_key = "attention_cp/cudnn/gqa/" + dir;
-  const std::vector<double> xcp{d(a.seq_q), d(a.seq_kv) / d(a.seq_q), d(a.batch) * d(a.heads)};
-  if (!a.causal && !mla && tables_->has(cp_key) && tables_->grid(cp_key).contains(xcp)) {
-    double t = tables_->grid(cp_key).time_at(xcp);
-    if (dq + dv != table_dims) t *= (dq + dv) / table_dims;
-    return t / scale_.attention;
-  }
-  const std::vector<double> x{d(a.seq_q), d(a.batch) * d(a.heads)};
-  std::string key = "attention/cudnn/" + std::string(mla ? "mla" : "gqa") + "/" + dir;
-  if (!mla && a.heads == a.kv_heads && tables_->grid("attention/cudnn/mha/" + dir).contains(x)) {
-    key = "attention/cudnn/mha/" + dir;  // MHA measured over a smaller range; GQA elsewhere
-  }
-  const LogGrid& g = tables_->grid(key);
-  double t = 0.0;
-  if (g.contains(x)) {
-    t = g.time_at(x);
-  } else {  // work ~ heads x seq^2 once the GPU is full: scale from the nearest measured shape
-    const auto c = g.clamp(x);
-    t = g.time_at(c) * (x[1] / c[1]) * (x[0] / c[0]) * (x[0] / c[0]);
-    note_out_of_grid("attention " + key.substr(16) + " seq x heads " + shape_text(x) + " outside " +
-                     range_text(g) + ": scaled by heads x seq^2");
-  }
-  if (dq + dv != table_dims) {
-    note_out_of_grid("attention head_dim " + shape_text({dq, dv}) + ": table of " +
-                     (mla ? "192/128" : "128") + " scaled by (d + d_v)");
-    t *= (dq + dv) / table_dims;
-  }
-  if (a.dtype == sim::DType::FP8) note_out_of_grid("FP8 attention: BF16 table (not measured)");
-  // Tables are causal with seq_kv = seq_q: scale by the attended (query, key) pairs.
-  t *= d(a.seq_kv) * (a.causal ? 0.5 : 1.0) / (0.5 * d(a.seq_q));
-  return t / scale_.attention;
 }
 
 double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {

@@ -113,6 +113,9 @@ class MeasuredCostModel : public sim::CostModel {
   double gemm_lookup(const std::string& key, double m, double n, double k, double elem_bytes,
                      const std::string& label) const;
   double attention_time(const sim::AttentionShape& a) const;
+  /// "cudnn" or "flash" (the tables' backend of `a`'s kernel); throws std::invalid_argument
+  /// for FlashAttention-2 where no table or rule covers it.
+  std::string attention_library(const sim::AttentionShape& a) const;
   double membound_time(sim::MemKernel kernel, double bytes, sim::Phase phase) const;
   /// A host kernel (optimizer offload) from host_offload.csv and offload_step.csv: copies over
   /// the host link, host-memory ops at the measured rate for the rank's threads, capped at the

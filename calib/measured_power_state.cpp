@@ -2,6 +2,7 @@
 // and attention by their rank's compute-bound share (power_boost.csv, runs 24-25) and each kind's
 // own sustained state over its table (table_state.csv, runs 49-51).
 #include <cmath>
+#include <string>
 #include <variant>
 
 #include "calib/measured_cost_model.hpp"
@@ -28,7 +29,8 @@ double MeasuredCostModel::sustained_state(const sim::Op& op) const {
   if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
     // Indexed by the self-attention length of the same work per head: sqrt(seq_q x seq_kv).
     const double seq = std::sqrt(static_cast<double>(a->seq_q) * static_cast<double>(a->seq_kv));
-    return table.state(a->backward ? "attention_bwd" : "attention_fwd", seq);
+    const std::string kind = a->kernel == sim::AttentionKernel::Flash2 ? "attention_flash2_" : "attention_";
+    return table.state(kind + (a->backward ? "bwd" : "fwd"), seq);
   }
   return 1.0;
 }

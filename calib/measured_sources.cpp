@@ -66,7 +66,9 @@ std::string MeasuredCostModel::power_state_source() const {
             "runs 49-51: FP8 GEMMs " + ratio_text(boost.state("gemm_fp8_fastacc")) + " fwd / " +
             ratio_text(boost.state("gemm_fp8")) + " bwd, BF16 " + ratio_text(boost.state("gemm_bf16")) +
             ", attention at 8k " + ratio_text(boost.state("attention_fwd", 8192)) + " / " +
-            ratio_text(boost.state("attention_bwd", 8192)) + ", by sequence length)";
+            ratio_text(boost.state("attention_bwd", 8192)) + ", by sequence length; " +
+            "FlashAttention-2 runs 52-53: at 8k " + ratio_text(boost.state("attention_flash2_fwd", 8192)) +
+            " / " + ratio_text(boost.state("attention_flash2_bwd", 8192)) + ")";
   return "power state: " + boost.file() + " (GEMM BF16/FP8 and attention clock boost by the "
          "rank's compute-bound share, runs 24-25)" + state + "; " + applied;
 }
@@ -81,7 +83,12 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
   };
   add_overlap_sources(out);
   const std::vector<std::string> rest = {
-      "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets); " + how,
+      "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets)" +
+          (rule_.flash2 && tables_->has("attention/flash/gqa/fwd")
+               ? "; FlashAttention-2 (attention_backend: flash2; gqa, mha sets to 32k, its "
+                 "context-parallel blocks " + dir + "/attention_cp_flash.csv)"
+               : std::string()) +
+          "; " + how,
       "memory-bound: " + dir + "/membound.csv (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, "
           "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw)" +
           (tables_->has("membound/rmsnorm_eager_fwd")

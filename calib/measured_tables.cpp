@@ -42,6 +42,8 @@ const std::vector<TableFile>& table_files() {
       {"attention.csv", load_attention_series, true},
       // Unmasked context-parallel attention blocks (run 16, calib/probes/attention_cp.py).
       {"attention_cp.csv", load_attention_cp_series, true, true},
+      // The same blocks with FlashAttention-2 (run 52); older data lack them.
+      {"attention_cp_flash.csv", load_attention_cp_series, true, true},
       {"membound.csv", load_membound_series, true},
       // Hugging Face's eager element-wise modules (run 19, calib/probes/eager_ops.py).
       {"membound_eager.csv", load_membound_series, true, true},
@@ -97,14 +99,14 @@ const std::map<std::string, DerivationRule>& rules() {
       {"H200-SXM",
        {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
         "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true,
-        989.0, 1979.0, 4.8, 700.0}},
+        989.0, 1979.0, 4.8, 700.0, true}},
       {"H100-SXM",
        {"H100-SXM", false, 1.0, 1.0, 1.0, 3.35 / 4.8,
         "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
         "attention unchanged; memory-bound ops take 4.8/3.35 as long (HBM3 3.35 TB/s vs HBM3e "
         "4.8 TB/s)",
         "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
-        "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0}},
+        "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0, true}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
        {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,

@@ -103,6 +103,9 @@ struct DerivationRule {
   /// Another tdp is stated in PlatformScale::note but scales nothing: no kernel was measured
   /// under another limit.
   double tdp_w = 0.0;
+  /// FlashAttention-2's tables apply (attention_backend: flash2): the measured GPU and GPUs of
+  /// its architecture. Elsewhere no rule derives them (the attention speed-up above is cuDNN's).
+  bool flash2 = false;
 };
 
 /// The rule's speed-ups scaled to a platform's own GPU figures: rule ratio x platform figure /

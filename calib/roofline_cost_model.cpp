@@ -107,6 +107,11 @@ double RooflineCostModel::gemm_time(const sim::GemmShape& g, double flops) const
 }
 
 double RooflineCostModel::attention_time(const sim::AttentionShape& a, double flops) const {
+  if (a.kernel == sim::AttentionKernel::Flash2) {
+    throw std::invalid_argument(
+        "attention_backend flash2: the roofline model holds FlashAttention-3's published rates "
+        "only; FlashAttention-2's are measured tables (the default measured cost model)");
+  }
   const double eff = a.backward ? eff_.attention_bwd : eff_.attention_fwd;
   return flops / (gpu_.peak(sim::DType::BF16) * eff);
 }

@@ -116,6 +116,14 @@ const char* to_string(GradAccum v) {
   return "?";
 }
 
+const char* to_string(AttentionKernel v) {
+  switch (v) {
+    case AttentionKernel::Cudnn: return "cudnn";
+    case AttentionKernel::Flash2: return "flash2";
+  }
+  return "?";
+}
+
 bool is_host_kernel(MemKernel v) {
   return v == MemKernel::HostCopy || v == MemKernel::HostOptimizer || v == MemKernel::HostElementwise ||
          v == MemKernel::HostCast || v == MemKernel::HostCopyPageable;

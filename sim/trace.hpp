@@ -78,6 +78,15 @@ enum class GradAccum : std::uint8_t {
   BF16,  ///< accumulated into a BF16 main_grad (4 B per element)
 };
 
+/// The fused-attention kernel library an attention op runs (docs/trace-format.md,
+/// `training.attention_backend`): cuDNN's SDPA graph (Transformer Engine's FusedAttention,
+/// PyTorch SDPA's cuDNN backend) or FlashAttention-2 (the flash-attn package, PyTorch SDPA's
+/// flash backend). Each has its own measured tables (calib/data/h200/attention*.csv).
+enum class AttentionKernel : std::uint8_t {
+  Cudnn,   ///< cuDNN SDPA
+  Flash2,  ///< FlashAttention-2
+};
+
 /// How many CPU threads each rank's host-side offload work runs with (host_* kernels).
 enum class HostThreads : std::uint8_t {
   PerRank,   ///< each rank its share of the host's cores (deepspeed --bind_cores_to_rank)
@@ -114,6 +123,7 @@ struct AttentionShape {
   bool causal = true;
   bool backward = false;
   DType dtype = DType::BF16;
+  AttentionKernel kernel = AttentionKernel::Cudnn;  ///< which library's kernel runs it
 };
 
 /// A memory-bound kernel moving `bytes` (reads + writes) through HBM.
@@ -181,6 +191,7 @@ const char* to_string(Peer v);
 const char* to_string(MemKernel v);
 const char* to_string(HostThreads v);
 const char* to_string(GradAccum v);
+const char* to_string(AttentionKernel v);
 /// Bytes per element of a dtype.
 double dtype_bytes(DType v);
 

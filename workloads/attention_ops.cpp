@@ -26,6 +26,7 @@ sim::AttentionShape core_shape(const RankShapes& s, std::int64_t seq_q, std::int
   a.causal = causal;
   a.backward = backward;
   a.dtype = s.attention_dtype;  // TE keeps attention in BF16 unless fp8_dot_product_attention
+  a.kernel = s.attention_kernel;
   return a;
 }
 

@@ -44,6 +44,8 @@ inline constexpr Named<NormKind> kNormNames[] = {{"layernorm", NormKind::LayerNo
                                                  {"rmsnorm", NormKind::RmsNorm}};
 inline constexpr Named<PositionKind> kPositionNames[] = {{"learned", PositionKind::Learned},
                                                          {"rope", PositionKind::Rope}};
+inline constexpr Named<sim::AttentionKernel> kAttentionBackendNames[] = {
+    {"cudnn", sim::AttentionKernel::Cudnn}, {"flash2", sim::AttentionKernel::Flash2}};
 inline constexpr Named<Precision> kPrecisionNames[] = {{"bf16", Precision::BF16},
                                                        {"fp8", Precision::FP8}};
 

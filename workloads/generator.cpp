@@ -249,6 +249,7 @@ std::string describe(const WorkloadSpec& w) {
     out += kZero[p.zero_stage];
   }
   if (t.recompute != Recompute::None) out += std::string(" recompute-") + to_string(t.recompute);
+  if (t.attention_backend != sim::AttentionKernel::Cudnn) out += std::string(" ") + sim::to_string(t.attention_backend);
   if (p.tp_comm_overlap) out += " tp-overlap";
   if (p.overlap_p2p_comm) out += " p2p-overlap";
   if (p.optimizer_offload == OptimizerOffload::Cpu) out += " cpu-offload";

@@ -144,6 +144,23 @@ Found check_data_parallel(const WorkloadSpec& w) {
   return std::nullopt;
 }
 
+// FlashAttention-2 has BF16/FP16 kernels with one head dimension for q, k and v (flash-attn 2,
+// flash_api.cpp; PyTorch's flash backend alike): no FP8 attention and no MLA (192/128).
+Found check_attention_backend(const WorkloadSpec& w) {
+  const TrainingSpec& t = w.training;
+  if (t.attention_backend != sim::AttentionKernel::Flash2) return std::nullopt;
+  if (t.fp8_attention) {
+    return train("attention_backend", "flash2 has no FP8 kernels: fp8_attention needs cudnn");
+  }
+  if (w.model.head_dim != w.model.value_head_dim()) {
+    return train("attention_backend",
+                 "flash2 needs one head dimension for queries, keys and values; the model's are " +
+                     str(w.model.head_dim) + " and " + str(w.model.value_head_dim()) +
+                     " (MLA): use cudnn");
+  }
+  return std::nullopt;
+}
+
 Found check_sequence(const WorkloadSpec& w) {
   const ModelSpec& m = w.model;
   const ParallelSpec& p = w.parallel;
@@ -167,7 +184,7 @@ Found check_sequence(const WorkloadSpec& w) {
   if (t.fp8_attention && t.precision != Precision::FP8) {
     return train("fp8_attention", "needs precision: fp8");
   }
-  return std::nullopt;
+  return check_attention_backend(w);
 }
 
 // The global batch: whole microbatches per data-parallel rank, and a step small enough to play.

@@ -226,6 +226,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
 TrainingSpec read_training(YamlMap& t, int dp) {
   reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
                           "gradient_accumulation_steps", "precision", "fp8_attention",
+                          "attention_backend",
                           "fp8_reduce_amax", "recompute",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
                           "moe_capacity_factor", "expandable_segments"});
@@ -244,6 +245,9 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   }
   s.precision = read_enum(t, "precision", kPrecisionNames);
   s.fp8_attention = t.get_bool_or("fp8_attention", false);
+  if (t.has("attention_backend")) {
+    s.attention_backend = read_enum(t, "attention_backend", kAttentionBackendNames);
+  }
   s.fp8_reduce_amax = t.get_bool_or("fp8_reduce_amax", true);
   if (t.has("fp8_reduce_amax") && s.precision != Precision::FP8) {
     throw t.error("fp8_reduce_amax", "needs precision: fp8");

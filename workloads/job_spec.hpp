@@ -167,6 +167,9 @@ struct TrainingSpec {
   std::int64_t global_batch_size = 0;   ///< sequences per optimizer step, whole job
   Precision precision = Precision::BF16;
   bool fp8_attention = false;           ///< TE fp8_dot_product_attention (with precision fp8)
+  /// The fused-attention library (attention_backend): cuDNN (Transformer Engine's
+  /// FusedAttention, PyTorch SDPA on Hopper) or FlashAttention-2.
+  sim::AttentionKernel attention_backend = sim::AttentionKernel::Cudnn;
   bool fp8_reduce_amax = true;          ///< TE DelayedScaling.reduce_amax (with precision fp8)
   Recompute recompute = Recompute::None;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;

@@ -23,6 +23,7 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr const char* kFormatName = "clustersim-trace";
 constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
 constexpr std::array kGradAccums{sim::GradAccum::F32, sim::GradAccum::BF16};
+constexpr std::array kAttentionKernels{sim::AttentionKernel::Cudnn, sim::AttentionKernel::Flash2};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
                               sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm};
 constexpr std::array kPhases{sim::Phase::Forward, sim::Phase::Backward, sim::Phase::Optimizer};
@@ -77,6 +78,7 @@ struct ShapeWriter {
     j["causal"] = a.causal;
     j["backward"] = a.backward;
     j["dtype"] = sim::to_string(a.dtype);
+    if (a.kernel != sim::AttentionKernel::Cudnn) j["kernel"] = sim::to_string(a.kernel);
   }
   void operator()(const sim::MemBoundShape& m) const {
     j["kernel"] = sim::to_string(m.kernel);
@@ -318,6 +320,8 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
     a.causal = f.get_bool("causal");
     a.backward = f.get_bool("backward");
     a.dtype = f.get_enum("dtype", kDTypes);
+    // Version 8: the kernel library (optional; cuDNN without it).
+    if (f.has("kernel")) a.kernel = f.get_enum("kernel", kAttentionKernels);
     return a;
   }
   if (kind == "mem") {

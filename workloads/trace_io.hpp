@@ -21,7 +21,7 @@ namespace clustersim::workloads {
 /// `busy_sms`; version 6 the host kernels host_elementwise, host_cast and host_copy_pageable and
 /// the optional `host_threads` of mem ops; version 7 the optional GEMM `grad_accum`. The reader
 /// accepts versions 1 to 7 (version 1: ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 7;
+inline constexpr int kTraceFormatVersion = 8;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

@@ -67,6 +67,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   s.position_rows = m.position == PositionKind::Learned ? m.max_position_embeddings : 0;
   s.linear_dtype = compute_dtype(spec);
   s.attention_dtype = t.fp8_attention ? sim::DType::FP8 : sim::DType::BF16;
+  s.attention_kernel = t.attention_backend;
   if (p.gradient_accumulation_fusion) {
     s.wgrad_accum = p.grad_reduce_in_fp32 ? sim::GradAccum::F32 : sim::GradAccum::BF16;
   }

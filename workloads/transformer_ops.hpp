@@ -51,6 +51,7 @@ struct RankShapes {
   bool etp_comm = false;       ///< etp > 1
   sim::DType linear_dtype = sim::DType::BF16;     ///< transformer-layer GEMMs (FP8 with fp8)
   sim::DType attention_dtype = sim::DType::BF16;  ///< FP8 only with fp8_attention
+  sim::AttentionKernel attention_kernel = sim::AttentionKernel::Cudnn;  ///< attention_backend
   /// Where the weight gradients of the fused linears go: main_grad (FP32 with
   /// grad_reduce_in_fp32, else BF16) under gradient_accumulation_fusion, else a new tensor.
   sim::GradAccum wgrad_accum = sim::GradAccum::None;

@@ -65,6 +65,27 @@ TEST_F(DerivationRules, SustainedStateByOpKindOnTheGpusThatTakeThePowerState) {
   EXPECT_DOUBLE_EQ(h100.sustained_state(attn), h200_.sustained_state(attn));
   EXPECT_DOUBLE_EQ(b200.sustained_state(fwd), 1.0);
   EXPECT_DOUBLE_EQ(h200_.sustained_state(mem_op(sim::MemKernel::Copy, 1e9)), 1.0);
+  // FlashAttention-2 takes its own rows (runs 52-53), not cuDNN's.
+  std::get<sim::AttentionShape>(attn.shape).kernel = sim::AttentionKernel::Flash2;
+  EXPECT_DOUBLE_EQ(h200_.sustained_state(attn), t.state("attention_flash2_bwd", 4096.0));
+  EXPECT_NE(t.state("attention_flash2_bwd", 4096.0), t.state("attention_bwd", 4096.0));
+}
+
+// FlashAttention-2's tables hold for the H200 and, same die, the H100; the B200's rule derives
+// cuDNN's attention only, so flash2 there is an error that says so.
+TEST_F(DerivationRules, FlashAttention2OnlyWhereItsTablesHold) {
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
+  sim::Op attn;
+  attn.shape = sim::AttentionShape{1, 16, 2, 8192, 8192, 128, 128, true, false, sim::DType::BF16,
+                                   sim::AttentionKernel::Flash2};
+  EXPECT_DOUBLE_EQ(h100.compute_time(attn), h200_.compute_time(attn));
+  try {
+    b200.compute_time(attn);
+    ADD_FAILURE() << "B200 costed FlashAttention-2";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("flash2"), std::string::npos) << e.what();
+  }
 }
 
 // A platform that states other figures for a known GPU (its own file, or cluster.overrides)

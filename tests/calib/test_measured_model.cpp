@@ -163,6 +163,30 @@ TEST_F(MeasuredModel, UnmaskedBlocksUseTheContextParallelTable) {
   EXPECT_TRUE(h200_.out_of_grid().empty());
 }
 
+// FlashAttention-2 (attention_backend: flash2) reads its own rows of attention.csv (PyTorch's
+// flash backend, runs 10 and 47) and its own unmasked context-parallel blocks (run 52), well
+// slower than cuDNN's at the same shape; the roofline model has no FlashAttention-2 figures.
+TEST_F(MeasuredModel, FlashAttention2ReadsItsOwnTables) {
+  const auto flash = [](sim::Op op) {
+    std::get<sim::AttentionShape>(op.shape).kernel = sim::AttentionKernel::Flash2;
+    return op;
+  };
+  for (const char* dir : {"fwd", "bwd"}) {
+    const bool bwd = std::string(dir) == "bwd";
+    const double f = measured_time("attention.csv", {{"backend", "flash"}, {"set", "gqa"}, {"direction", dir}, {"heads", "64"}, {"seq", "8192"}});
+    EXPECT_NEAR(h200_.compute_time(flash(attention(64, 8192, bwd))) / f, 1.0, 1e-12) << dir;
+    EXPECT_GT(h200_.compute_time(flash(attention(64, 8192, bwd))),
+              1.4 * h200_.compute_time(attention(64, 8192, bwd))) << dir;
+    const double cp = measured_time("attention_cp_flash.csv", {{"direction", dir}, {"heads", "16"}, {"seq_q", "4096"}, {"seq_kv", "2048"}});
+    sim::Op block = flash(attention(16, 4096, bwd, false));
+    std::get<sim::AttentionShape>(block.shape).seq_kv = 2048;
+    EXPECT_NEAR(h200_.compute_time(block) / cp, 1.0, 1e-12) << dir;
+  }
+  EXPECT_TRUE(h200_.out_of_grid().empty());
+  const RooflineCostModel roofline(gpu("H200-SXM", 4.8));
+  EXPECT_THROW(roofline.compute_time(flash(attention(64, 8192, false))), std::invalid_argument);
+}
+
 TEST_F(MeasuredModel, MemoryBoundKernelsUseTheirFamilies) {
   const double copy = measured_time("membound.csv", {{"kernel", "copy"}, {"shape", "268435456"}});
   const double copy_bytes = 1073741824.0;  // 2 x 2^29 BF16 values read and written

@@ -292,6 +292,11 @@ TEST(PowerBoostTable, CommittedStateRatiosMatchRuns49And50) {
   EXPECT_LT(t.state("attention_fwd", 8192.0), 0.93);
   EXPECT_NEAR(t.state("attention_bwd", 65536.0), 1.0, 0.02);
   EXPECT_GT(t.state("attention_fwd", 2048.0), 1.0);
+  // FlashAttention-2 (runs 52-53): below the power limit alone at 2k (1.98 GHz), about at its
+  // table's rate from 16k.
+  EXPECT_GT(t.state("attention_flash2_fwd", 2048.0), 1.1);
+  EXPECT_NEAR(t.state("attention_flash2_fwd", 16384.0), 1.0, 0.03);
+  EXPECT_NEAR(t.state("attention_flash2_bwd", 32768.0), 1.0, 0.03);
 }
 
 }  // namespace

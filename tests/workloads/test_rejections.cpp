@@ -100,5 +100,28 @@ TEST(Rejections, DataParallelAndOverlapOptions) {
                   "precision: fp8");
 }
 
+// FlashAttention-2 has no FP8 kernels and one head dimension for q, k and v (so not MLA); an
+// unknown library name lists the known ones.
+TEST(Rejections, AttentionBackend) {
+  expect_rejected("llama3_8b", "  tp: 1\n", "  attention_backend: flash3\n", 1,
+                  "training.attention_backend", "cudnn");
+  expect_rejected("deepseek_v3", "  tp: 1\n", "  attention_backend: flash2\n", 1,
+                  "training.attention_backend", "MLA");
+  const std::string fp8 = "model: llama3_8b\nparallelism:\n  tp: 1\ntraining:\n  seq_length: 4096\n"
+                          "  micro_batch_size: 1\n  precision: fp8\n  fp8_attention: true\n"
+                          "  attention_backend: flash2\n";
+  try {
+    testing::parse_job(fp8, 1);
+    ADD_FAILURE() << "accepted flash2 with fp8_attention";
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.field(), "training.attention_backend") << e.what();
+    EXPECT_NE(e.reason().find("FP8"), std::string::npos) << e.what();
+  }
+  const WorkloadSpec ok = testing::parse_job(
+      "model: llama3_8b\nparallelism:\n  tp: 1\ntraining:\n  seq_length: 4096\n"
+      "  micro_batch_size: 1\n  precision: bf16\n  attention_backend: flash2\n", 1);
+  EXPECT_EQ(ok.training.attention_backend, sim::AttentionKernel::Flash2);
+}
+
 }  // namespace
 }  // namespace clustersim::workloads

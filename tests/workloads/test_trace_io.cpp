@@ -42,6 +42,11 @@ void expect_same_op(const sim::Program& a, const sim::Program& b, std::size_t i)
     EXPECT_EQ(gx->dtype, gy->dtype) << i;
     EXPECT_EQ(gx->grad_accum, gy->grad_accum) << i;
   }
+  const auto* ax = std::get_if<sim::AttentionShape>(&x.shape);
+  const auto* ay = std::get_if<sim::AttentionShape>(&y.shape);
+  if (ax != nullptr && ay != nullptr) {
+    EXPECT_EQ(ax->kernel, ay->kernel) << i;
+  }
   EXPECT_EQ(a.labels[x.label], b.labels[y.label]) << i;
   EXPECT_EQ(x.stream, y.stream) << i;
   EXPECT_EQ(x.phase, y.phase) << i;
@@ -117,7 +122,7 @@ TEST(TraceIo, Fp8AmaxReductionsRoundTrip) {
 // reader still takes it.
 TEST(TraceIo, ReadsVersion3Headers) {
   std::string text = write(small_workload(), 5);
-  const std::size_t version = text.find("\"version\":7");
+  const std::size_t version = text.find("\"version\":8");
   ASSERT_NE(version, std::string::npos);
   text.replace(version, 11, "\"version\":3");
   const std::size_t amax = text.find(",\"amax\":");
@@ -131,7 +136,7 @@ TEST(TraceIo, HeaderDescribesTheRank) {
   const std::string text = write(small_workload(), 5);
   const std::string header = text.substr(0, text.find('\n'));
   // rank 5 = tp 1, dp 0, pp 1 in tp-cp-dp-pp order with tp 2, dp 2.
-  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":7,\"rank\":5,\"program\":1"),
+  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":8,\"rank\":5,\"program\":1"),
             std::string::npos) << header;
   EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1,\"ep\":0,"), std::string::npos)
       << header;
@@ -171,7 +176,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   expect_rejected(text, 3, "\"op\":1", "\"op\":2", "ops[1].op", "expected op index 1");
   expect_rejected(text, 3, "\"flops\":", "\"flops\":-1", "ops[1].flops", "finite number");
   expect_rejected(text, 3, "{", "{{", "", "invalid JSON");
-  expect_rejected(text, 1, "\"version\":7", "\"version\":8", "version", "unsupported version");
+  expect_rejected(text, 1, "\"version\":8", "\"version\":9", "version", "unsupported version");
   // A weight gradient into main_grad (version 7): its target must be f32 or bf16.
   const std::size_t accum = text.find("\"grad_accum\":\"f32\"");
   ASSERT_NE(accum, std::string::npos);
@@ -181,6 +186,33 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
                   "is not one of");
   expect_rejected(text, 1, "\"coords\":{\"tp\":0", "\"coords\":{\"tp\":1", "coords.tp", "does not match");
   expect_rejected(text, 1, "\"rank\":0", "\"rank\":99", "rank", "out of range");
+}
+
+// Version 8: an attention op names FlashAttention-2 as its kernel (cuDNN, the default, is left
+// out); the reader keeps it and rejects other names at the op's line.
+TEST(TraceIo, AttentionKernelRoundTripsAndIsChecked) {
+  std::string job = testing::small_gpt_job(2, 2, 2, true, 8, 2);
+  const std::string precision = "  precision: bf16\n";
+  ASSERT_NE(job.find(precision), std::string::npos);
+  job.replace(job.find(precision), precision.size(), precision + "  attention_backend: flash2\n");
+  const sim::Workload w = generate_workload(testing::parse_job(job, 8));
+  const std::string text = write(w, 0);
+  const std::size_t at = text.find("\"kernel\":\"flash2\"");
+  ASSERT_NE(at, std::string::npos);
+  std::istringstream in(text);
+  const RankTrace t = read_rank_trace(in, "trace.jsonl");
+  int flash = 0;
+  for (const sim::Op& op : t.program.ops) {
+    if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
+      EXPECT_EQ(a->kernel, sim::AttentionKernel::Flash2);
+      ++flash;
+    }
+  }
+  EXPECT_GT(flash, 0);
+  EXPECT_EQ(write(small_workload(), 0).find("\"kernel\":\"cudnn\""), std::string::npos);
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  expect_rejected(text, line, "\"kernel\":\"flash2\"", "\"kernel\":\"flash3\"",
+                  "ops[" + std::to_string(line - 2) + "].kernel", "is not one of");
 }
 
 TEST(TraceIo, OpCountMustMatchTheHeader) {
