@@ -1,8 +1,35 @@
 #include "tools/job.hpp"
 
+#include <stdexcept>
+
+#include "calib/measured_tables.hpp"
 #include "sim/yaml_spec.hpp"
 
 namespace clustersim::tools {
+namespace {
+
+// FlashAttention-2's tables hold for the GPUs whose derivation rule covers them (the measured
+// H200 and the H100, calib::DerivationRule::flash2): elsewhere the job is wrong at its key. A GPU
+// without any rule is left to the cost model, which names the known ones.
+void check_attention_backend(Job& job, YamlMap& root) {
+  job.attention_backend_at = root.get_map("training").location("attention_backend");
+  if (job.workload.training.attention_backend != sim::AttentionKernel::Flash2) return;
+  const std::string& gpu = job.cluster.platform.gpu.name;
+  bool covered = false;
+  try {
+    covered = calib::derivation_rule(gpu).flash2;
+  } catch (const std::invalid_argument&) {
+    return;
+  }
+  if (covered) return;
+  YamlMap training = root.get_map("training");
+  throw training.error("attention_backend",
+                       "flash2: FlashAttention-2 is measured on the H200 (and holds for the H100, same "
+                       "die); no rule derives it for " + gpu + " (its attention is cuDNN's "
+                       "scaled by the MAMF ratio): use cudnn");
+}
+
+}  // namespace
 
 Job parse_job(YamlMap root) {
   Job job;
@@ -10,6 +37,7 @@ Job parse_job(YamlMap root) {
   YamlMap cluster = root.get_map("cluster");
   job.cluster = platforms::parse_cluster_section(cluster);
   job.workload = workloads::parse_workload_spec(root, job.cluster.gpus);
+  check_attention_backend(job, root);
   job.energy = energy::parse_energy_section(root);
   job.economics = energy::parse_economics_section(root);
   job.reliability = energy::parse_reliability_section(root);

@@ -34,6 +34,9 @@ struct Job {
   energy::ReliabilitySection reliability;  ///< failures, recovery, checkpointing
   SimulationSpec simulation;
   std::string origin;  ///< file path, or "<built-in default>"
+  /// Where training.attention_backend is given (the training mapping's line when absent), for
+  /// the errors that depend on the cost model chosen later (simulate.cpp).
+  SourceLocation attention_backend_at;
 };
 
 /// Loads and validates a job file. @throws SpecError (file:line, field, reason).

@@ -135,6 +135,12 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   sim::Workload workload = workloads::generate_workload(job.workload);
   const sim::DType dtype = workloads::compute_dtype(job.workload);
   workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
+  if (options.cost == "roofline" &&
+      job.workload.training.attention_backend == sim::AttentionKernel::Flash2) {
+    throw job.attention_backend_at.error(
+        "flash2 needs the measured cost model (the default): the roofline model holds "
+        "FlashAttention-3's published rates only");
+  }
   const auto cost_model = make_cost_model(options.cost, job.cluster.platform);
   const sim::CostModel& cost = *cost_model;
   sim::cost_workload(workload, cost);

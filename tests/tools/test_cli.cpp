@@ -127,6 +127,29 @@ TEST(Cli, InterferenceCanBeTurnedOffFromTheJobOrTheCommandLine) {
   EXPECT_NE(bad.output.find("interference"), std::string::npos) << bad.output;
 }
 
+// FlashAttention-2 runs on an H100 job and is slower than cuDNN there; where no table or rule
+// covers it (a B200, the roofline model) the job is wrong at its training key, with exit 2.
+TEST(Cli, FlashAttention2RunsWhereMeasuredAndIsAnErrorAtItsKeyElsewhere) {
+  const auto job = [](const std::string& name, const std::string& platform, const std::string& backend) {
+    const std::string path = tmp(name);
+    std::ofstream(path) << "cluster:\n  platform: " << platform << "\n  gpus: 8\n"
+                           "model: {catalog: llama3_8b, layers: 4}\nparallelism: {tp: 1}\n"
+                           "training:\n  seq_length: 8192\n  micro_batch_size: 1\n  precision: bf16\n"
+                           "  attention_backend: " << backend << "\n";
+    return path;
+  };
+  ASSERT_EQ(run_cli("run " + job("cudnn.yaml", "hgx_h100", "cudnn") + " --json " + tmp("cudnn.json")).exit_code, 0);
+  ASSERT_EQ(run_cli("run " + job("flash2.yaml", "hgx_h100", "flash2") + " --json " + tmp("flash2.json")).exit_code, 0);
+  EXPECT_GT(read_json(tmp("flash2.json"))["step_time_s"].get<double>(),
+            1.03 * read_json(tmp("cudnn.json"))["step_time_s"].get<double>());
+  const std::string b200 = job("flash2_b200.yaml", "hgx_b200", "flash2");
+  for (const std::string& args : {"run " + b200, "run " + job("flash2_r.yaml", "hgx_h100", "flash2") + " --cost roofline"}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(".yaml:10: training.attention_backend"), std::string::npos) << r.output;
+  }
+}
+
 // A GPU no cost model knows (a user's own platform or a renamed catalog GPU) is the input's
 // error, at the line that named it, for both models: not a bare exception after loading.
 TEST(Cli, GpuNameNoCostModelKnowsIsAnErrorAtTheNameWithExitTwo) {
