@@ -218,7 +218,7 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--gpus", args->gpus, "GPU count of every configuration");
   cmd->add_option("--space", args->space,
                   "Dimensions and values: tp=1,2,4,8 pp=1,2 vp=1,2 cp=1,2 ep=1 etp=1 mbs=1,2 "
-                  "zero=0,1,2,3 recompute=none,selective,full (dp is derived)")
+                  "zero=0,1,2,3 recompute=none,selective,full attention=cudnn,flash2 (dp is derived)")
       ->expected(1, -1);
   cmd->add_option("--csv", args->csv, "Ranked CSV output (default sweep.csv)");
   cmd->add_option("--shard", args->shard,

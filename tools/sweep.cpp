@@ -61,6 +61,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"mbs", "training", "micro_batch_size", {}},
       {"zero", "parallelism", "zero_stage", {"0", "1", "2", "3"}},
       {"recompute", "training", "recompute", {"none", "selective", "full"}},
+      {"attention", "training", "attention_backend", {"cudnn", "flash2"}},
   };
   return kDims;
 }
