@@ -240,6 +240,9 @@ def main():
                     help="cp layout: K/V all-gathered, or swapped by send/recv over the local block")
     ap.add_argument("--vp", type=int, default=1,
                     help="pp layout: model chunks per rank (> 1: the interleaved schedule)")
+    ap.add_argument("--sdpa-backend", choices=["default", "cudnn", "flash"], default="default",
+                    help="force SDPA's kernel library for the whole run (run 54: flash, i.e. "
+                         "FlashAttention-2; default: PyTorch's choice, cuDNN on Hopper)")
     ap.add_argument("--seqs", default="4096,8192,16384")
     ap.add_argument("--warm-s", type=float, default=12.0)
     ap.add_argument("--steps", type=int, default=8)
@@ -315,13 +318,19 @@ def main():
                                        + (f"interleaved vp {args.vp}" if args.vp > 1 else "1F1B")
                                        + f", {args.microbatches} microbatches"
                                        if args.layout == "pp" else ""),
-                            "model": "Llama-3 8B layer shape, BF16, sdpa attention, transformers "
-                                     "loss, micro batch 1, one microbatch per step",
+                            "model": "Llama-3 8B layer shape, BF16, sdpa attention (backend: "
+                                     f"{args.sdpa_backend}), transformers loss, micro batch 1, "
+                                     "one microbatch per step",
                             "timing": f"median of {args.steps} steps after >= {args.warm_s} s of "
                                       "steps; CUDA events on the compute stream; max over ranks"})
         csv.header(["layout", "gpus", "layers", "seq", "fwd_bwd_s", "optimizer_s", "step_s",
                     "warm_steps", "peak_allocated_bytes", "peak_reserved_bytes", "kernels_gemm_s",
                     "kernels_attention_s", "kernels_nccl_s", "kernels_other_s"])
+    if args.sdpa_backend != "default":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+        forced = sdpa_kernel([backend[args.sdpa_backend]])  # held: its exit would undo it
+        forced.__enter__()
     for seq in seqs:
         vocab = 32000 if args.layout == "moe" else 128256
         (fb, op, whole), (alloc, reserved), warm = run_seq(model, opt, seq, dev, args.warm_s,
