@@ -124,7 +124,9 @@ def fwd_bwd(model, ids, microbatches):
         model.fwd_bwd(ids, microbatches)
     else:
         out = model(input_ids=ids, labels=ids)
-        (out.loss if hasattr(out, "loss") else out).backward()
+        loss = out.loss if hasattr(out, "loss") else out
+        del out  # transformers' output holds the BF16 logits: not alive across the backward
+        loss.backward()
 
 
 def run_seq(model, opt, seq, dev, warm_s, steps, microbatches, vocab=128256):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run 54 (2026-12-02): run 23's single-GPU real step (calib/probes/step_check.py, a 4-layer
+# Runs 54-55 (2026-12-02): run 23's single-GPU real step (calib/probes/step_check.py, a 4-layer
 # Llama-3-8B-shaped transformers model, micro batch 1, 4k/8k/16k tokens) with SDPA forced to
 # FlashAttention-2 (--sdpa-backend flash), beside the job with `attention_backend: flash2`
 # (tests/tools/test_step_check.cpp), and the same with cuDNN forced (--sdpa-backend cudnn) as
