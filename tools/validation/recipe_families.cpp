@@ -152,6 +152,7 @@ void apply_nemo_dgxc(const FamilyInput& in, DraftJob& j) {
   } else if (precision != nullptr && precision->value == "bf16") {
     j.fill("parallelism", "precision_aware_optimizer", "true", "NEMO-PERF-BF16", line);
   }
+  j.fill("training", "attention_backend", "cudnn", "ASSUMED-ATTN", line);
 }
 
 void apply_llama3_paper(const FamilyInput& in, DraftJob& j) {
@@ -174,6 +175,7 @@ void apply_llama3_paper(const FamilyInput& in, DraftJob& j) {
   if (j.get_int("parallelism", "cp", 1) > 1) {
     j.fill("parallelism", "cp_comm_type", "all_gather", "L3-CP", line);
   }
+  j.fill("training", "attention_backend", "cudnn", "ASSUMED-ATTN", line);
 }
 
 void apply_deepspeed_zero(const FamilyInput& in, DraftJob& j) {
@@ -184,6 +186,7 @@ void apply_deepspeed_zero(const FamilyInput& in, DraftJob& j) {
   j.fill("parallelism", "grad_reduce_in_fp32", "false", "DS-BF16", line);
   j.fill("training", "cross_entropy", "eager", "DS-HF", line);
   j.fill("training", "elementwise", "eager", "DS-HF", line);
+  j.fill("training", "attention_backend", "cudnn", "S3-ATTN", line);
   if (batch_stated(in.rc)) return;
   const std::int64_t mbs = j.get_int("training", "micro_batch_size", 0);
   const std::int64_t mp = model_parallel(j);
@@ -310,6 +313,13 @@ const std::vector<Citation>& citations() {
                        "reference set that states it"},
       {"ASSUMED-SP", "not stated by the source: Megatron-style TP with sequence parallelism, as "
                      "every TP recipe of the reference set"},
+      {"ASSUMED-ATTN", "not stated by the source: cuDNN's fused attention (Transformer Engine's "
+                       "FusedAttention; PyTorch's SDPA picks it on Hopper), the faster of the two "
+                       "measured libraries (docs/cost-model.md, Attention kernels)"},
+      {"S3-ATTN", "the S3 scripts run FlashAttention-3 on H200 and FlashAttention-4 on B200, "
+                  "neither installed on the GPU machine nor measured: cuDNN's fused attention, "
+                  "the measured library nearest their speed (FlashAttention-2 is 1.7-2.1x "
+                  "slower on H200; docs/validation.md, S3)"},
       {"DS-ZERO", "DeepSpeed ZeRO (Rajbhandari et al. 2020, arXiv 1910.02054): data parallelism "
                   "only, each GPU runs whole layers (tp = pp = 1)"},
       {"DS-HF", "DeepSpeed trains Hugging Face transformers models (Bekman et al. 2025, ALST, "
