@@ -1,6 +1,6 @@
 // The measured model's power state (docs/cost-model.md, "Power state"): the clock boost of GEMMs
 // and attention by their rank's compute-bound share (power_boost.csv, runs 24-25) and each kind's
-// own sustained state over its table (table_state.csv, runs 49-51).
+// own sustained state over its table (table_state.csv, runs 49-53; FlashAttention-2 its own rows).
 #include <cmath>
 #include <string>
 #include <variant>

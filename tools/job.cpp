@@ -12,7 +12,8 @@ namespace {
 // H200 and the H100, calib::DerivationRule::flash2): elsewhere the job is wrong at its key. A GPU
 // without any rule is left to the cost model, which names the known ones.
 void check_attention_backend(Job& job, YamlMap& root) {
-  job.attention_backend_at = root.get_map("training").location("attention_backend");
+  const YamlMap training = root.get_map("training");
+  job.attention_backend_at = training.location("attention_backend");
   if (job.workload.training.attention_backend != sim::AttentionKernel::Flash2) return;
   const std::string& gpu = job.cluster.platform.gpu.name;
   bool covered = false;
@@ -22,7 +23,6 @@ void check_attention_backend(Job& job, YamlMap& root) {
     return;
   }
   if (covered) return;
-  YamlMap training = root.get_map("training");
   throw training.error("attention_backend",
                        "flash2: FlashAttention-2 is measured on the H200 (and holds for the H100, same "
                        "die); no rule derives it for " + gpu + " (its attention is cuDNN's "
