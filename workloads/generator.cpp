@@ -251,6 +251,7 @@ std::string describe(const WorkloadSpec& w) {
   if (t.recompute != Recompute::None) out += std::string(" recompute-") + to_string(t.recompute);
   if (t.attention_backend != sim::AttentionKernel::Cudnn) out += std::string(" ") + sim::to_string(t.attention_backend);
   if (p.tp_comm_overlap) out += " tp-overlap";
+  if (p.tp_backward_comm == TpBackwardComm::Blocking && p.tp > 1) out += " tp-bwd-blocking";
   if (p.overlap_p2p_comm) out += " p2p-overlap";
   if (p.optimizer_offload == OptimizerOffload::Cpu) out += " cpu-offload";
   return out;

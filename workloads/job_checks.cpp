@@ -45,6 +45,11 @@ Found check_tensor_parallel(const WorkloadSpec& w) {
   if (m.shared_expert_ffn > 0) {
     if (auto v = not_divisible("tp", "model.shared_expert_ffn", m.shared_expert_ffn, "tp", p.tp)) return v;
   }
+  if (p.tp_backward_comm == TpBackwardComm::Blocking &&
+      (m.attention == AttentionKind::Mla || m.experts > 0)) {
+    return par("tp_backward_comm", "blocking is modelled for dense GQA/MHA models only (MLA and MoE "
+                                   "layers keep Megatron-core's overlapped backward)");
+  }
   if (p.tp_comm_overlap && !(p.sequence_parallel && p.tp > 1)) {
     // Megatron-LM validate_args: TP communication overlap needs sequence parallelism.
     return par("tp_comm_overlap", "needs tp > 1 and sequence_parallel: true (Transformer Engine "

@@ -161,6 +161,13 @@ void read_data_parallel_optimizer(YamlMap& p, ParallelSpec& s) {
 // host optimizer offload. Needs the schedule (read_pipeline_split) and the ZeRO stage.
 void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
   s.tp_comm_overlap = p.get_bool_or("tp_comm_overlap", false);
+  if (p.has("tp_backward_comm")) {
+    s.tp_backward_comm = read_enum(p, "tp_backward_comm", kTpBackwardCommNames);
+    if (s.tp_backward_comm == TpBackwardComm::Blocking && s.tp_comm_overlap) {
+      throw p.error("tp_backward_comm", "blocking contradicts tp_comm_overlap: true (Transformer "
+                                        "Engine's userbuffers overlap the backward collectives)");
+    }
+  }
   if (auto cfg = p.get_map_opt("tp_comm_overlap_cfg")) {
     if (!s.tp_comm_overlap) {
       throw p.error("tp_comm_overlap_cfg", "is given but tp_comm_overlap is not true");
@@ -202,7 +209,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "grad_reduce_in_fp32", "precision_aware_optimizer",
                           "gradient_accumulation_fusion", "tp_comm_overlap", "tp_comm_overlap_cfg",
                           "overlap_p2p_comm",
-                          "optimizer_offload", "offload_threads", "cp_comm_type"});
+                          "optimizer_offload", "offload_threads", "cp_comm_type",
+                          "tp_backward_comm"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -298,6 +306,7 @@ const char* to_string(CrossEntropy v) { return name_of(v, kCrossEntropyNames); }
 const char* to_string(OptimizerOffload v) { return name_of(v, kOffloadNames); }
 const char* to_string(ZeroImpl v) { return name_of(v, kZeroImplNames); }
 const char* to_string(CpCommType v) { return name_of(v, kCpCommNames); }
+const char* to_string(TpBackwardComm v) { return name_of(v, kTpBackwardCommNames); }
 
 sim::RankLayout rank_layout(const WorkloadSpec& spec) {
   const ParallelSpec& p = spec.parallel;

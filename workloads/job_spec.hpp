@@ -57,6 +57,14 @@ enum class ZeroImpl : std::uint8_t { DeepSpeed, Fsdp2 };
 /// whole K/V before attention and a reduce-scatter of their gradients after it (all_gather, as
 /// the Llama 3 paper trained long context).
 enum class CpCommType : std::uint8_t { P2p, AllGather };
+/// How the backward of a column-parallel linear reduces its input gradient over TP
+/// (tp_backward_comm): overlapped with the weight-gradient GEMM on the TP stream, with sequence
+/// parallelism after re-gathering the input shard during the data-gradient GEMM (Megatron-core's
+/// LinearWithGradAccumulationAndAsyncCommunication, Transformer Engine's Linear); or blocking on
+/// the compute stream after both GEMMs, the gathered input kept from the forward (plain
+/// torch.autograd TP regions, and Megatron-LM's --no-async-tensor-model-parallel-allreduce for
+/// the all-reduce without sequence parallelism).
+enum class TpBackwardComm : std::uint8_t { Overlapped, Blocking };
 /// A dense decoder-only transformer. All sizes are counts (no units).
 struct ModelSpec {
   std::string name;                     ///< catalog name, or "inline" / "<catalog>+overrides"
@@ -158,6 +166,8 @@ struct ParallelSpec {
   /// (deepspeed/launcher/launch.py sets OMP_NUM_THREADS only with it); per_rank: its share.
   sim::HostThreads offload_threads = sim::HostThreads::AllCores;
   CpCommType cp_comm_type = CpCommType::P2p;  ///< context-parallel K/V exchange
+  /// Column-parallel input-gradient reduction (tp_backward_comm; Megatron's overlap by default).
+  TpBackwardComm tp_backward_comm = TpBackwardComm::Overlapped;
 };
 
 /// Batch and precision.
@@ -227,6 +237,8 @@ const char* to_string(CrossEntropy v);
 const char* to_string(OptimizerOffload v);
 const char* to_string(ZeroImpl v);
 const char* to_string(CpCommType v);
+/// "overlapped" or "blocking".
+const char* to_string(TpBackwardComm v);
 
 /// The rank layout of a spec (sizes and order). @throws std::invalid_argument as RankLayout.
 sim::RankLayout rank_layout(const WorkloadSpec& spec);

@@ -37,7 +37,7 @@ double attention_bytes(const WorkloadSpec& spec, const LayerShape& x, Recompute 
     bytes += gin * x.tsp * x.h + (kBf16Bytes + gin) * x.tsp * d(s.q_lora + s.kv_lora);
     bytes += att * x.t * a * d(2 * s.head_dim + s.v_head_dim);
   } else {
-    bytes += gin * x.tsp * x.h;  // QKV GEMM input (the norm output)
+    bytes += gin * x.tin * x.h;  // QKV GEMM input (the norm output)
     bytes += att * x.t * d((s.heads + 2 * s.kv_heads) * s.head_dim);  // q, k, v
   }
   // Attention output = projection input: one tensor, unless the projection runs in FP8 on a
@@ -75,7 +75,7 @@ double mlp_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer, const
     if (opt.dropout) bytes += x.tsp * x.h;                    // MLP dropout mask
     return bytes;
   }
-  double bytes = gin * x.tsp * x.h;                          // FC1 input (the norm output)
+  double bytes = gin * x.tin * x.h;                          // FC1 input (the norm output)
   bytes += x.t * (kBf16Bytes * d(s.fc1_out) + gin * d(s.ffn));   // activation input and FC2 input
   if (opt.dropout) bytes += x.tsp * x.h;  // MLP dropout mask
   return bytes;
@@ -115,7 +115,7 @@ double backward_transients(const WorkloadSpec& spec, const LayerShape& x, int la
     bytes += kBf16Bytes * d(s.expert_rows) * d(s.expert_fc1_out + s.expert_ffn + s.hidden);
   } else {
     bytes += kBf16Bytes * x.t * d(s.fc1_out + s.ffn);
-    if (s.sequence_parallel) bytes += kBf16Bytes * x.t * x.h;
+    if (s.sequence_parallel && !s.tp_backward_blocking) bytes += kBf16Bytes * x.t * x.h;
   }
   return bytes;
 }
@@ -133,6 +133,9 @@ LayerShape layer_shape(const WorkloadSpec& spec) {
   x.s = RankShapes::of(spec);
   x.t = d(x.s.tokens);
   x.tsp = d(x.s.sp_tokens);
+  // Megatron keeps a column-parallel GEMM's input as its sequence shard and gathers it again in
+  // the backward; the autograd order (tp_backward_comm: blocking) keeps the gathered input.
+  x.tin = x.s.tp_backward_blocking ? x.t : x.tsp;
   x.h = d(x.s.hidden);
   return x;
 }

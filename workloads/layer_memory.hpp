@@ -17,6 +17,8 @@ inline constexpr double kBf16Bytes = 2.0;
 struct LayerShape {
   RankShapes s;
   double t = 0, tsp = 0, h = 0;
+  /// Rows kept of a column-parallel GEMM's input: tsp, or t with tp_backward_comm: blocking.
+  double tin = 0;
 };
 
 /// The shapes of one rank of `spec`.
@@ -24,7 +26,8 @@ LayerShape layer_shape(const WorkloadSpec& spec);
 
 /// Gradient tensors alive at the peak of layer `layer`'s backward (the MLP activation backward):
 /// the residual-stream gradient, the gradients of the activation input and output, and with
-/// sequence parallelism the re-gathered input for the weight gradient. Bytes.
+/// sequence parallelism the re-gathered input for the weight gradient (not with
+/// tp_backward_comm: blocking, which kept it). Bytes.
 double backward_transients(const WorkloadSpec& spec, const LayerShape& x, int layer);
 
 /// The FC2 input (or the expert FC2 input), freed by the FC2 weight gradient before the peak of

@@ -46,6 +46,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   s.sequence_parallel = p.sequence_parallel && tp > 1;
   s.tp_overlap = p.tp_comm_overlap && s.sequence_parallel;
   s.cp_all_gather = p.cp_comm_type == CpCommType::AllGather;
+  s.tp_backward_blocking = s.tp_comm && p.tp_backward_comm == TpBackwardComm::Blocking;
   if (t.elementwise == Elementwise::Eager) {  // Hugging Face transformers' eager Llama modules
     if (m.norm == NormKind::RmsNorm) s.norm_kernel = sim::MemKernel::RmsNormEager;
     s.rope_kernel = sim::MemKernel::RopeEager;
@@ -218,11 +219,16 @@ void TransformerOps::linear_out(const std::string& label, std::int64_t n, std::i
 // is all-gathered again for the wgrad on the communication stream while the dgrad runs, then
 // the input gradient is reduce-scattered asynchronously, overlapping the wgrad GEMM; without SP
 // the input gradient is all-reduced asynchronously, overlapping the wgrad. Returns the
-// communication op the consumer of the input gradient must wait for.
+// communication op the consumer of the input gradient must wait for (none with
+// tp_backward_comm: blocking, column_backward_blocking).
 std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& name,
                                                           std::int64_t in, std::int64_t out,
                                                           sim::DType dtype, ParamGroup group,
                                                           int layer, GradSink* sink) {
+  if (s_.tp_backward_blocking) {
+    column_backward_blocking(name, in, out, dtype, group, layer, sink);
+    return {};
+  }
   const double full = act_bytes(s_.tokens, in);  // the layer input [tokens, in] and its gradient
   fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, dtype);
   std::vector<std::uint32_t> wgrad_deps;
@@ -245,6 +251,26 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
   tp_overlap_gemm(wgrad, name, LinearPass::Wgrad);
   if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
   return consumer_deps;
+}
+
+// The same in autograd order (tp_backward_comm: blocking): the linear's backward computes the
+// data and the weight gradient, then the TP region's backward reduces the input gradient on the
+// compute stream (reduce-scatter with SP, all-reduce without), as a torch.autograd.Function
+// around the linear runs it (calib/probes/tp_model.py); with SP the forward's gathered input
+// was kept for the weight gradient, so nothing is gathered again.
+void TransformerOps::column_backward_blocking(const std::string& name, std::int64_t in,
+                                              std::int64_t out, sim::DType dtype, ParamGroup group,
+                                              int layer, GradSink* sink) {
+  fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, dtype);
+  b_.gemm(name + "_dgrad", s_.tokens, in, out, dtype, kOutBytes);
+  const std::uint32_t wgrad = b_.wgrad(name + "_wgrad", in, out, s_.tokens, dtype, s_.wgrad_accum);
+  if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
+  const double full = act_bytes(s_.tokens, in);
+  if (s_.sequence_parallel) {
+    tp_blocking("tp_rs", CollectiveKind::ReduceScatter, full);
+  } else {
+    tp_blocking("tp_ar", CollectiveKind::AllReduce, full);
+  }
 }
 
 // Backward of a row-parallel linear: with SP its forward reduce-scatter becomes an all-gather

@@ -59,6 +59,7 @@ struct RankShapes {
   bool sequence_parallel = false;  ///< sequence parallel and tp > 1
   bool tp_overlap = false;         ///< tp_comm_overlap
   bool cp_all_gather = false;      ///< cp_comm_type all_gather (else the P2P ring)
+  bool tp_backward_blocking = false;  ///< tp_backward_comm: blocking, with tp > 1
   /// training.elementwise eager: the kernels of the layer's RMSNorm, RoPE and SwiGLU (the
   /// Hugging Face modules' unfused chains) and the attention output's transpose copy.
   sim::MemKernel norm_kernel = sim::MemKernel::Norm;
@@ -125,6 +126,8 @@ class TransformerOps {
   std::vector<std::uint32_t> column_backward(const std::string& name, std::int64_t in,
                                              std::int64_t out, sim::DType dtype, ParamGroup group,
                                              int layer, GradSink* sink);
+  void column_backward_blocking(const std::string& name, std::int64_t in, std::int64_t out,
+                                sim::DType dtype, ParamGroup group, int layer, GradSink* sink);
   void row_backward(const std::string& name, std::int64_t in, std::int64_t out, ParamGroup group,
                     int layer, GradSink* sink);
   std::uint32_t norm_backward(const std::string& label, std::vector<std::uint32_t> deps);
