@@ -25,7 +25,7 @@ compares, its other kernels are reported. Attention stays BF16 (cuDNN SDPA).
 
 --sustained-s S adds a second timing: forward+backward back to back for S seconds (the layer's
 own power state, as in training), then 20 calls timed by CUDA events without a host
-synchronisation between them, and the profiler's split of one call right after, with the SM
+synchronisation between them, and the profiler's split of five calls right after, with the SM
 clock and board power read meanwhile.
 Not a table the cost model reads: a check of its per-layer costs at GPT-3's shapes
 (docs/validation.md).
@@ -149,16 +149,18 @@ class GptShard(torch.nn.Module):
         return x + self.linear("fc2", y)
 
 
-def kernel_split(fn, inputs, grad_out):
+def kernel_split(fn, inputs, grad_out, calls=1):
+    """GPU kernel seconds per forward+backward by kind, profiled over `calls` calls back to back."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        torch.autograd.grad(fn(), inputs, grad_out)
+        for _ in range(calls):
+            torch.autograd.grad(fn(), inputs, grad_out)
         torch.cuda.synchronize()
     split = {"gemm": 0.0, "attention": 0.0, "other": 0.0}
     for e in prof.events():
         if e.device_type == torch.autograd.DeviceType.CUDA:
             kind = "attention" if ATTN.search(e.name) else "gemm" if GEMM.search(e.name) else "other"
-            split[kind] += e.time_range.elapsed_us() * 1e-6
+            split[kind] += e.time_range.elapsed_us() * 1e-6 / calls
     return split
 
 
@@ -176,8 +178,8 @@ def host_loop(fn, inputs, grad_out, calls=20):
 
 def sustained(fn, inputs, grad_out, seconds, device, calls=20):
     """Forward+backward back to back for `seconds`, then the median of `calls` calls timed by
-    CUDA events with no host synchronisation between them, the profiler's kernel split of one
-    more call, and the SM clock (MHz) and board power (W) read during the timed calls."""
+    CUDA events with no host synchronisation between them, the profiler's kernel split of five
+    more (per call), and the SM clock (MHz) and board power (W) read during the timed calls."""
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         torch.autograd.grad(fn(), inputs, grad_out)
@@ -189,7 +191,7 @@ def sustained(fn, inputs, grad_out, seconds, device, calls=20):
         stop.record()
     reading = telemetry(device)  # the queue holds ~20 calls: read while they run
     torch.cuda.synchronize()
-    split = kernel_split(fn, inputs, grad_out)
+    split = kernel_split(fn, inputs, grad_out, calls=5)
     values = reading.split(" = ")[-1].split("; ")
     mhz = float(values[0].split()[0]) if len(values) > 2 else float("nan")
     watts = float(values[2].split()[0]) if len(values) > 2 else float("nan")

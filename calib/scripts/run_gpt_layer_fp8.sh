@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run 56 (2026-12-02): one TP4 rank's GPT-3 175B layer (calib/probes/gpt_layer.py, the DGX
+# Runs 56-57 (2026-12-02): one TP4 rank's GPT-3 175B layer (calib/probes/gpt_layer.py, the DGX
 # Cloud recipe's TP) in BF16 and in FP8 (Transformer Engine's hybrid delayed-scaling GEMMs
 # through torch._scaled_mm), at 2k/4k/8k tokens: queued behind heater GEMMs (the tables'
 # state, as run 32) and back to back for 8 s (the layer's own power state), with the profiler's
