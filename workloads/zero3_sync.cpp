@@ -3,6 +3,13 @@
 // forward and again before its backward, one unit ahead (the gather for a unit may start when
 // the previous unit starts: FSDP's forward/backward prefetch of one module, DeepSpeed's prefetch
 // bucket), and its gradients are reduce-scattered right after its backward, every microbatch.
+// PyTorch FSDP2 (zero_impl: fsdp2, torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py)
+// adds two things DeepSpeed's gather into a flat buffer of parameter views does not: each
+// all-gather's output is copied into the unsharded parameters on the compute stream once the
+// gather is done (foreach_all_gather_copy_out: split_with_sizes_copy, read and write 2 B per
+// parameter), and the root module (fully_shard(model): the embedding and the output head here)
+// is not resharded after its forward (_fsdp_state.py, _lazy_init: "for training, the parameters
+// would be freed and all-gathered immediately"), so the backward gathers only the layers.
 #include <map>
 
 #include "workloads/dp_sync.hpp"
@@ -28,8 +35,14 @@ class ShardedParamSync : public ParamSync {
     b_.mem("zero_grad", sim::MemKernel::Elementwise, shard() * grad_bytes());
   }
 
-  std::vector<std::uint32_t> forward_deps(int unit, int /*microbatch*/) override { return gather(unit); }
-  std::vector<std::uint32_t> backward_deps(int unit) override { return gather(unit); }
+  std::vector<std::uint32_t> forward_deps(int unit, int /*microbatch*/) override {
+    if (fsdp2() && unit == kHeadUnit) return {};  // gathered with the root, before the embedding
+    return gather(unit);
+  }
+  std::vector<std::uint32_t> backward_deps(int unit) override {
+    if (fsdp2() && unit < 0) return {};  // FSDP2's root keeps its parameters from the forward
+    return gather(unit);
+  }
 
   void unit_backward_done(int unit) override {
     const auto it = units_.find(unit);
@@ -71,6 +84,7 @@ class ShardedParamSync : public ParamSync {
   }
 
   double grad_bytes() const { return spec_.parallel.grad_reduce_in_fp32 ? 4.0 : 2.0; }
+  bool fsdp2() const { return spec_.parallel.zero_impl == ZeroImpl::Fsdp2; }
   bool offload() const { return spec_.parallel.optimizer_offload == OptimizerOffload::Cpu; }
 
   double shard() const {
@@ -94,10 +108,17 @@ class ShardedParamSync : public ParamSync {
     std::vector<std::uint32_t> out;
     auto ag = [&](double numel, sim::GroupKind group, int size) {
       if (numel <= 0.0 || size <= 1) return;
-      out.push_back(b_.collective("fsdp_ag", sim::CollectiveKind::AllGather, group,
-                                  sim::Stream::DpComm, numel * kParamBytes, anchor));
+      const std::uint32_t gathered = b_.collective("fsdp_ag", sim::CollectiveKind::AllGather, group,
+                                                   sim::Stream::DpComm, numel * kParamBytes, anchor);
+      out.push_back(fsdp2() ? b_.mem("fsdp_copy_out", sim::MemKernel::Copy,
+                                     2.0 * numel * kParamBytes, {gathered})
+                            : gathered);
     };
-    ag(it->second.dense, dense_grad_group(spec_), spec_.dp_cp());
+    double dense = it->second.dense;
+    if (fsdp2() && id == kEmbeddingUnit) {  // FSDP2's root group: the embedding and the head
+      if (const auto head = units_.find(kHeadUnit); head != units_.end()) dense += head->second.dense;
+    }
+    ag(dense, dense_grad_group(spec_), spec_.dp_cp());
     ag(it->second.expert, sim::GroupKind::EDP, spec_.edp());
     return out;
   }

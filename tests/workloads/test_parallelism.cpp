@@ -283,6 +283,40 @@ TEST(Zero, Zero3GathersEveryLayerTwicePerMicrobatchAndReduceScattersOnce) {
             m * count(generate_workload(z1).programs[0], "dp_rs", sim::Stream::DpComm).ops);
 }
 
+// PyTorch FSDP2 (zero_impl: fsdp2): every gather is copied out into the unsharded parameters
+// on the compute stream (4 B per parameter), and the root module (embedding and head) is
+// gathered once before the embedding and kept through the backward.
+TEST(Zero, Fsdp2CopiesOutEveryGatherAndKeepsTheRootThroughTheBackward) {
+  const auto ds = testing::parse_job(job("  zero_stage: 3\n", "  global_batch_size: 8\n"), 4);
+  const auto f2 = testing::parse_job(job("  zero_stage: 3\n  zero_impl: fsdp2\n", "  global_batch_size: 8\n"), 4);
+  const sim::Workload wd = generate_workload(ds), wf = generate_workload(f2);
+  const sim::Program& d = wd.programs[0];
+  const sim::Program& p = wf.programs[0];
+  const int m = static_cast<int>(f2.num_microbatches());
+  // Per microbatch: the root and 4 layers forward, the 4 layers backward.
+  EXPECT_EQ(count(p, "fsdp_ag", sim::Stream::DpComm).ops, 9 * m);
+  EXPECT_EQ(count(p, "fsdp_copy_out", sim::Stream::Compute).ops, 9 * m);
+  EXPECT_EQ(count(d, "fsdp_copy_out", sim::Stream::Compute).ops, 0);
+  std::vector<double> ds_gathers, f2_gathers;
+  for (std::uint32_t i = 0; i < d.ops.size(); ++i) {
+    if (d.labels[d.ops[i].label] == "fsdp_ag") ds_gathers.push_back(d.ops[i].bytes);
+  }
+  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+    if (p.labels[p.ops[i].label] != "fsdp_copy_out") continue;
+    ASSERT_EQ(p.ops[i].deps.size(), 1u);
+    const sim::Op& gather = p.ops[p.ops[i].deps[0]];
+    EXPECT_EQ(p.labels[gather.label], "fsdp_ag");
+    EXPECT_DOUBLE_EQ(p.ops[i].bytes, 2.0 * gather.bytes);
+    f2_gathers.push_back(gather.bytes);
+  }
+  // DeepSpeed's order per microbatch: embedding, layers 0-3, head, then head and layers 3-0 and
+  // the embedding backward. FSDP2's root gather is the embedding's and the head's together.
+  ASSERT_EQ(ds_gathers.size(), 12u * m);
+  ASSERT_EQ(f2_gathers.size(), 9u * m);
+  EXPECT_DOUBLE_EQ(f2_gathers[0], ds_gathers[0] + ds_gathers[5]);
+  for (int k = 1; k <= 4; ++k) EXPECT_DOUBLE_EQ(f2_gathers[k], ds_gathers[k]) << k;
+}
+
 // Bytes of the ops labelled `label` on the compute stream, and the host threads of the last.
 std::pair<double, sim::HostThreads> host_bytes(const sim::Program& p, const std::string& label) {
   double bytes = 0.0;
