@@ -1,8 +1,11 @@
 // Helpers shared by the workloads tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 
+#include "sim/spec_error.hpp"
 #include "sim/yaml_spec.hpp"
 #include "workloads/job_spec.hpp"
 
@@ -15,6 +18,20 @@ inline WorkloadSpec parse_job(const std::string& yaml, int gpus) {
   WorkloadSpec spec = parse_workload_spec(root, gpus);
   root.finish();
   return spec;
+}
+
+/// Expects parse_job(yaml, gpus) to throw a SpecError at a line of job.yaml, at `field`, whose
+/// reason contains `reason`; records a test failure otherwise.
+inline void expect_spec_error(const std::string& yaml, int gpus, const std::string& field,
+                              const std::string& reason) {
+  try {
+    parse_job(yaml, gpus);
+    ADD_FAILURE() << "accepted: " << yaml;
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_NE(e.reason().find(reason), std::string::npos) << e.what();
+    EXPECT_GT(e.line(), 0) << e.what();
+  }
 }
 
 /// The `parallelism:` and `training:` blocks of the small test jobs.
