@@ -225,12 +225,12 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
                                                           std::int64_t in, std::int64_t out,
                                                           sim::DType dtype, ParamGroup group,
                                                           int layer, GradSink* sink) {
-  if (s_.tp_backward_blocking) {
-    column_backward_blocking(name, in, out, dtype, group, layer, sink);
-    return {};
-  }
   const double full = act_bytes(s_.tokens, in);  // the layer input [tokens, in] and its gradient
   fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, dtype);
+  if (s_.tp_backward_blocking) {
+    column_backward_blocking(name, in, out, dtype, group, layer, sink, full);
+    return {};
+  }
   std::vector<std::uint32_t> wgrad_deps;
   if (s_.sequence_parallel) {
     std::vector<std::uint32_t> launch;
@@ -257,15 +257,14 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
 // data and the weight gradient, then the TP region's backward reduces the input gradient on the
 // compute stream (reduce-scatter with SP, all-reduce without), as a torch.autograd.Function
 // around the linear runs it (calib/probes/tp_model.py); with SP the forward's gathered input
-// was kept for the weight gradient, so nothing is gathered again.
+// was kept for the weight gradient, so nothing is gathered again. `full`: bytes of the input
+// gradient [tokens, in].
 void TransformerOps::column_backward_blocking(const std::string& name, std::int64_t in,
                                               std::int64_t out, sim::DType dtype, ParamGroup group,
-                                              int layer, GradSink* sink) {
-  fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, dtype);
+                                              int layer, GradSink* sink, double full) {
   b_.gemm(name + "_dgrad", s_.tokens, in, out, dtype, kOutBytes);
   const std::uint32_t wgrad = b_.wgrad(name + "_wgrad", in, out, s_.tokens, dtype, s_.wgrad_accum);
   if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
-  const double full = act_bytes(s_.tokens, in);
   if (s_.sequence_parallel) {
     tp_blocking("tp_rs", CollectiveKind::ReduceScatter, full);
   } else {

@@ -127,7 +127,8 @@ class TransformerOps {
                                              std::int64_t out, sim::DType dtype, ParamGroup group,
                                              int layer, GradSink* sink);
   void column_backward_blocking(const std::string& name, std::int64_t in, std::int64_t out,
-                                sim::DType dtype, ParamGroup group, int layer, GradSink* sink);
+                                sim::DType dtype, ParamGroup group, int layer, GradSink* sink,
+                                double full);
   void row_backward(const std::string& name, std::int64_t in, std::int64_t out, ParamGroup group,
                     int layer, GradSink* sink);
   std::uint32_t norm_backward(const std::string& label, std::vector<std::uint32_t> deps);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <variant>
@@ -26,18 +27,40 @@
 namespace clustersim::tools {
 namespace {
 
-// Seconds of one layer's forward and backward ops (layer 1 of rank 0) of the job `yaml`, all
-// compute ops but the data-parallel gradient scaling launched from that layer's backward (not
-// the layer's work).
-double layer_seconds_of(const std::string& name, const std::string& yaml) {
+// The job `yaml` (written as TempDir/name.yaml) generated and costed from the measured tables,
+// without the power state.
+struct Costed {
+  sim::Workload workload;
+  std::unique_ptr<sim::CostModel> cost;
+};
+
+Costed costed(const std::string& name, const std::string& yaml) {
   const std::string path = ::testing::TempDir() + "/" + name + ".yaml";
   std::ofstream(path) << yaml;
   const Job job = load_job(path);
   auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
-  sim::Workload w = workloads::generate_workload(job.workload);
-  const auto cost = make_cost_model("measured", platform->gpu());
-  sim::cost_workload(w, *cost);
-  const sim::Program& p = w.programs[0];
+  Costed c{workloads::generate_workload(job.workload), make_cost_model("measured", platform->gpu())};
+  sim::cost_workload(c.workload, *c.cost);
+  return c;
+}
+
+// Four GPT-3 175B layers at one TP shard of `tp`, no sequence parallelism, micro batch 1.
+std::string gpt3_layer_yaml(int tp, int seq, const std::string& precision) {
+  std::ostringstream yaml;
+  yaml << "cluster: {platform: hgx_h200, gpus: " << tp << "}\n"
+       << "model: {catalog: gpt3_175b, layers: 4, max_position_embeddings: " << seq << "}\n"
+       << "parallelism: {tp: " << tp << ", sequence_parallel: false, gradient_accumulation_fusion: false}\n"
+       << "training: {seq_length: " << seq << ", micro_batch_size: 1, global_batch_size: 1, "
+       << "precision: " << precision << "}\n";
+  return yaml.str();
+}
+
+// Seconds of one layer's forward and backward ops (layer 1 of rank 0) of the job `yaml`, all
+// compute ops but the data-parallel gradient scaling launched from that layer's backward (not
+// the layer's work).
+double layer_seconds_of(const std::string& name, const std::string& yaml) {
+  const Costed c = costed(name, yaml);
+  const sim::Program& p = c.workload.programs[0];
   double t = 0.0;
   for (const sim::Op& op : p.ops) {
     if (op.is_compute() && op.layer == 1 && !op.recompute && p.labels[op.label] != "dp_grad_scale") {
@@ -97,14 +120,8 @@ TEST(GptLayer, CostsOfOneTensorParallelShardMatchTheMeasuredLayer) {
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
       const int seq = static_cast<int>(t.number(r, t.column("seq")));
       const int tp = static_cast<int>(t.number(r, t.column("tp")));
-      std::ostringstream yaml;
-      yaml << "cluster: {platform: hgx_h200, gpus: " << tp << "}\n"
-           << "model: {catalog: gpt3_175b, layers: 4, max_position_embeddings: " << seq << "}\n"
-           << "parallelism: {tp: " << tp << ", sequence_parallel: false, gradient_accumulation_fusion: false}\n"
-           << "training: {seq_length: " << seq << ", micro_batch_size: 1, global_batch_size: 1, "
-           << "precision: bf16}\n";
       const double sim = layer_seconds_of("gpt_tp" + std::to_string(tp) + "_" + std::to_string(seq),
-                                          yaml.str());
+                                          gpt3_layer_yaml(tp, seq, "bf16"));
       const double measured = t.number(r, t.column("fwd_bwd_s"));
       EXPECT_NEAR(sim / measured, 1.0, 0.10) << "tp " << tp << " seq " << seq << ": simulated "
                                              << sim << " s, measured " << measured << " s";
@@ -131,27 +148,14 @@ struct LayerGemmPoint {
 
 LayerGemmPoint layer_gemm_point(const calib::CsvTable& t, std::size_t r, const std::string& precision) {
   const int seq = static_cast<int>(t.number(r, t.column("seq")));
-  std::ostringstream yaml;
-  yaml << "cluster: {platform: hgx_h200, gpus: 4}\n"
-       << "model: {catalog: gpt3_175b, layers: 4, max_position_embeddings: " << seq << "}\n"
-       << "parallelism: {tp: 4, sequence_parallel: false, gradient_accumulation_fusion: false}\n"
-       << "training: {seq_length: " << seq << ", micro_batch_size: 1, global_batch_size: 1, "
-       << "precision: " << precision << "}\n";
-  const std::string path = ::testing::TempDir() + "/gpt3_" + precision + std::to_string(seq) + ".yaml";
-  std::ofstream(path) << yaml.str();
-  const Job job = load_job(path);
-  auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
-  sim::Workload w = workloads::generate_workload(job.workload);
-  const auto cost = make_cost_model("measured", platform->gpu());
-  sim::cost_workload(w, *cost);
+  const Costed c = costed("gpt3_" + precision + std::to_string(seq), gpt3_layer_yaml(4, seq, precision));
   LayerGemmPoint p{};
   p.measured_gemm_s = t.number(r, t.column("sustained_gemm_s"));
   p.share = (p.measured_gemm_s + t.number(r, t.column("sustained_attention_s"))) /
             t.number(r, t.column("sustained_fwd_bwd_s"));
-  const sim::Program& program = w.programs[0];
-  for (const sim::Op& op : program.ops) {
+  for (const sim::Op& op : c.workload.programs[0].ops) {
     if (op.layer == 1 && !op.recompute && std::holds_alternative<sim::GemmShape>(op.shape)) {
-      p.predicted_gemm_s += op.duration_s / (cost->sustained_state(op) * cost->clock_boost(op, p.share));
+      p.predicted_gemm_s += op.duration_s / (c.cost->sustained_state(op) * c.cost->clock_boost(op, p.share));
     }
   }
   return p;
