@@ -33,6 +33,12 @@ def grids(name):
     if name == "smoke":
         return [("gqa", 128, 128, [(8, 1), (64, 8)], [1024, 4096]),
                 ("mla", 192, 128, [(16, 16)], [2048])]
+    if name == "mha_dense":
+        # Run 58: the MHA set (GPT-3's 96 heads per TP rank, and the 84 of the catalog's
+        # GPT-4-class MoE) on 1.5x steps of heads and seq, 1k-32k: the full grid's 2x steps over
+        # 12-96 heads and 2k-8k left a held-out node a 4x gap and MHA jobs past 8k out of grid.
+        return [("mha", 128, 128, [(h, h) for h in (6, 8, 12, 16, 24, 32, 48, 64, 96, 128)],
+                 [s for s in seqs if 1024 <= s <= 32768])]
     return [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], seqs),
             ("mha", 128, 128, [(h, h) for h in (12, 24, 48, 96)], [s for s in seqs if 2048 <= s <= 8192]),
             ("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], [s for s in seqs if s <= 32768])]

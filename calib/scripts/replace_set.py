@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Replaces the rows of one `set` of a table by those of a newer measurement of that set.
+
+Usage: replace_set.py [--mean-shared] TABLE SET NEW [KEEP_DIR]. TABLE keeps its provenance
+comments and every row whose `set` column is not SET; the rows of SET are dropped (written to
+KEEP_DIR/TABLE's name when KEEP_DIR is given, with TABLE's provenance) and NEW's rows appended,
+NEW's comments prefixed "set SET: ". With --mean-shared, a point of SET that both tables hold
+(every column before flops/time_s equal) takes the geometric mean of the two times, tflops
+recomputed: for two tables that each average the same number of runs, the mean of all of them.
+Fails (exit 1) when the headers differ or NEW holds a row of another set.
+"""
+import math
+import os
+import sys
+
+
+def read(path):
+    comments, header, rows = [], None, []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                comments.append(line.rstrip("\n"))
+            elif header is None:
+                header = line.rstrip("\n")
+            elif line.strip():
+                rows.append(line.rstrip("\n"))
+    return comments, header, rows
+
+
+def mean_shared(header, old_rows, new_rows):
+    """new_rows with each point old_rows also hold at the geometric mean of both times."""
+    cols = header.split(",")
+    stop, t, tf, fl = (cols.index(c) if c in cols else None
+                       for c in ("flops", "time_s", "tflops", "flops"))
+    stop = t if stop is None else stop
+    old = {tuple(r.split(",")[:stop]): r.split(",") for r in old_rows}
+    out, shared = [], 0
+    for r in new_rows:
+        f = r.split(",")
+        o = old.get(tuple(f[:stop]))
+        if o is not None:
+            shared += 1
+            time = math.sqrt(float(f[t]) * float(o[t]))
+            f[t] = f"{time:.6g}"
+            if tf is not None and fl is not None:
+                f[tf] = f"{float(f[fl]) / time * 1e-12:.5g}"
+        out.append(",".join(f))
+    return out, shared
+
+
+def main(table, set_name, new, keep_dir=None, mean=False):
+    c_old, h_old, r_old = read(table)
+    c_new, h_new, r_new = read(new)
+    if h_old != h_new:
+        sys.exit(f"replace_set: headers differ: {h_old} / {h_new}")
+    col = h_old.split(",").index("set")
+    in_set = lambda r: r.split(",")[col] == set_name
+    if not all(in_set(r) for r in r_new):
+        sys.exit(f"replace_set: {new} holds rows of other sets than {set_name}")
+    if keep_dir:
+        os.makedirs(keep_dir, exist_ok=True)
+        with open(os.path.join(keep_dir, os.path.basename(table)), "w") as f:
+            f.write("\n".join(c_old + [h_old] + [r for r in r_old if in_set(r)]) + "\n")
+    lines = c_old + [f"# set {set_name}: {c[1:].strip()}" for c in c_new]
+    note = f"# replace_set: the rows of set {set_name} are {os.path.basename(new)}'s"
+    if mean:
+        r_new, shared = mean_shared(h_old, [r for r in r_old if in_set(r)], r_new)
+        note += (f"; at the {shared} points both held, time_s is the geometric mean of the "
+                 f"previous table's and {os.path.basename(new)}'s")
+    lines.append(note)
+    rows = [r for r in r_old if not in_set(r)] + r_new
+    with open(table, "w") as f:
+        f.write("\n".join(lines + [h_old] + rows) + "\n")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    mean = bool(args) and args[0] == "--mean-shared"
+    args = args[1:] if mean else args
+    if len(args) not in (3, 4):
+        sys.exit(__doc__)
+    main(*args, mean=mean)
