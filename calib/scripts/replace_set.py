@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Replaces the rows of one `set` of a table by those of a newer measurement of that set.
 
-Usage: replace_set.py [--mean-shared] TABLE SET NEW [KEEP_DIR]. TABLE keeps its provenance
+Usage: replace_set.py [--mean-shared[=A:B]] TABLE SET NEW [KEEP_DIR]. TABLE keeps its provenance
 comments and every row whose `set` column is not SET; the rows of SET are dropped (written to
 KEEP_DIR/TABLE's name when KEEP_DIR is given, with TABLE's provenance) and NEW's rows appended,
 NEW's comments prefixed "set SET: ". With --mean-shared, a point of SET that both tables hold
 (every column before flops/time_s equal) takes the geometric mean of the two times, tflops
 recomputed: for two tables that each average the same number of runs, the mean of all of them.
+With =A:B the mean weighs TABLE's time by A and NEW's by B (the runs each averages), so that a
+one-run table and a two-pass one give the geometric mean of the three runs (=1:2).
 Fails (exit 1) when the headers differ or NEW holds a row of another set.
 """
 import math
@@ -27,7 +29,7 @@ def read(path):
     return comments, header, rows
 
 
-def mean_shared(header, old_rows, new_rows):
+def mean_shared(header, old_rows, new_rows, w_old=1.0, w_new=1.0):
     """new_rows with each point old_rows also hold at the geometric mean of both times."""
     cols = header.split(",")
     stop, t, tf, fl = (cols.index(c) if c in cols else None
@@ -40,7 +42,8 @@ def mean_shared(header, old_rows, new_rows):
         o = old.get(tuple(f[:stop]))
         if o is not None:
             shared += 1
-            time = math.sqrt(float(f[t]) * float(o[t]))
+            time = math.exp((w_new * math.log(float(f[t])) + w_old * math.log(float(o[t])))
+                            / (w_old + w_new))
             f[t] = f"{time:.6g}"
             if tf is not None and fl is not None:
                 f[tf] = f"{float(f[fl]) / time * 1e-12:.5g}"
@@ -48,7 +51,7 @@ def mean_shared(header, old_rows, new_rows):
     return out, shared
 
 
-def main(table, set_name, new, keep_dir=None, mean=False):
+def main(table, set_name, new, keep_dir=None, mean=None):
     c_old, h_old, r_old = read(table)
     c_new, h_new, r_new = read(new)
     if h_old != h_new:
@@ -64,9 +67,9 @@ def main(table, set_name, new, keep_dir=None, mean=False):
     lines = c_old + [f"# set {set_name}: {c[1:].strip()}" for c in c_new]
     note = f"# replace_set: the rows of set {set_name} are {os.path.basename(new)}'s"
     if mean:
-        r_new, shared = mean_shared(h_old, [r for r in r_old if in_set(r)], r_new)
+        r_new, shared = mean_shared(h_old, [r for r in r_old if in_set(r)], r_new, *mean)
         note += (f"; at the {shared} points both held, time_s is the geometric mean of the "
-                 f"previous table's and {os.path.basename(new)}'s")
+                 f"previous table's and {os.path.basename(new)}'s, weighted {mean[0]:g}:{mean[1]:g}")
     lines.append(note)
     rows = [r for r in r_old if not in_set(r)] + r_new
     with open(table, "w") as f:
@@ -75,8 +78,10 @@ def main(table, set_name, new, keep_dir=None, mean=False):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    mean = bool(args) and args[0] == "--mean-shared"
-    args = args[1:] if mean else args
+    mean = None
+    if args and args[0].startswith("--mean-shared"):
+        w = args.pop(0).partition("=")[2] or "1:1"
+        mean = tuple(float(x) for x in w.split(":"))
     if len(args) not in (3, 4):
         sys.exit(__doc__)
     main(*args, mean=mean)

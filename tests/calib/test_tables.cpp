@@ -193,7 +193,12 @@ TEST(MeasuredTables, LoadsEveryTableOfTheH200Directory) {
     EXPECT_TRUE(t->has(key)) << key;
   }
   EXPECT_EQ(t->grid("gemm/bf16/fwd").size(), 7u * 15u * 13u);  // m 2x steps; n, k with 1.5x points, n to 64k (run 44)
-  EXPECT_EQ(t->grid("attention_cp/cudnn/gqa/bwd").size(), 5u * 3u * 5u);  // seq_q, kv_ratio, heads
+  // seq_q, kv_ratio, heads on run 59's 1.5x steps (5 x 3 x 5 before it)
+  EXPECT_EQ(t->grid("attention_cp/cudnn/gqa/bwd").size(), 9u * 3u * 9u);
+  EXPECT_EQ(t->grid("attention_cp/flash/gqa/fwd").size(), 9u * 3u * 9u);
+  // MHA: seq 1k-32k x heads 6-128 on run 58's 1.5x steps (5 x 4 before it)
+  EXPECT_EQ(t->grid("attention/cudnn/mha/fwd").size(), 11u * 10u);
+  EXPECT_EQ(t->grid("attention/flash/mha/bwd").size(), 11u * 10u);
   EXPECT_EQ(t->nccl_ranks(), 2);
   EXPECT_EQ(t->catalog().size(), 2u);
   EXPECT_NE(t->provenance().find("NVIDIA H200"), std::string::npos) << t->provenance();
