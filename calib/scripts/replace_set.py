@@ -15,18 +15,8 @@ import math
 import os
 import sys
 
+from merge_csv import read  # (comments, header, rows) of a probe CSV
 
-def read(path):
-    comments, header, rows = [], None, []
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#"):
-                comments.append(line.rstrip("\n"))
-            elif header is None:
-                header = line.rstrip("\n")
-            elif line.strip():
-                rows.append(line.rstrip("\n"))
-    return comments, header, rows
 
 
 def mean_shared(header, old_rows, new_rows, w_old=1.0, w_new=1.0):
