@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <utility>
 
@@ -29,6 +30,18 @@ YamlMap::YamlMap(YAML::Node node, std::string file, std::string path)
   if (!node_.IsMap()) {
     throw SpecError(file_, node_line(node_), path_.empty() ? "(top level)" : path_,
                     "expected a mapping of key: value");
+  }
+  // yaml-cpp keeps both entries of a repeated key and lookups return the first, so a repeated
+  // key would silently drop the later value: an error instead.
+  std::map<std::string, int> first_line;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    const auto [at, inserted] = first_line.emplace(key, node_line(it->first));
+    if (!inserted) {
+      throw SpecError(file_, node_line(it->first), field(key),
+                      "duplicate key '" + key + "' (first given at line " +
+                          std::to_string(at->second) + ")");
+    }
   }
 }
 

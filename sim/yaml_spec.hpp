@@ -21,7 +21,7 @@ namespace clustersim {
 class YamlMap {
  public:
   /// @param node must be a mapping. @param file for messages. @param path dotted prefix ("" at top).
-  /// @throws SpecError if node is not a mapping.
+  /// @throws SpecError if node is not a mapping, or if a key appears twice in it.
   YamlMap(YAML::Node node, std::string file, std::string path);
 
   /// Parses a whole file. @throws SpecError if the file cannot be read or is not valid YAML

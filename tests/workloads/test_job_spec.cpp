@@ -87,6 +87,13 @@ TEST(JobSpec, UnknownKeyIsRejectedWithItsLine) {
   expect_error(with_line(8, "  seq_lenght: 2048"), 128, 8, "training.seq_lenght", "unknown key");
 }
 
+TEST(JobSpec, RepeatedKeyIsRejectedWithBothLines) {
+  // yaml-cpp keeps both entries and returns the first: without the check the later value would
+  // be dropped silently.
+  expect_error(with_line(6, "  tp: 8"), 128, 6, "parallelism.tp",
+               "duplicate key 'tp' (first given at line 3)");
+}
+
 TEST(JobSpec, WrongTypeIsRejected) {
   expect_error(with_line(3, "  tp: four"), 128, 3, "parallelism.tp", "expected an integer");
   expect_error(with_line(6, "  sequence_parallel: maybe"), 128, 6,
