@@ -183,7 +183,9 @@ void register_scale_command(CLI::App& app, int& exit_code) {
       "scale", "Simulate a job at several GPU counts (tp, cp, pp kept, dp grows): CSV of step "
                "time, MFU, tokens/s/GPU, breakdown, peak memory, and an SVG plot");
   cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->check(CLI::ExistingFile);
-  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256")->delimiter(',');
+  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--mode", args->mode,
                   "weak: keep the batch per data-parallel replica (global batch grows with dp); "
                   "strong: keep the global batch")

@@ -215,7 +215,8 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
                "and over-memory ones (with reasons), simulate the rest in parallel worker "
                "processes, write a ranked CSV and print the top 10 (docs/scaling-and-sweeps.md)");
   cmd->add_option("job", args->job, "Job YAML; its global batch is kept")->check(CLI::ExistingFile);
-  cmd->add_option("--gpus", args->gpus, "GPU count of every configuration");
+  cmd->add_option("--gpus", args->gpus, "GPU count of every configuration")
+      ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--space", args->space,
                   "Dimensions and values: tp=1,2,4,8 pp=1,2 vp=1,2 cp=1,2 ep=1 etp=1 mbs=1,2 "
                   "zero=0,1,2,3 recompute=none,selective,full attention=cudnn,flash2 (dp is derived)")

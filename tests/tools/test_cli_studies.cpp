@@ -199,4 +199,13 @@ TEST(SweepCli, BadSpaceIsAUsageError) {
   EXPECT_NE(r.output.find("unknown dimension 'dp'"), std::string::npos) << r.output;
 }
 
+TEST(ScaleAndSweepCli, AGpuCountBelowOneIsAUsageError) {
+  for (const std::string& args : {"scale " + data("small_job.yaml") + " --gpus 16,0 --mode weak",
+                                 "sweep " + data("small_job.yaml") + " --gpus -8 --space tp=1"}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("--gpus"), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace
