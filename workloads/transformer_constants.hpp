@@ -15,6 +15,14 @@ inline constexpr double kActivationBytes = 2.0;
 // only transposes it for the weight gradient: read 1, write 1.
 inline constexpr double kFp8CastTransposeBytes = 4.0;
 inline constexpr double kFp8TransposeBytes = 2.0;
+// The all-gathers Transformer Engine overlaps through userbuffers move FP8 when the recipe is
+// FP8: its communicators of the all-gather roles (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad,
+// and the bulk qkv_dgrad, fc1_dgrad that re-gather the input for the weight gradient) are
+// allocated as uint8 buffers (transformer_engine/pytorch/module/base.py, initialize_ub:
+// "AllGather buffers use fp8 when using fp8 recipe", fp8_buf = name in
+// layers_all_gather_overlap), so the cast precedes the gather. Reduce-scatters stay BF16 (FP8
+// only for a pipeline method with fp8_buf, which no configuration here uses).
+inline constexpr double kFp8Bytes = 1.0;
 // GEMM outputs written as BF16 (weight gradients: ProgramBuilder::wgrad, by where they go).
 inline constexpr double kOutBytes = 2.0;
 inline constexpr double kFp32Bytes = 4.0;

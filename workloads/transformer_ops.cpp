@@ -17,6 +17,25 @@ using sim::MemKernel;
 
 namespace {
 
+// Transformer Engine's overlapped linears by the labels of the layer's GEMMs (its userbuffers
+// names qkv, proj, fc1, fc2; the shared experts' MLP runs as fc1/fc2): the role of each pass.
+struct TeOverlapRoles {
+  std::optional<TpOverlapRole> fprop, dgrad, wgrad;
+};
+
+const std::map<std::string, TeOverlapRoles>& te_overlap_roles() {
+  using R = TpOverlapRole;
+  static const std::map<std::string, TeOverlapRoles> kRoles = {
+      {"qkv", {R::QkvFprop, R::QkvDgrad, R::QkvWgrad}},
+      {"proj", {R::ProjFprop, R::ProjDgrad, std::nullopt}},
+      {"fc1", {R::Fc1Fprop, R::Fc1Dgrad, R::Fc1Wgrad}},
+      {"fc2", {R::Fc2Fprop, R::Fc2Dgrad, std::nullopt}},
+      {"shared_fc1", {R::Fc1Fprop, R::Fc1Dgrad, R::Fc1Wgrad}},
+      {"shared_fc2", {R::Fc2Fprop, R::Fc2Dgrad, std::nullopt}},
+  };
+  return kRoles;
+}
+
 // The loss kernels' bytes per logit, forward and backward, by implementation
 // (workloads/transformer_constants.hpp).
 std::pair<double, double> loss_bytes(CrossEntropy ce) {
@@ -105,6 +124,17 @@ double TransformerOps::act_bytes(std::int64_t rows, std::int64_t cols) const {
   return static_cast<double>(rows) * static_cast<double>(cols) * kActivationBytes;
 }
 
+// Bytes of a TP all-gather of [rows, cols] for the linear `label`: FP8 where Transformer Engine
+// gathers it through an FP8 userbuffer (tp_comm_overlap, an FP8 GEMM, one of TE's overlapped
+// linears: kFp8Bytes), else BF16.
+double TransformerOps::tp_gather_bytes(const std::string& label, std::int64_t rows,
+                                       std::int64_t cols, sim::DType dtype) const {
+  const bool fp8_ubuf = s_.tp_overlap && dtype == sim::DType::FP8 &&
+                        te_overlap_roles().count(label) != 0;
+  return fp8_ubuf ? static_cast<double>(rows) * static_cast<double>(cols) * kFp8Bytes
+                  : act_bytes(rows, cols);
+}
+
 double TransformerOps::pipeline_message_bytes() const {
   // Megatron's get_tensor_shapes: [seq / cp (/ tp with SP), mbs, hidden] in the pipeline dtype.
   return act_bytes(s_.sp_tokens, s_.hidden);
@@ -146,7 +176,8 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
     std::vector<std::uint32_t> launch;
     if (auto last = b_.last_compute()) launch.push_back(*last);
     overlapped = b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
-                               sim::Stream::TpComm, act_bytes(s_.tokens, k), std::move(launch));
+                               sim::Stream::TpComm, tp_gather_bytes(label, s_.tokens, k, dtype),
+                               std::move(launch));
   } else {
     gather_sequence(k);
   }
@@ -155,29 +186,17 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
   if (overlapped) b_.defer(*overlapped);
 }
 
-// With tp_comm_overlap, the GEMMs of the layer linears that Transformer Engine overlaps (its
-// userbuffers names qkv, proj, fc1, fc2; the shared experts' MLP runs as fc1/fc2) carry how TE
-// runs them (workloads/tp_overlap.hpp). The MLA projections and the output layer are not among
+// With tp_comm_overlap, the GEMMs of the layer linears that Transformer Engine overlaps
+// (te_overlap_roles) carry how TE runs them (workloads/tp_overlap.hpp). The MLA projections and the output layer are not among
 // TE's ten overlaps and stay plain GEMMs.
 void TransformerOps::tp_overlap_gemm(std::uint32_t gemm, const std::string& label, LinearPass pass) {
   if (!s_.tp_overlap) return;
-  using R = TpOverlapRole;
-  struct Roles {
-    std::optional<R> fprop, dgrad, wgrad;
-  };
-  static const std::map<std::string, Roles> kRoles = {
-      {"qkv", {R::QkvFprop, R::QkvDgrad, R::QkvWgrad}},
-      {"proj", {R::ProjFprop, R::ProjDgrad, std::nullopt}},
-      {"fc1", {R::Fc1Fprop, R::Fc1Dgrad, R::Fc1Wgrad}},
-      {"fc2", {R::Fc2Fprop, R::Fc2Dgrad, std::nullopt}},
-      {"shared_fc1", {R::Fc1Fprop, R::Fc1Dgrad, R::Fc1Wgrad}},
-      {"shared_fc2", {R::Fc2Fprop, R::Fc2Dgrad, std::nullopt}},
-  };
-  const auto it = kRoles.find(label);
-  if (it == kRoles.end()) return;
-  const std::optional<R>& role = pass == LinearPass::Fprop   ? it->second.fprop
-                                 : pass == LinearPass::Dgrad ? it->second.dgrad
-                                                             : it->second.wgrad;
+  const auto& roles = te_overlap_roles();
+  const auto it = roles.find(label);
+  if (it == roles.end()) return;
+  const std::optional<TpOverlapRole>& role = pass == LinearPass::Fprop   ? it->second.fprop
+                                            : pass == LinearPass::Dgrad ? it->second.dgrad
+                                                                        : it->second.wgrad;
   if (!role) return;
   const GemmExecution e = gemm_execution(spec_.parallel.tp_overlap_cfg, *role, spec_.parallel.tp);
   b_.set_gemm_execution(gemm, e.splits, e.sm_margin, e.busy_sms);
@@ -236,7 +255,8 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
     std::vector<std::uint32_t> launch;
     if (auto last = b_.last_compute()) launch.push_back(*last);
     wgrad_deps.push_back(b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
-                                       sim::Stream::TpComm, full, std::move(launch)));
+                                       sim::Stream::TpComm, tp_gather_bytes(name, s_.tokens, in, dtype),
+                                       std::move(launch)));
   }
   const std::uint32_t dgrad = b_.gemm(name + "_dgrad", s_.tokens, in, out, dtype, kOutBytes);
   tp_overlap_gemm(dgrad, name, LinearPass::Dgrad);
@@ -282,7 +302,9 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
     std::vector<std::uint32_t> launch;
     if (auto last = b_.last_compute()) launch.push_back(*last);
     overlapped = b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
-                               sim::Stream::TpComm, act_bytes(s_.tokens, s_.hidden), std::move(launch));
+                               sim::Stream::TpComm,
+                               tp_gather_bytes(name, s_.tokens, s_.hidden, s_.linear_dtype),
+                               std::move(launch));
   } else {
     gather_sequence();
   }

@@ -111,6 +111,8 @@ class TransformerOps {
  private:
   // transformer_ops.cpp: helpers
   double act_bytes(std::int64_t rows, std::int64_t cols) const;
+  double tp_gather_bytes(const std::string& label, std::int64_t rows, std::int64_t cols,
+                         sim::DType dtype) const;
   void tp_blocking(const std::string& label, sim::CollectiveKind kind, double bytes);
   void gather_sequence(std::int64_t cols = 0);
   void reduce_output();

@@ -121,4 +121,40 @@ TEST(TpOverlap, InvalidConfigurationsAreRejected) {
 }
 
 }  // namespace
+// Bytes of rank 0's TP all-gathers and reduce-scatters, by label, as a count per size.
+std::map<std::pair<std::string, double>, int> tp_collective_bytes(const std::string& parallel,
+                                                                  const std::string& precision) {
+  std::string text = job(parallel);
+  text.replace(text.find("precision: bf16"), 15, "precision: " + precision);
+  const sim::Workload w = generate_workload(testing::parse_job(text, 4));
+  const sim::Program& p = w.programs[0];
+  std::map<std::pair<std::string, double>, int> out;
+  for (const auto& op : p.ops) {
+    const std::string& label = p.labels[op.label];
+    if (std::holds_alternative<sim::CollectiveSpec>(op.shape) && (label == "tp_ag" || label == "tp_rs")) {
+      ++out[{label, op.bytes}];
+    }
+  }
+  return out;
+}
+
+TEST(TpOverlap, Fp8AllGathersOfTeLinearsMoveOneBytePerElement) {
+  // 256 tokens x hidden 256 gathered: 128 KiB in BF16, 64 KiB in FP8. Per layer TE gathers the
+  // qkv and fc1 inputs (forward and again for the weight gradient) and the proj and fc2 output
+  // gradients: 6 x 2 layers. The gathers outside TE's layers stay BF16: before the output layer
+  // (forward), of its input gradient (backward) and of the embedding's output gradient.
+  const double bf16 = 256.0 * 256.0 * 2.0, fp8 = 256.0 * 256.0;
+  const auto overlap_fp8 = tp_collective_bytes("  tp_comm_overlap: true\n", "fp8");
+  EXPECT_EQ(overlap_fp8.at({"tp_ag", fp8}), 12);
+  EXPECT_EQ(overlap_fp8.at({"tp_ag", bf16}), 3);
+  EXPECT_EQ(overlap_fp8.count({"tp_rs", fp8}), 0u);  // reduce-scatters stay BF16
+  const auto overlap_bf16 = tp_collective_bytes("  tp_comm_overlap: true\n", "bf16");
+  EXPECT_EQ(overlap_bf16.at({"tp_ag", bf16}), 15);
+  EXPECT_EQ(overlap_bf16.count({"tp_ag", fp8}), 0u);
+  // Without TE's userbuffers the gathers are BF16 whatever the precision.
+  const auto plain_fp8 = tp_collective_bytes("", "fp8");
+  EXPECT_EQ(plain_fp8.count({"tp_ag", fp8}), 0u);
+  EXPECT_EQ(overlap_fp8.at({"tp_rs", bf16}), plain_fp8.at({"tp_rs", bf16}));
+}
+
 }  // namespace clustersim::workloads
