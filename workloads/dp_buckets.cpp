@@ -86,6 +86,17 @@ void add_layer(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer)
 
 }  // namespace
 
+bool is_linear_weight(const ParamInfo& p) {
+  switch (p.group) {
+    case ParamGroup::Qkv: case ParamGroup::Proj: case ParamGroup::Fc1: case ParamGroup::Fc2:
+    case ParamGroup::ExpertFc1: case ParamGroup::ExpertFc2: case ParamGroup::SharedFc1:
+    case ParamGroup::SharedFc2:
+      return !p.sp_replicated;
+    default:
+      return false;
+  }
+}
+
 std::vector<ParamInfo> stage_parameters(const WorkloadSpec& spec, int stage) {
   const ModelSpec& m = spec.model;
   const int pp = spec.parallel.pp;

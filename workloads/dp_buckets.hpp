@@ -45,6 +45,11 @@ struct ParamInfo {
                                 ///< group, held by 1/ep of the ranks
 };
 
+/// True for a transformer-layer GEMM weight, what runs in FP8 with precision fp8: the QKV,
+/// projection, MLP, expert and shared-expert linears (biases of row-parallel linears, which are
+/// replicated over TP, excluded).
+bool is_linear_weight(const ParamInfo& p);
+
 /// Parameters of `stage` on one rank (its model chunks in order), in module registration order
 /// (embedding, then per layer the Transformer Engine order norm1, qkv, proj, norm2, fc1, fc2 --
 /// or router, experts, shared experts in MoE layers -- with weight before bias, then final

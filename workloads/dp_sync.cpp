@@ -164,8 +164,16 @@ void DataParallelSync::begin_step() {
 
 void DataParallelSync::gather_bucket(std::size_t bucket, sim::Stream stream) {
   if (bucket_dp_[bucket] <= 1) return;
+  // With fp8_param_gather the layer GEMM weights are FP8 parameters, gathered as 1 B each.
+  double fp8 = 0.0;
+  if (parallel_.fp8_param_gather) {
+    for (std::size_t p : buckets_[bucket].params) {
+      if (is_linear_weight(params_[p])) fp8 += static_cast<double>(params_[p].numel);
+    }
+  }
+  const double bytes = static_cast<double>(buckets_[bucket].numel) * kParamBytes - fp8 * (kParamBytes - 1.0);
   gather_op_[bucket] = b_.collective("dp_ag", sim::CollectiveKind::AllGather, bucket_group_[bucket],
-                                     stream, static_cast<double>(buckets_[bucket].numel) * kParamBytes);
+                                     stream, bytes);
 }
 
 std::vector<std::uint32_t> DataParallelSync::gather_deps(const std::vector<ParamGroup>& groups,

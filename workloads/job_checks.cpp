@@ -189,6 +189,9 @@ Found check_sequence(const WorkloadSpec& w) {
   if (t.fp8_attention && t.precision != Precision::FP8) {
     return train("fp8_attention", "needs precision: fp8");
   }
+  if (w.parallel.fp8_param_gather && t.precision != Precision::FP8) {
+    return par("fp8_param_gather", "needs precision: fp8 (FP8 parameters)");
+  }
   return check_attention_backend(w);
 }
 

@@ -145,6 +145,13 @@ void read_data_parallel_optimizer(YamlMap& p, ParallelSpec& s) {
   }
   s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
   s.precision_aware_optimizer = p.get_bool_or("precision_aware_optimizer", false);
+  s.fp8_param_gather = p.get_bool_or("fp8_param_gather", false);
+  if (s.fp8_param_gather && s.zero_stage != 1) {
+    // Megatron-LM validate_args: --fp8-param-gather needs the distributed optimizer (or a
+    // sharded data-parallel implementation this simulator runs as zero_stage 2/3 without it).
+    throw p.error("fp8_param_gather", "needs zero_stage 1 (Megatron's distributed optimizer "
+                                      "gathers the FP8 parameters)");
+  }
   // Megatron-LM's --gradient-accumulation-fusion is on unless --no-gradient-accumulation-fusion
   // (megatron/training/arguments.py); NeMo's GPTConfig sets it whenever Apex's
   // fused_weight_gradient_mlp_cuda imports (nemo/collections/llm/gpt/model/base.py:
@@ -206,7 +213,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "account_for_embedding_in_pipeline_split",
                           "account_for_loss_in_pipeline_split", "zero_stage", "fsdp", "zero_impl",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-                          "grad_reduce_in_fp32", "precision_aware_optimizer",
+                          "grad_reduce_in_fp32", "precision_aware_optimizer", "fp8_param_gather",
                           "gradient_accumulation_fusion", "tp_comm_overlap", "tp_comm_overlap_cfg",
                           "overlap_p2p_comm",
                           "optimizer_offload", "offload_threads", "cp_comm_type",

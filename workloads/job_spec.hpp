@@ -154,6 +154,10 @@ struct ParallelSpec {
   /// store_param_remainders): the FP32 master weight is kept as the 16 bits the BF16 parameter
   /// lacks, so Adam holds 10 B per parameter instead of 12.
   bool precision_aware_optimizer = false;
+  /// Megatron fp8_param_gather (NeMo's fp8_params): the layer GEMM weights are FP8 parameters
+  /// (Transformer Engine fp8_model_init), so the distributed optimizer all-gathers them as 1 B
+  /// per element and no BF16 copy of them is kept. Needs precision fp8 and zero_stage 1.
+  bool fp8_param_gather = false;
   bool tp_comm_overlap = false;         ///< TE userbuffers: TP collectives overlapped with GEMMs
   /// Megatron overlap_p2p_comm: pipeline transfers posted asynchronously and waited for by the
   /// pass that consumes them (interleaved schedule only; its default there).

@@ -145,15 +145,7 @@ double nccl_bytes(const WorkloadSpec& spec, int stage) {
 double linear_weight_elements(const std::vector<ParamInfo>& params) {
   double n = 0.0;
   for (const auto& prm : params) {
-    switch (prm.group) {
-      case ParamGroup::Qkv: case ParamGroup::Proj: case ParamGroup::Fc1: case ParamGroup::Fc2:
-      case ParamGroup::ExpertFc1: case ParamGroup::ExpertFc2: case ParamGroup::SharedFc1:
-      case ParamGroup::SharedFc2:
-        if (!prm.sp_replicated) n += d(prm.numel);
-        break;
-      default:
-        break;
-    }
+    if (is_linear_weight(prm)) n += d(prm.numel);
   }
   return n;
 }
@@ -210,11 +202,22 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
     out.push_back({"weight_gather_buffers", 2.0 * kBf16 * largest,
                    "ZeRO-3: two units gathered (the one in use and the prefetched one)"});
   } else {
-    out.push_back({"weights", kBf16 * all, "BF16 parameters: 2 B x params on this rank"});
-    if (spec.training.precision == Precision::FP8) {
-      out.push_back({"fp8_weight_caches", 2.0 * linear_weight_elements(params),
-                     "FP8 copies of the layer GEMM weights and their transposes (TE caches them "
-                     "across microbatches): 2 B x linear params"});
+    const double linear = linear_weight_elements(params);
+    if (p.fp8_param_gather) {
+      // FP8 parameters (TE fp8_model_init): 1 B per linear element in Megatron's parameter
+      // buffer, and the FP8 transpose TE caches from the first microbatch of a step to the last.
+      out.push_back({"weights", kBf16 * (all - linear) + linear,
+                     "parameters: FP8 layer GEMM weights (1 B, fp8_param_gather), BF16 others (2 B)"});
+      out.push_back({"fp8_weight_caches", linear,
+                     "FP8 transposes of the FP8 layer GEMM weights (TE caches them across "
+                     "microbatches): 1 B x linear params"});
+    } else {
+      out.push_back({"weights", kBf16 * all, "BF16 parameters: 2 B x params on this rank"});
+      if (spec.training.precision == Precision::FP8) {
+        out.push_back({"fp8_weight_caches", 2.0 * linear,
+                       "FP8 copies of the layer GEMM weights and their transposes (TE caches them "
+                       "across microbatches): 2 B x linear params"});
+      }
     }
   }
   if (p.zero_stage <= 1) {

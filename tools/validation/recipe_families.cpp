@@ -149,6 +149,7 @@ void apply_nemo_dgxc(const FamilyInput& in, DraftJob& j) {
   const JobField* precision = j.find("training", "precision");
   if (precision != nullptr && precision->value == "fp8") {
     j.fill("parallelism", "grad_reduce_in_fp32", "false", "NEMO-PERF-FP8", line);
+    j.fill("parallelism", "fp8_param_gather", "true", "NEMO-FP8-PARAMS", line);
   } else if (precision != nullptr && precision->value == "bf16") {
     j.fill("parallelism", "precision_aware_optimizer", "true", "NEMO-PERF-BF16", line);
   }
@@ -279,6 +280,11 @@ const std::vector<Citation>& citations() {
                         "dtype fp8, plugins = bf16_with_fp8_mixed() and "
                         "plugins.grad_reduce_in_fp32 = False (BF16 keeps bf16_mixed()'s FP32 "
                         "gradient reduction)"},
+      {"NEMO-FP8-PARAMS", "NeMo nemo/collections/llm/recipes/precision/mixed_precision.py, "
+                          "bf16_with_fp8_mixed(): fp8_params = True (later releases: "
+                          "fp8_param_gather = True), i.e. Megatron's fp8_param_gather: the layer "
+                          "GEMM weights are Transformer Engine FP8 parameters, gathered by the "
+                          "distributed optimizer as FP8"},
       {"NEMO-PERF-ENV", "NeMo scripts/performance/helpers.py, slurm_executor(): every benchmark "
                         "job runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (and "
                         "NCCL_NVLS_ENABLE=0)"},
