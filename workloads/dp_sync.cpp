@@ -10,6 +10,8 @@ namespace {
 // Parameters are BF16 (Megatron --bf16; also with fp8, where Transformer Engine keeps BF16
 // weights and casts them per GEMM).
 constexpr double kParamBytes = 2.0;
+// FP8 parameters (fp8_param_gather, Transformer Engine fp8_model_init): 1 B per element.
+constexpr double kFp8ParamBytes = 1.0;
 // Distributed Adam step per parameter of the local shard, in HBM bytes: read the FP32 gradient
 // (4); read and write the FP32 master weight (8), first moment (8) and second moment (8);
 // copy the master weight into the BF16 parameter (read 4, write 2); one more read of the FP32
@@ -171,9 +173,9 @@ void DataParallelSync::gather_bucket(std::size_t bucket, sim::Stream stream) {
       if (is_linear_weight(params_[p])) fp8 += static_cast<double>(params_[p].numel);
     }
   }
-  const double bytes = static_cast<double>(buckets_[bucket].numel) * kParamBytes - fp8 * (kParamBytes - 1.0);
+  const double bf16 = static_cast<double>(buckets_[bucket].numel) - fp8;
   gather_op_[bucket] = b_.collective("dp_ag", sim::CollectiveKind::AllGather, bucket_group_[bucket],
-                                     stream, bytes);
+                                     stream, bf16 * kParamBytes + fp8 * kFp8ParamBytes);
 }
 
 std::vector<std::uint32_t> DataParallelSync::gather_deps(const std::vector<ParamGroup>& groups,

@@ -202,22 +202,20 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
     out.push_back({"weight_gather_buffers", 2.0 * kBf16 * largest,
                    "ZeRO-3: two units gathered (the one in use and the prefetched one)"});
   } else {
+    // With fp8_param_gather (TE fp8_model_init) the layer GEMM weights are themselves FP8 (1 B
+    // in Megatron's parameter buffer) and TE caches only their transpose; otherwise TE caches an
+    // FP8 copy and its transpose from the first microbatch of a step to the last.
     const double linear = linear_weight_elements(params);
-    if (p.fp8_param_gather) {
-      // FP8 parameters (TE fp8_model_init): 1 B per linear element in Megatron's parameter
-      // buffer, and the FP8 transpose TE caches from the first microbatch of a step to the last.
-      out.push_back({"weights", kBf16 * (all - linear) + linear,
-                     "parameters: FP8 layer GEMM weights (1 B, fp8_param_gather), BF16 others (2 B)"});
-      out.push_back({"fp8_weight_caches", linear,
-                     "FP8 transposes of the FP8 layer GEMM weights (TE caches them across "
-                     "microbatches): 1 B x linear params"});
-    } else {
-      out.push_back({"weights", kBf16 * all, "BF16 parameters: 2 B x params on this rank"});
-      if (spec.training.precision == Precision::FP8) {
-        out.push_back({"fp8_weight_caches", 2.0 * linear,
-                       "FP8 copies of the layer GEMM weights and their transposes (TE caches them "
-                       "across microbatches): 2 B x linear params"});
-      }
+    const bool fp8_params = p.fp8_param_gather;
+    out.push_back({"weights", kBf16 * all - (fp8_params ? linear : 0.0),
+                   fp8_params ? "parameters: FP8 layer GEMM weights (1 B, fp8_param_gather), BF16 others (2 B)"
+                              : "BF16 parameters: 2 B x params on this rank"});
+    if (spec.training.precision == Precision::FP8) {
+      out.push_back({"fp8_weight_caches", (fp8_params ? 1.0 : 2.0) * linear,
+                     fp8_params ? "FP8 transposes of the FP8 layer GEMM weights (TE caches them "
+                                  "across microbatches): 1 B x linear params"
+                                : "FP8 copies of the layer GEMM weights and their transposes (TE "
+                                  "caches them across microbatches): 2 B x linear params"});
     }
   }
   if (p.zero_stage <= 1) {

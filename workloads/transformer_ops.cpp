@@ -187,7 +187,8 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
 }
 
 // With tp_comm_overlap, the GEMMs of the layer linears that Transformer Engine overlaps
-// (te_overlap_roles) carry how TE runs them (workloads/tp_overlap.hpp). The MLA projections and the output layer are not among
+// (te_overlap_roles) carry how TE runs them (workloads/tp_overlap.hpp). The MLA projections and
+// the output layer are not among
 // TE's ten overlaps and stay plain GEMMs.
 void TransformerOps::tp_overlap_gemm(std::uint32_t gemm, const std::string& label, LinearPass pass) {
   if (!s_.tp_overlap) return;

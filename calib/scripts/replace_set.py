@@ -18,13 +18,13 @@ import sys
 from merge_csv import read  # (comments, header, rows) of a probe CSV
 
 
-
 def mean_shared(header, old_rows, new_rows, w_old=1.0, w_new=1.0):
     """new_rows with each point old_rows also hold at the geometric mean of both times."""
     cols = header.split(",")
-    stop, t, tf, fl = (cols.index(c) if c in cols else None
-                       for c in ("flops", "time_s", "tflops", "flops"))
-    stop = t if stop is None else stop
+    t = cols.index("time_s")
+    fl = cols.index("flops") if "flops" in cols else None
+    tf = cols.index("tflops") if "tflops" in cols else None
+    stop = t if fl is None else fl  # a point is every column before flops (or time_s)
     old = {tuple(r.split(",")[:stop]): r.split(",") for r in old_rows}
     out, shared = [], 0
     for r in new_rows:

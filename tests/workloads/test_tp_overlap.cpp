@@ -120,7 +120,6 @@ TEST(TpOverlap, InvalidConfigurationsAreRejected) {
                   "parallelism.tp_comm_overlap_cfg.qkv_wgrad.colour", "unknown key");
 }
 
-}  // namespace
 // Bytes of rank 0's TP all-gathers and reduce-scatters, by label, as a count per size.
 std::map<std::pair<std::string, double>, int> tp_collective_bytes(const std::string& parallel,
                                                                   const std::string& precision) {
@@ -157,4 +156,5 @@ TEST(TpOverlap, Fp8AllGathersOfTeLinearsMoveOneBytePerElement) {
   EXPECT_EQ(overlap_fp8.at({"tp_rs", bf16}), plain_fp8.at({"tp_rs", bf16}));
 }
 
+}  // namespace
 }  // namespace clustersim::workloads
