@@ -103,22 +103,22 @@ const std::map<std::string, DerivationRule>& rules() {
       {"H100-SXM",
        {"H100-SXM", false, 1.0, 1.0, 1.0, 3.35 / 4.8,
         "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
-        "attention unchanged; memory-bound ops take 4.8/3.35 as long (HBM3 3.35 TB/s vs HBM3e "
-        "4.8 TB/s)",
+        "attention unchanged; memory-bound ops take 4.8/3.35 as long above their floor (HBM3 "
+        "3.35 TB/s vs HBM3e 4.8 TB/s; the floor, launch and DRAM latency, unchanged)",
         "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
         "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0, true}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
        {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,
         "H200 times / MAMF ratio (B200 BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 TFLOP/s); "
-        "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 7.7/4.8 TB/s",
+        "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 7.7/4.8 TB/s",
         "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
         "attention +-20% (kernel maturity differs); memory-bound +-10%", false,
         2250.0, 4500.0, 7.7, 1000.0}},
       {"GB200",
        {"GB200", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
-        "attention / the BF16 ratio (assumed); memory-bound / HBM ratio 8.0/4.8 TB/s",
+        "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
         "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0, 1200.0}},
   };
   return kRules;

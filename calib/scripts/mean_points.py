@@ -15,25 +15,19 @@ import argparse
 import math
 import sys
 
-from merge_csv import read  # (comments, header, rows) of a probe CSV
+from merge_csv import TimeColumns, read  # read: (comments, header, rows) of a probe CSV
+from replace_set import mean_shared
 
 
-def point_columns(header):
-    cols = header.split(",")
-    stop = cols.index("flops") if "flops" in cols else cols.index("time_s")
-    return cols, stop
-
-
-def new_times(paths, stop_names):
+def new_times(paths, point_names):
     """{point: [time_s per NEW file]} over the points every NEW file holds."""
     per_file = []
     for p in paths:
         _, header, rows = read(p)
-        cols, stop = point_columns(header)
-        if cols[:stop] != stop_names:
-            sys.exit(f"mean_points: {p}: point columns {cols[:stop]} != {stop_names}")
-        t = cols.index("time_s")
-        per_file.append({tuple(r.split(",")[:stop]): float(r.split(",")[t]) for r in rows})
+        c = TimeColumns(header)
+        if c.cols[:c.stop] != point_names:
+            sys.exit(f"mean_points: {p}: point columns {c.cols[:c.stop]} != {point_names}")
+        per_file.append({c.key(r.split(",")): float(r.split(",")[c.t]) for r in rows})
     keys = set(per_file[0])
     for f, d in zip(paths[1:], per_file[1:]):
         if set(d) != keys:
@@ -49,23 +43,17 @@ def main():
     a = ap.parse_args()
     w_old, w_new = (float(x) for x in a.weights.split(":"))
     comments, header, rows = read(a.table)
-    cols, stop = point_columns(header)
-    t = cols.index("time_s")
-    fl = cols.index("flops") if "flops" in cols else None
-    tf = cols.index("tflops") if "tflops" in cols else None
-    news = new_times(a.new, cols[:stop])
-    out, matched = [], 0
+    c = TimeColumns(header)
+    news = new_times(a.new, c.cols[:c.stop])
+    # The NEW files' mean as rows of TABLE's points, then TABLE's rows against it.
+    new_rows = []
     for r in rows:
-        f = r.split(",")
-        times = news.get(tuple(f[:stop]))
+        times = news.get(c.key(r.split(",")))
         if times is not None:
-            matched += 1
-            log_new = sum(math.log(x) for x in times) / len(times)
-            time = math.exp((w_old * math.log(float(f[t])) + w_new * log_new) / (w_old + w_new))
-            f[t] = f"{time:.6g}"
-            if tf is not None and fl is not None:
-                f[tf] = f"{float(f[fl]) / time * 1e-12:.5g}"
-        out.append(",".join(f))
+            f = r.split(",")
+            f[c.t] = repr(math.exp(sum(math.log(x) for x in times) / len(times)))  # unrounded
+            new_rows.append(",".join(f))
+    out, matched = mean_shared(header, new_rows, rows, w_old=w_new, w_new=w_old)
     if matched == 0:
         sys.exit(f"mean_points: no point of {a.table} is in {a.new}")
     names = ", ".join(p.rsplit("/", 1)[-1] for p in a.new)

@@ -21,6 +21,28 @@ def read(path):
     return comments, header, rows
 
 
+class TimeColumns:
+    """Where a probe CSV keeps a point's key and its time: the point is every column before flops
+    (or time_s); tflops, where present, is flops / time_s."""
+
+    def __init__(self, header):
+        self.cols = header.split(",")
+        self.t = self.cols.index("time_s")
+        self.fl = self.cols.index("flops") if "flops" in self.cols else None
+        self.tf = self.cols.index("tflops") if "tflops" in self.cols else None
+        self.stop = self.t if self.fl is None else self.fl
+
+    def key(self, fields):
+        return tuple(fields[:self.stop])
+
+    def set_time(self, fields, time):
+        """fields with time_s = time and tflops recomputed."""
+        fields[self.t] = f"{time:.6g}"
+        if self.tf is not None and self.fl is not None:
+            fields[self.tf] = f"{float(fields[self.fl]) / time * 1e-12:.5g}"
+        return fields
+
+
 def main(out, parts):
     merged = [read(p) for p in parts]
     headers = {h for _, h, _ in merged}

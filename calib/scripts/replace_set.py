@@ -15,28 +15,22 @@ import math
 import os
 import sys
 
-from merge_csv import read  # (comments, header, rows) of a probe CSV
+from merge_csv import TimeColumns, read  # read: (comments, header, rows) of a probe CSV
 
 
 def mean_shared(header, old_rows, new_rows, w_old=1.0, w_new=1.0):
     """new_rows with each point old_rows also hold at the geometric mean of both times."""
-    cols = header.split(",")
-    t = cols.index("time_s")
-    fl = cols.index("flops") if "flops" in cols else None
-    tf = cols.index("tflops") if "tflops" in cols else None
-    stop = t if fl is None else fl  # a point is every column before flops (or time_s)
-    old = {tuple(r.split(",")[:stop]): r.split(",") for r in old_rows}
+    c = TimeColumns(header)
+    old = {c.key(r.split(",")): r.split(",") for r in old_rows}
     out, shared = [], 0
     for r in new_rows:
         f = r.split(",")
-        o = old.get(tuple(f[:stop]))
+        o = old.get(c.key(f))
         if o is not None:
             shared += 1
-            time = math.exp((w_new * math.log(float(f[t])) + w_old * math.log(float(o[t])))
+            time = math.exp((w_new * math.log(float(f[c.t])) + w_old * math.log(float(o[c.t])))
                             / (w_old + w_new))
-            f[t] = f"{time:.6g}"
-            if tf is not None and fl is not None:
-                f[tf] = f"{float(f[fl]) / time * 1e-12:.5g}"
+            c.set_time(f, time)
         out.append(",".join(f))
     return out, shared
 

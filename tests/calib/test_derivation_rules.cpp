@@ -28,7 +28,8 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   const sim::Op g = gemm_op(8192, 8192, 8192, sim::DType::BF16, 1, 0, 0);
   const sim::Op m = mem_op(sim::MemKernel::Copy, 1e9);
   EXPECT_DOUBLE_EQ(h100.compute_time(g), h200_.compute_time(g));
-  EXPECT_NEAR(h100.compute_time(m) / h200_.compute_time(m), 4.8 / 3.35, 1e-12);
+  const double floor = tables_->grid("membound/copy").node_time(0);
+  EXPECT_NEAR((h100.compute_time(m) - floor) / (h200_.compute_time(m) - floor), 4.8 / 3.35, 1e-12);
   EXPECT_NEAR(h200_.compute_time(g) / b200.compute_time(g), 1745.0 / 794.5, 1e-12);
   EXPECT_NE(b200.describe().find("derived"), std::string::npos);
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
@@ -88,6 +89,34 @@ TEST_F(DerivationRules, FlashAttention2OnlyWhereItsTablesHold) {
   }
 }
 
+// A memory-bound call's floor (its launch and DRAM latency; calibration run 62: flat up to
+// ~0.5 MiB) does not scale with HBM bandwidth: a call at the floor costs the same on the H100 as
+// on the H200 and the B200, and above it only the time beyond the floor scales (a rule that
+// scaled the whole time would make a 32 KiB copy 43% slower on the H100).
+TEST_F(DerivationRules, MemoryBoundFloorDoesNotScaleWithHbmBandwidth) {
+  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
+  const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
+  const LogGrid& copy = tables_->grid("membound/copy");
+  const double floor = copy.node_time(0);
+  for (double bytes : {copy.axis(0).front(), copy.axis(0).front() / 4}) {
+    const sim::Op tiny = mem_op(sim::MemKernel::Copy, bytes);
+    EXPECT_DOUBLE_EQ(h100.compute_time(tiny), h200_.compute_time(tiny)) << bytes;
+    EXPECT_DOUBLE_EQ(b200.compute_time(tiny), floor) << bytes;
+  }
+  for (double bytes : {4e6, 64e6, 4e9}) {
+    const sim::Op op = mem_op(sim::MemKernel::Copy, bytes);
+    const double t = h200_.compute_time(op);
+    EXPECT_NEAR(h100.compute_time(op), floor + (t - floor) * 4.8 / 3.35, 1e-12 * t) << bytes;
+    EXPECT_LT(h100.compute_time(op), t * 4.8 / 3.35) << bytes;
+    EXPECT_NEAR(b200.compute_time(op), floor + (t - floor) * 4.8 / 7.7, 1e-12 * t) << bytes;
+  }
+  // Eager modules take the same rule over their own floor.
+  const LogGrid& eager = tables_->grid("membound/rmsnorm_eager_fwd");
+  sim::Op e = mem_op(sim::MemKernel::RmsNormEager, 64e6);
+  const double te = h200_.compute_time(e), fe = eager.node_time(0);
+  EXPECT_NEAR(h100.compute_time(e), fe + (te - fe) * 4.8 / 3.35, 1e-12 * te);
+}
+
 // A platform that states other figures for a known GPU (its own file, or cluster.overrides)
 // scales the rule by them: a user who gives an H100 twice the HBM bandwidth or half the BF16
 // peak must see memory-bound kernels twice as fast or BF16 GEMMs twice as slow, not the
@@ -101,7 +130,8 @@ TEST_F(DerivationRules, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatashe
   const sim::Op g = gemm_op(8192, 8192, 8192, sim::DType::BF16, 1, 0, 0);
   const sim::Op f = gemm_op(8192, 8192, 8192, sim::DType::FP8, 1, 0, 0);
   const sim::Op m = mem_op(sim::MemKernel::Copy, 1e9);
-  EXPECT_NEAR(h100.compute_time(m) / hbm2.compute_time(m), 2.0, 1e-12);
+  const double floor = tables_->grid("membound/copy").node_time(0);
+  EXPECT_NEAR((h100.compute_time(m) - floor) / (hbm2.compute_time(m) - floor), 2.0, 1e-12);
   EXPECT_DOUBLE_EQ(hbm2.compute_time(g), h100.compute_time(g));
   EXPECT_NEAR(bf16_half.compute_time(g) / h100.compute_time(g), 2.0, 1e-12);
   EXPECT_DOUBLE_EQ(bf16_half.compute_time(f), h100.compute_time(f));  // FP8 peak unchanged
@@ -114,7 +144,7 @@ TEST_F(DerivationRules, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatashe
   // The B200 rule's HBM is the HGX B200 datasheet's 7.7 TB/s, as platforms/catalog/hgx_b200.yaml.
   const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
   EXPECT_TRUE(b200.scale().note.empty());
-  EXPECT_NEAR(h200_.compute_time(m) / b200.compute_time(m), 7.7 / 4.8, 1e-12);
+  EXPECT_NEAR((h200_.compute_time(m) - floor) / (b200.compute_time(m) - floor), 7.7 / 4.8, 1e-12);
   // Another power limit is stated, not modelled: nothing was measured under it.
   sim::GpuSpec capped = gpu("H100-SXM", 3.35);
   capped.tdp = {500.0};
