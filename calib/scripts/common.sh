@@ -1,6 +1,7 @@
 # Shared pieces of the calibration run scripts; sourced, not run. After setting OUT_DIR:
 #   source "$(dirname "$0")/common.sh"; calib_start NAME
-# gives ROOT, BUILD, the NVLS-off environment, log, step, telemetry, build_probes and nccl_suite.
+# gives ROOT, BUILD, the NVLS-off environment, log, step, telemetry, build_probes, nccl_suite and
+# attention_passes.
 # Nothing here changes GPU clocks or settings.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
@@ -101,4 +102,17 @@ nccl_choice_table() {
   else
     log "nccl_choices failed; nccl_default.log kept"
   fi
+}
+
+# attention_passes NAME LIMIT_S PASS... -- ARGS: attention.py on GPU 0 once per pass, after 30 s of
+# heater matmuls, budget 0.5 s a point (runs 10, 47, 58, 63), into OUT_DIR/NAME_PASS.csv.
+attention_passes() {
+  local name=$1 limit=$2 pass; shift 2
+  local passes=()
+  while [[ $1 != -- ]]; do passes+=("$1"); shift; done
+  shift
+  for pass in "${passes[@]}"; do
+    step "${name}_$pass" "$limit" python3 "$ROOT/calib/probes/attention.py" --device 0 \
+      --point-budget 0.5 --heat-s 30 "$@" --out "$OUT_DIR/${name}_$pass.csv"
+  done
 }

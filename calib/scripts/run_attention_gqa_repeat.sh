@@ -9,10 +9,6 @@ set -uo pipefail
 OUT_DIR=${1:?usage: run_attention_gqa_repeat.sh RESULTS_DIR}
 source "$(dirname "$0")/common.sh"
 calib_start_device_call run_attention_gqa_repeat attention_gqa_repeat
-for pass in a b; do
-  step "attention_gqa_mla_$pass" 250 python3 "$ROOT/calib/probes/attention.py" --device 0 \
-    --grid gqa_mla --backends cudnn --point-budget 0.5 --heat-s 30 \
-    --out "$OUT_DIR/attention_gqa_mla_$pass.csv"
-done
+attention_passes attention_gqa_mla 250 a b -- --grid gqa_mla --backends cudnn
 stop_telemetry
 log "run_attention_gqa_repeat done in $SECONDS s"

@@ -8,9 +8,6 @@ set -uo pipefail
 OUT_DIR=${1:?usage: run_attention_mha.sh RESULTS_DIR}
 source "$(dirname "$0")/common.sh"
 calib_start_device_call run_attention_mha attention_mha
-for pass in a b; do
-  step "attention_mha_$pass" 270 python3 "$ROOT/calib/probes/attention.py" --device 0 \
-    --grid mha_dense --point-budget 0.5 --heat-s 30 --out "$OUT_DIR/attention_mha_$pass.csv"
-done
+attention_passes attention_mha 270 a b -- --grid mha_dense
 stop_telemetry
 log "run_attention_mha done in $SECONDS s"
