@@ -175,18 +175,26 @@ double MeasuredCostModel::gemm_lookup(const std::string& key, double m, double n
   return std::max({2.0 * m * n * k / rate, bytes / copy_bandwidth(), floor});
 }
 
+// A small call's time is its floor, the launch and the DRAM round trips of the GPU's front end
+// (calibration run 62: 1.7 us for a 32 KiB copy, 3.0-3.5 us for the norms, flat up to ~0.5 MiB),
+// which a faster or slower HBM does not change; the time above it is the bytes over the
+// bandwidth, which scales with HBM bandwidth (docs/calibration.md, "Other GPUs").
 double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {
   const LogGrid& g = tables_->grid(key);
   const double lo = g.axis(0).front(), hi = g.axis(0).back();
+  double t = 0.0;
   if (bytes < lo) {
     note_out_of_grid(key + " below " + shape_text({lo}) + " bytes: launch floor");
-    return g.time_at({lo});
-  }
-  if (bytes > hi) {
+    t = g.time_at({lo});
+  } else if (bytes > hi) {
     note_out_of_grid(key + " above " + shape_text({hi}) + " bytes: bandwidth at the largest size");
-    return bytes / hi * g.time_at({hi});
+    t = bytes / hi * g.time_at({hi});
+  } else {
+    t = g.time_at({bytes});
   }
-  return g.time_at({bytes});
+  const double floor = g.node_time(0);
+  if (scale_.memory == 1.0 || t <= floor) return t;  // the measured GPU: the table's time as is
+  return floor + (t - floor) / scale_.memory;
 }
 
 double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
@@ -206,7 +214,7 @@ double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
     return roofline_.compute_time(op);
   }
   std::vector<double> times;
-  for (const auto& name : it->second) times.push_back(derived_kernel_time("membound/" + name, bytes));
+  for (const auto& name : it->second) times.push_back(kernel_time("membound/" + name, bytes));
   return geometric_mean(times);
 }
 
@@ -239,19 +247,9 @@ double MeasuredCostModel::eager_time(sim::MemKernel kernel, sim::MemKernel fused
                      ": no membound_eager table, costed as the fused kernel");
     return membound_time(fused, bytes, phase);
   }
-  return derived_kernel_time(key, bytes);
+  return kernel_time(key, bytes);
 }
 
-// A small call's time is its floor, the launch and the DRAM round trips of the GPU's front end
-// (calibration run 62: 1.7 us for a 32 KiB copy, 3.0-3.5 us for the norms, flat up to ~0.5 MiB),
-// which a faster or slower HBM does not change; the time above it is the bytes over the
-// bandwidth, which scales with HBM bandwidth (docs/calibration.md, "Other GPUs").
-double MeasuredCostModel::derived_kernel_time(const std::string& key, double bytes) const {
-  const double t = kernel_time(key, bytes);
-  if (scale_.memory == 1.0) return t;
-  const double floor = tables_->grid(key).node_time(0);
-  return t <= floor ? t : floor + (t - floor) / scale_.memory;
-}
 
 double MeasuredCostModel::copy_bandwidth() const {
   const LogGrid& g = tables_->grid("membound/copy");

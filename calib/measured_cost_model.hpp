@@ -126,11 +126,10 @@ class MeasuredCostModel : public sim::CostModel {
   /// without the table, the `fused` kernel family it replaces (listed).
   double eager_time(sim::MemKernel kernel, sim::MemKernel fused, double bytes,
                     sim::Phase phase) const;
-  double kernel_time(const std::string& key, double bytes) const;
   /// Memory-bound table `key` at `bytes` on this GPU: the measured time with only its part above
   /// the kernel's floor (its smallest measured call: launch and DRAM latency, which HBM
   /// bandwidth does not change) divided by the rule's memory speed-up.
-  double derived_kernel_time(const std::string& key, double bytes) const;
+  double kernel_time(const std::string& key, double bytes) const;
   double copy_bandwidth() const;
   /// Per-step NVLink latency (s) of the NCCL protocol behind table `key` at `bytes0`.
   double step_latency(const std::string& key, double bytes0) const;
