@@ -5,7 +5,9 @@ Each interior node of a GEMM grid (dtype, layout; m x n x k) is predicted from i
 neighbours along every axis where it has one on each side, by the log-log line between them,
 and the predictions are averaged in log time: the rule of `LogGrid::loo_predict`
 (calib/log_grid.cpp) for nodes that are interior on at least one axis (nodes at the edge of
-every axis are skipped here). A node whose prediction misses by more than --over is "flagged".
+every axis are skipped here). It is Python, not `clustersim calib check`, because it picks the
+shapes on the GPU machine, which cannot build the simulator (no SimGrid there). A node whose
+prediction misses by more than --over is "flagged".
 
 A flagged node is either a real step of cuBLASLt's kernel choice or wave count, which a second
 measurement reproduces, or noise in the node (or in a neighbour), which it does not. To tell
