@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 namespace clustersim::workloads {
 namespace {
@@ -153,10 +154,29 @@ std::vector<ScheduleStep> interleaved(int pp, int stage, int num_microbatches, i
   return Interleaved(pp, stage, num_microbatches, vp).steps();
 }
 
-const std::map<std::string, PipelineSchedule>& registry() {
-  static const std::map<std::string, PipelineSchedule> kSchedules = {
-      {"1f1b", one_f_one_b},
-      {"interleaved", interleaved},
+// 1F1B: stage s runs min(pp - s - 1, m) warmup forwards, so from m = pp on every stage has a
+// steady phase and each further microbatch adds one forward-backward pair to it; windows of
+// u = max(pp, 2) and 2u microbatches (two, so that the pair of windows spans whole pipeline
+// rounds even without a pipeline).
+SteadyWindow one_f_one_b_window(int pp, int /*vp*/) {
+  const int u = std::max(pp, 2);
+  return {u, u + 1};
+}
+
+// Interleaved: Megatron runs every forward first at m == pp (all warmup, the Interleaved
+// constructor above) and needs m to be a multiple of pp; from m = 2pp stage 0's warmup,
+// 2(pp - 1) + (vp - 1)pp forwards, is shorter than its m x vp passes, so 2pp and 3pp.
+SteadyWindow interleaved_window(int pp, int /*vp*/) { return {2 * pp, 3 * pp}; }
+
+struct Entry {
+  PipelineSchedule steps;
+  SteadyWindow (*window)(int pp, int vp);
+};
+
+const std::map<std::string, Entry>& registry() {
+  static const std::map<std::string, Entry> kSchedules = {
+      {"1f1b", {one_f_one_b, one_f_one_b_window}},
+      {"interleaved", {interleaved, interleaved_window}},
   };
   return kSchedules;
 }
@@ -166,7 +186,14 @@ const std::map<std::string, PipelineSchedule>& registry() {
 const PipelineSchedule* find_pipeline_schedule(const std::string& name) {
   const auto& schedules = registry();
   auto it = schedules.find(name);
-  return it == schedules.end() ? nullptr : &it->second;
+  return it == schedules.end() ? nullptr : &it->second.steps;
+}
+
+SteadyWindow steady_state_window(const std::string& name, int pp, int vp) {
+  const auto& schedules = registry();
+  auto it = schedules.find(name);
+  if (it == schedules.end()) throw std::invalid_argument("unknown pipeline schedule '" + name + "'");
+  return it->second.window(pp, vp);
 }
 
 std::vector<std::string> pipeline_schedule_names() {

@@ -55,6 +55,19 @@ using PipelineSchedule =
 /// The schedule registered under `name`, or nullptr.
 const PipelineSchedule* find_pipeline_schedule(const std::string& name);
 
+/// Two microbatch counts per pipeline, first < second, from which a schedule's step grows by
+/// the same steady-state passes with every further microbatch: the step of m >= first
+/// microbatches is the schedule's fill and drain plus (m - first) of those periods, so a step
+/// of many microbatches follows from two short ones (docs/engine.md, "Steady-state window").
+struct SteadyWindow {
+  int first = 0;
+  int second = 0;
+};
+
+/// The steady-state window of schedule `name` at `pp` stages and `vp` chunks per stage.
+/// @throws std::invalid_argument for a schedule that is not registered.
+SteadyWindow steady_state_window(const std::string& name, int pp, int vp);
+
 /// Registered schedule names, sorted (for error messages and docs).
 std::vector<std::string> pipeline_schedule_names();
 

@@ -30,6 +30,48 @@ TEST(OneFOneB, RegistryKnowsItByName) {
   EXPECT_EQ(find_pipeline_schedule("gpipe"), nullptr);
 }
 
+// Forwards a stage runs before its first backward (its warmup plus the first steady forward).
+int forwards_before_first_backward(const std::vector<ScheduleStep>& steps) {
+  int n = 0;
+  for (const auto& s : steps) {
+    if (s.kind == StepKind::Backward) return n;
+    if (s.kind == StepKind::Forward) ++n;
+  }
+  return n;
+}
+
+TEST(SteadyStateWindow, EveryStageIsInItsSteadyPhaseFromTheFirstWindow) {
+  for (const std::string name : {"1f1b", "interleaved"}) {
+    for (int pp : {1, 2, 4, 8, 16}) {
+      const int vp = name == "interleaved" ? 3 : 1;
+      if (name == "interleaved" && pp == 1) continue;
+      const SteadyWindow w = steady_state_window(name, pp, vp);
+      EXPECT_LT(w.first, w.second);
+      const PipelineSchedule& schedule = *find_pipeline_schedule(name);
+      for (int stage = 0; stage < pp; ++stage) {
+        const auto first = schedule(pp, stage, w.first, vp);
+        const auto second = schedule(pp, stage, w.second, vp);
+        const auto third = schedule(pp, stage, 2 * w.second - w.first, vp);
+        // The warmup no longer grows with the microbatches (Megatron's interleaved schedule at
+        // m == pp runs every forward first): more microbatches only lengthen the steady phase.
+        const int warmup = forwards_before_first_backward(first);
+        EXPECT_EQ(forwards_before_first_backward(second), warmup) << name << " pp " << pp;
+        EXPECT_EQ(forwards_before_first_backward(third), warmup) << name << " pp " << pp;
+        // Each microbatch between the windows adds the same passes to every stage.
+        auto passes = [](const std::vector<ScheduleStep>& steps) {
+          return std::count_if(steps.begin(), steps.end(), [](const ScheduleStep& s) {
+            return s.kind == StepKind::Forward || s.kind == StepKind::Backward;
+          });
+        };
+        EXPECT_EQ(passes(second) - passes(first), 2L * vp * (w.second - w.first));
+      }
+    }
+  }
+  EXPECT_EQ(steady_state_window("1f1b", 4, 1).first, 4);
+  EXPECT_EQ(steady_state_window("interleaved", 4, 2).first, 8);
+  EXPECT_THROW(steady_state_window("gpipe", 4, 1), std::invalid_argument);
+}
+
 TEST(OneFOneB, EveryStageRunsEachMicrobatchForwardThenBackwardInOrder) {
   for (auto [pp, m] : kShapes) {
     for (int stage = 0; stage < pp; ++stage) {
