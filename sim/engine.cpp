@@ -137,9 +137,25 @@ double power_state_share(const Program& program, const CostModel& cost) {
   return all > 0.0 ? bound / all : 0.0;
 }
 
+std::vector<double> power_state_shares(const Workload& workload, const CostModel& cost) {
+  std::vector<double> shares;
+  shares.reserve(workload.programs.size());
+  for (const Program& program : workload.programs) shares.push_back(power_state_share(program, cost));
+  return shares;
+}
+
 void apply_power_state(Workload& workload, const CostModel& cost) {
-  for (Program& program : workload.programs) {
-    const double share = power_state_share(program, cost);
+  apply_power_state(workload, cost, power_state_shares(workload, cost));
+}
+
+void apply_power_state(Workload& workload, const CostModel& cost, const std::vector<double>& shares) {
+  if (shares.size() != workload.programs.size()) {
+    throw std::invalid_argument("apply_power_state: " + std::to_string(shares.size()) +
+                                " shares for " + std::to_string(workload.programs.size()) + " programs");
+  }
+  for (std::size_t p = 0; p < workload.programs.size(); ++p) {
+    Program& program = workload.programs[p];
+    const double share = shares[p];
     for (Op& op : program.ops) {
       if (!power_limited(op)) continue;
       const double boost = cost.clock_boost(op, share);

@@ -129,6 +129,16 @@ double power_state_share(const Program& program, const CostModel& cost);
 /// if the model returns a boost below 1 or a state ratio outside (0, 2].
 void apply_power_state(Workload& workload, const CostModel& cost);
 
+/// power_state_share of each of the workload's programs, in Workload::programs order.
+/// @throws std::invalid_argument as power_state_share.
+std::vector<double> power_state_shares(const Workload& workload, const CostModel& cost);
+
+/// apply_power_state with the given share for each program instead of the program's own: a
+/// shortened step (docs/engine.md, "Steady-state window") takes the shares of the whole step.
+/// @throws std::invalid_argument as apply_power_state, or if `shares` does not hold one share
+/// per program.
+void apply_power_state(Workload& workload, const CostModel& cost, const std::vector<double>& shares);
+
 /// Simulates one step of a costed workload. Ranks map to platform GPUs one to one.
 /// @throws std::invalid_argument if the workload has more ranks than the platform has GPUs
 /// or is not costed; std::runtime_error if the simulation deadlocks or the child dies.
