@@ -36,6 +36,7 @@ struct RunArgs {
   bool no_interference = false;
   bool no_power_state = false;
   std::string nccl_proto;
+  std::string microbatches;
 };
 
 // Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
@@ -119,6 +120,7 @@ int run_command(const RunArgs& args) {
   if (args.no_interference) options.interference = false;
   if (args.no_power_state) options.power_state = false;
   if (!args.nccl_proto.empty()) options.nccl_proto = args.nccl_proto;
+  if (!args.microbatches.empty()) options.microbatches = args.microbatches;
   RunReport report = simulate_job(job, options);
   // A reliability section asks for the run with failures (docs/energy.md); without one, run
   // reports the failure-free step only and says so in its cost line.
@@ -181,6 +183,12 @@ void register_run_command(CLI::App& app, int& exit_code) {
                  "sustained state, faster when the rank also runs lower-power work, as measured "
                  "under the power limit, docs/cost-model.md); overrides the job's "
                  "simulation.power_state");
+  cmd->add_option("--microbatches", args->microbatches,
+                  "auto: a step with more microbatches per pipeline than two short "
+                  "steady-state windows of its schedule is played as those windows and extended "
+                  "linearly (docs/engine.md); all (default): play every microbatch (always with --trace). "
+                  "Overrides the job's simulation.microbatches")
+      ->check(CLI::IsMember({"auto", "all"}));
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

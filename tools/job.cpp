@@ -50,6 +50,7 @@ Job parse_job(YamlMap root) {
     job.simulation.cost_isolated_tp = sim->get_bool_or("cost_isolated_tp", true);
     job.simulation.fold_tp = sim->get_bool_or("fold_tp", true);
     job.simulation.power_state = sim->get_bool_or("power_state", true);
+    job.simulation.microbatches = sim->get_enum_or("microbatches", "all", {"all", "auto"});
     job.simulation.nccl_proto =
         sim->get_enum_or("nccl_proto", "", {"", "LL", "LL128", "Simple", "auto"});
     sim->finish();

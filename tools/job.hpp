@@ -23,6 +23,7 @@ struct SimulationSpec {
   bool fold_tp = true;            ///< EngineOptions::fold_tp (docs/engine.md)
   bool power_state = true;        ///< GEMM/attention clock boost under the power limit
                                   ///< (sim::apply_power_state, docs/cost-model.md)
+  std::string microbatches = "all";  ///< all | auto: steady-state window (docs/engine.md)
 };
 
 /// A validated job.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -13,6 +14,7 @@
 #include "calib/measured_tables.hpp"
 #include "calib/roofline_cost_model.hpp"
 #include "platforms/builder.hpp"
+#include "tools/steady_window.hpp"
 #include "workloads/generator.hpp"
 
 namespace clustersim::tools {
@@ -88,6 +90,7 @@ SimulateOptions options_from_job(const Job& job) {
   o.cost_isolated_tp = job.simulation.cost_isolated_tp;
   o.fold_tp = job.simulation.fold_tp;
   o.power_state = job.simulation.power_state;
+  o.microbatches = job.simulation.microbatches;
   return o;
 }
 
@@ -113,6 +116,7 @@ void add_cost_sources(RunReport& report, const sim::CostModel& cost) {
 struct PowerStateSummary {
   double share = 0.0;  ///< rank 0's compute-bound share, each op at its sustained time
   double boost = 1.0;  ///< its GEMMs' and attention's time before / after
+  std::vector<double> shares;  ///< every program's share (empty when not applied)
 };
 
 // Applies the power state (sim::apply_power_state) when `on`, and summarizes it for rank 0.
@@ -122,10 +126,40 @@ PowerStateSummary power_state(sim::Workload& workload, const sim::CostModel& cos
   const sim::Program& rank0 = workload.program(0);
   out.share = sim::power_state_share(rank0, cost);
   const double before = sim::compute_bound_seconds(rank0);
-  if (on) sim::apply_power_state(workload, cost);
+  if (on) {
+    out.shares = sim::power_state_shares(workload, cost);
+    sim::apply_power_state(workload, cost, out.shares);
+  }
   const double after = sim::compute_bound_seconds(rank0);
   if (after > 0.0) out.boost = before / after;
   return out;
+}
+
+// Plays the step whole, or as two steady-state windows extended to the step's microbatches
+// (SimulateOptions::microbatches "auto"; never with a timeline, which must show the step
+// itself). Each window is generated and costed as the step is, its power state taken at the
+// whole step's shares. `played` receives the windows' microbatch counts (empty when whole).
+sim::StepResult play_step(const Job& job, const SimulateOptions& options, const sim::Workload& workload,
+                          const PowerStateSummary& power, const sim::PlatformBuilder& platform,
+                          const sim::CostModel& cost, const sim::EngineOptions& engine,
+                          std::vector<int>& played) {
+  if (options.microbatches != "auto" && options.microbatches != "all") {
+    throw std::invalid_argument("microbatches must be auto or all, not '" + options.microbatches + "'");
+  }
+  std::optional<workloads::SteadyWindow> window;
+  if (options.microbatches == "auto" && !options.timeline) window = window_for(job.workload);
+  if (!window) return sim::simulate_step(workload, platform, cost, engine);
+  sim::StepResult steps[2];
+  const int counts[2] = {window->first, window->second};
+  for (int i = 0; i < 2; ++i) {
+    sim::Workload w = workloads::generate_workload(with_microbatches(job.workload, counts[i]));
+    w.accounting = workload.accounting;
+    sim::cost_workload(w, cost);
+    if (!power.shares.empty()) sim::apply_power_state(w, cost, power.shares);
+    steps[i] = sim::simulate_step(w, platform, cost, engine);
+  }
+  played = {counts[0], counts[1]};
+  return extend_window(steps[0], steps[1], *window, job.workload.num_microbatches());
 }
 
 }  // namespace
@@ -166,7 +200,9 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   engine_options.identical_dp_replicas =
       problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && large));
   RunReport report;
-  report.step = sim::simulate_step(workload, *platform, cost, engine_options);
+  report.step = play_step(job, options, workload, power, *platform, cost, engine_options,
+                          report.microbatches_played);
+  report.microbatches = job.workload.num_microbatches();
   report.job_description = workload.description + " on " + platform->describe();
   report.cost_model = cost.describe();
   add_cost_sources(report, cost);
@@ -294,6 +330,9 @@ std::string report_json(const RunReport& r) {
   j["cost_notes"] = r.cost_notes;
   j["cost_tables"] = r.cost_tables;
   if (r.memory) j["memory"] = memory_json(*r.memory);
+  nlohmann::ordered_json played = "all";
+  if (!r.microbatches_played.empty()) played = r.microbatches_played;
+  j["microbatches"] = {{"per_pipeline", r.microbatches}, {"played", played}};
   j["sim_wall_s"] = r.step.sim_wall_s;
   j["events"] = r.step.events;
   if (r.energy) add_energy_json(j, *r.energy);
@@ -366,6 +405,11 @@ std::string report_text(const RunReport& r) {
       << (r.interference ? "on" : "off") << ", TP collectives "
       << (r.step.tp_estimated ? "estimated" : "played")
       << (r.step.tp_folded ? ", one rank per TP group played" : "") << "\n";
+  if (r.microbatches_played.size() == 2) {
+    out << "microbatches  " << r.microbatches << " per pipeline, played as steady-state windows of "
+        << r.microbatches_played[0] << " and " << r.microbatches_played[1]
+        << " extended linearly (docs/engine.md; simulation.microbatches: all plays every one)\n";
+  }
   out << "power state   " << (r.power_state ? "on" : "off") << ": GEMMs and attention "
       << std::fixed << std::setprecision(1) << r.compute_bound_share * 100.0
       << "% of rank 0's GPU compute in their sustained state, run " << std::setprecision(3)

@@ -2,6 +2,7 @@
 // Documented (JSON keys) in docs/outputs.md.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,10 @@ struct RunReport {
   std::vector<std::string> cost_tables;
   int gpus = 0;
   sim::StepResult step;
+  std::int64_t microbatches = 0;  ///< per pipeline per step (global batch / (dp x micro batch))
+  /// The steady-state windows played in place of the step's microbatches (two counts per
+  /// pipeline); empty when every microbatch was played.
+  std::vector<int> microbatches_played;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
   std::string mfu_convention;
   double peak_tflops = 0.0;      ///< dense datasheet peak of the precision used, TFLOP/s
@@ -82,6 +87,10 @@ struct SimulateOptions {
   /// lower-power work (sim::apply_power_state, CostModel::sustained_state and clock_boost);
   /// false: at their tables' speed.
   bool power_state = true;
+  /// "auto": a step with more microbatches per pipeline than its schedule's two steady-state
+  /// windows together is played as those two windows and extended linearly (docs/engine.md,
+  /// "Steady-state window"; not with `timeline`); "all": every microbatch is played.
+  std::string microbatches = "all";
 };
 
 /// The NCCL protocol named `name` ("" -> Default, LL, LL128, Simple, auto).
