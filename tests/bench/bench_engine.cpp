@@ -2,7 +2,7 @@
 // PP16 interleaved (vp 4, embedding and loss counted in the stage split), seq 8192, 16
 // microbatches per pipeline: global batch 2,048 at 16,384 GPUs) at growing GPU counts, Mixtral
 // 8x22B with expert parallelism at 2,048 and 16,384 GPUs, DeepSeek-V3 with EP64 across 8 nodes
-// at 2,048 GPUs and on GB200 NVL72 racks at 1,024 and 16,384 GPUs, and the default GPT-3 175B
+// at 2,048 GPUs (also at its report's batch, as steady-state windows) and on GB200 NVL72 racks at 1,024 and 16,384 GPUs, and the default GPT-3 175B
 // job on 128 GPUs. Reports wall time per simulated step, simulated events
 // per second and the simulation process's peak RSS. Replicas "auto": above 256 GPUs the
 // identical-replica reduction (docs/engine.md).
@@ -41,10 +41,11 @@ void report(benchmark::State& state, double events, double wall) {
 }
 
 // Simulates `job` once per iteration and reports the last simulation's figures.
-void run_steps(benchmark::State& state, const clustersim::tools::Job& job) {
+void run_steps(benchmark::State& state, const clustersim::tools::Job& job,
+               const clustersim::tools::SimulateOptions& options = {}) {
   double events = 0, wall = 0;
   for (auto _ : state) {
-    const auto r = clustersim::tools::simulate_job(job, {});
+    const auto r = clustersim::tools::simulate_job(job, options);
     events = static_cast<double>(r.step.events);
     wall = r.step.sim_wall_s;
   }
@@ -85,15 +86,15 @@ BENCHMARK(BM_MixtralStep)->Arg(2048)->Arg(16384)->Unit(benchmark::kSecond)->Iter
 // nodes, 2,048 GPUs; here TP1, DP128, so two expert-data-parallel replicas), seq 4096, 16
 // microbatches per pipeline: every MoE layer's all-to-alls span 64 ranks on 8 nodes, the
 // heaviest flow pattern of the catalog (docs/engine.md, "All-to-all across domains").
-std::string write_deepseek_job() {
-  const std::string path = "/tmp/clustersim_bench_deepseek_2048.yaml";
+std::string write_deepseek_job(int global_batch = 2048) {
+  const std::string path = "/tmp/clustersim_bench_deepseek_2048_" + std::to_string(global_batch) + ".yaml";
   std::ofstream out(path);
   out << "cluster: {platform: hgx_h100, gpus: 2048}\n"
       << "model: deepseek_v3\n"
       << "parallelism: {tp: 1, pp: 16, ep: 64, num_layers_in_first_pipeline_stage: 1, "
          "num_layers_in_last_pipeline_stage: 4}\n"
-      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 2048, "
-         "precision: bf16, recompute: full}\n";
+      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: " << global_batch
+      << ", precision: bf16, recompute: full}\n";
   return path;
 }
 
@@ -101,6 +102,16 @@ void BM_DeepSeekV3Step(benchmark::State& state) {
   run_steps(state, clustersim::tools::load_job(write_deepseek_job()));
 }
 BENCHMARK(BM_DeepSeekV3Step)->Unit(benchmark::kSecond)->Iterations(1);
+
+// The same at the report's own batch (15,360 sequences: 120 microbatches per pipeline), played as
+// the steady-state windows of 16 and 17 microbatches (`simulation.microbatches: auto`,
+// docs/engine.md); playing all 120 takes about 4-5 minutes and 46 M events.
+void BM_DeepSeekV3ReportBatchWindowed(benchmark::State& state) {
+  clustersim::tools::SimulateOptions options;
+  options.microbatches = "auto";
+  run_steps(state, clustersim::tools::load_job(write_deepseek_job(15360)), options);
+}
+BENCHMARK(BM_DeepSeekV3ReportBatchWindowed)->Unit(benchmark::kSecond)->Iterations(1);
 
 // DeepSeek-V3 on GB200 NVL72 racks, PP16 EP64 with TP1: a stage's 64 ranks straddle racks of
 // 72, so most EP groups hold unequal numbers of members per NVLink domain (docs/engine.md,
