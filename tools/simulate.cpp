@@ -203,6 +203,9 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.step = play_step(job, options, workload, power, *platform, cost, engine_options,
                           report.microbatches_played);
   report.microbatches = job.workload.num_microbatches();
+  if (report.microbatches_played.empty() && !options.timeline) {
+    if (const auto w = window_for(job.workload)) report.microbatches_window = {w->first, w->second};
+  }
   report.job_description = workload.description + " on " + platform->describe();
   report.cost_model = cost.describe();
   add_cost_sources(report, cost);
@@ -409,6 +412,10 @@ std::string report_text(const RunReport& r) {
     out << "microbatches  " << r.microbatches << " per pipeline, played as steady-state windows of "
         << r.microbatches_played[0] << " and " << r.microbatches_played[1]
         << " extended linearly (docs/engine.md; simulation.microbatches: all plays every one)\n";
+  } else if (r.microbatches_window.size() == 2) {
+    out << "microbatches  " << r.microbatches << " per pipeline, all played (--microbatches auto "
+        << "would play steady-state windows of " << r.microbatches_window[0] << " and "
+        << r.microbatches_window[1] << ", docs/engine.md)\n";
   }
   out << "power state   " << (r.power_state ? "on" : "off") << ": GEMMs and attention "
       << std::fixed << std::setprecision(1) << r.compute_bound_share * 100.0

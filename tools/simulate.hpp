@@ -38,6 +38,9 @@ struct RunReport {
   /// The steady-state windows played in place of the step's microbatches (two counts per
   /// pipeline); empty when every microbatch was played.
   std::vector<int> microbatches_played;
+  /// The windows `microbatches: auto` would play where every microbatch was played instead
+  /// (two counts; empty when auto would play the step whole too, or when it was windowed).
+  std::vector<int> microbatches_window;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
   std::string mfu_convention;
   double peak_tflops = 0.0;      ///< dense datasheet peak of the precision used, TFLOP/s

@@ -35,7 +35,10 @@ void expect_window_gives_whole_step(const std::string& name, const std::string& 
   const RunReport whole = run(job, "all");
   const RunReport windowed = run(job, "auto");
   EXPECT_TRUE(whole.microbatches_played.empty());
+  EXPECT_EQ(whole.microbatches_window, played);  // the played-whole report names the windows
   EXPECT_EQ(windowed.microbatches_played, played);
+  EXPECT_TRUE(windowed.microbatches_window.empty());
+  EXPECT_NE(report_text(whole).find("all played (--microbatches auto would play"), std::string::npos);
   EXPECT_EQ(windowed.microbatches, whole.microbatches);
   const auto& a = whole.step.breakdown;
   const auto& b = windowed.step.breakdown;
@@ -104,13 +107,17 @@ TEST(SteadyWindow, ATimelineOrFewMicrobatchesPlayEveryMicrobatch) {
                                     "training: {seq_length: 4096, micro_batch_size: 1, "
                                     "global_batch_size: 38, precision: bf16}\n");
   EXPECT_EQ(job.workload.num_microbatches(), 19);  // < 4 x 5: windows would save little
-  EXPECT_TRUE(run(job, "auto").microbatches_played.empty());
+  const RunReport few = run(job, "auto");
+  EXPECT_TRUE(few.microbatches_played.empty());
+  EXPECT_TRUE(few.microbatches_window.empty());
+  EXPECT_EQ(report_text(few).find("microbatches  "), std::string::npos);
   const Job many = job_of("timeline", std::string(kDense) +
                                           "parallelism: {tp: 2, pp: 4}\n"
                                           "training: {seq_length: 4096, micro_batch_size: 1, "
                                           "global_batch_size: 48, precision: bf16}\n");
   const RunReport traced = run(many, "auto", true);
   EXPECT_TRUE(traced.microbatches_played.empty());
+  EXPECT_TRUE(traced.microbatches_window.empty());  // a timeline plays the step whole anyway
   EXPECT_FALSE(traced.step.timeline.empty());
 }
 
