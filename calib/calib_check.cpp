@@ -70,6 +70,63 @@ std::vector<CheckRow> catalog_rows(const MeasuredTables& tables, const MeasuredC
   return {in, out};
 }
 
+// The model's time of one point of a beyond-the-grid series, in its grid's layout, and whether
+// the point lies inside that grid. GEMM series are read through their own table; attention
+// points are costed as a causal cuDNN op of batch 1 (the series' heads the batch x heads axis).
+std::pair<double, bool> beyond_prediction(const MeasuredTables& tables,
+                                          const MeasuredCostModel& model,
+                                          const MeasuredSeries& s, const MeasuredPoint& p) {
+  if (s.key.rfind("gemm/", 0) == 0) {
+    const double m = p.coords[0], n = p.coords[1], k = p.coords[2];
+    return {model.table_gemm_time(s.key, m, n, k), tables.grid(s.key).contains(p.coords)};
+  }
+  if (s.key.rfind("attention/cudnn/gqa/", 0) != 0) {
+    throw std::invalid_argument(s.file + ": beyond-the-grid series " + s.key +
+                                " (expected gemm/... or attention/cudnn/gqa/...)");
+  }
+  sim::AttentionShape a;
+  a.batch = 1;
+  a.heads = static_cast<std::int64_t>(p.coords[1]);
+  a.kv_heads = std::max<std::int64_t>(1, a.heads / 8);
+  a.seq_q = a.seq_kv = static_cast<std::int64_t>(p.coords[0]);
+  a.head_dim = a.head_dim_v = 128;
+  a.backward = s.key.substr(s.key.rfind('/') + 1) == "bwd";
+  sim::Op op;
+  op.shape = a;
+  op.phase = a.backward ? sim::Phase::Backward : sim::Phase::Forward;
+  return {model.compute_time(op), tables.grid(s.key).contains(p.coords)};
+}
+
+// Model against one beyond-the-grid series: a row beyond the grid, a row for the points the
+// grid covers (its edge, or nodes measured since).
+std::vector<CheckRow> beyond_rows(const MeasuredTables& tables, const MeasuredCostModel& model,
+                                  const MeasuredSeries& s) {
+  CheckRow rows[2];  // [0]: beyond the grid, [1]: inside it
+  rows[0].table = s.key + " (beyond grid)";
+  rows[1].table = s.key + " (in grid, this run)";
+  std::vector<double> errs[2];
+  double worst[2] = {-1.0, -1.0};
+  for (const auto& p : s.points) {
+    const auto [t, inside] = beyond_prediction(tables, model, s, p);
+    const int i = inside ? 1 : 0;
+    const double e = std::fabs(t - p.time_s) / p.time_s;
+    errs[i].push_back(e);
+    if (e > worst[i]) {
+      worst[i] = e;
+      std::ostringstream w;
+      for (std::size_t d = 0; d < p.coords.size(); ++d) {
+        w << (d ? " " : "") << s.axes[d] << "=" << p.coords[d];
+      }
+      rows[i].worst = w.str();
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    rows[i].file = s.file;
+    finish(rows[i], errs[i]);
+  }
+  return {rows[0], rows[1]};
+}
+
 // Errors of one row as they come, and the point of the largest (described only when it is).
 class Tally {
  public:
@@ -186,6 +243,9 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
   for (const auto& s : tables.catalog()) {
     for (auto& row : catalog_rows(tables, model, s)) r.catalog.push_back(std::move(row));
   }
+  for (const auto& s : tables.beyond()) {
+    for (auto& row : beyond_rows(tables, model, s)) r.beyond.push_back(std::move(row));
+  }
   return r;
 }
 
@@ -213,6 +273,13 @@ std::string format_check_report(const CheckReport& report) {
               report.model_reads);
   format_rows(s, "Model vs GEMMs measured at the catalog models' shapes (off-grid validation)",
               report.catalog);
+  if (!report.beyond.empty()) {
+    format_rows(s,
+                "Model vs points measured beyond the grids (fallbacks: GEMMs at the edge's rate, "
+                "attention scaled by heads x seq^2; \"in grid\" rows: the same run's points "
+                "that the grid covers)",
+                report.beyond);
+  }
   return s.str();
 }
 

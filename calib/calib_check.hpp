@@ -31,6 +31,10 @@ struct CheckReport {
   std::vector<CheckRow> loo;       ///< leave-one-out, every node
   std::vector<CheckRow> loo_long;  ///< leave-one-out, nodes measured at >= long_op_s
   std::vector<CheckRow> catalog;   ///< model vs measured catalog GEMMs, in and outside the grid
+  /// Model vs GEMMs and attention measured beyond the grids (MeasuredTables::beyond()): per
+  /// series, one row for the points beyond the grid (the model's fallbacks) and one for those
+  /// the grid covers (this run against the grid's own measurement at its edge or its nodes).
+  std::vector<CheckRow> beyond;
   /// Leave-one-out of the tables that the model reads through another table, as it reads them.
   /// TP-overlap and held-SM grids (gemm_tp/, gemm_busy/): each node held out of the grid and of
   /// its reference grid, the predicted ratio against the measured one (the model multiplies its

@@ -158,6 +158,11 @@ double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase ph
   return t;
 }
 
+double MeasuredCostModel::table_gemm_time(const std::string& key, double m, double n, double k) const {
+  const double elem_bytes = key.rfind("gemm/fp8/", 0) == 0 ? 1.0 : 2.0;
+  return gemm_lookup(key, m, n, k, elem_bytes, key.substr(key.find('/') + 1));
+}
+
 // In the grid: log-log interpolation. Outside: the roofline of the grid's edge - the measured
 // rate at the nearest in-grid shape (coordinates clamped) applied to this GEMM's FLOPs, a memory
 // term at the measured copy bandwidth, and never below the grid's smallest GEMM (launch floor).

@@ -94,6 +94,12 @@ class MeasuredCostModel : public sim::CostModel {
   /// Measured interference at the NCCL default channel count, averaged over the measured GPUs
   /// and interpolated in log(bytes) between the measured all_reduce sizes (clamped at the ends).
   InterferenceFactors interference(OverlapCompute compute, double comm_bytes) const;
+  /// Time in s of one GEMM of the measured table `key` ("gemm/bf16/dgrad", "gemm/fp8/tn", ...)
+  /// at (m, n, k) in that table's layout, as the model reads the table: interpolated inside the
+  /// grid, the edge-rate roofline outside it; on the measured GPU's scale (no derivation rule).
+  /// For checks of one layout (calib check); ops are costed by compute_time().
+  /// @throws std::out_of_range for an unknown key.
+  double table_gemm_time(const std::string& key, double m, double n, double k) const;
   /// The derivation rule in use.
   const DerivationRule& rule() const { return rule_; }
   /// The rule's speed-ups at this platform's GPU figures (peaks, HBM bandwidth).

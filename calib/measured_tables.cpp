@@ -14,48 +14,55 @@
 namespace clustersim::calib {
 namespace {
 
+// What a table file is for: interpolation grids the model reads, or series kept only to check
+// the model against (shapes between grid nodes, or beyond the grids).
+enum class Use { Grid, Catalog, Beyond };
+
 // The table files of a measured GPU directory and how to read each (a registry, not a chain
-// of ifs on file names). `grid` files become interpolation grids; the others are kept as series.
+// of ifs on file names).
 struct TableFile {
   const char* name;
   std::vector<MeasuredSeries> (*load)(const std::string&);
-  bool grid;
+  Use use;
   bool optional = false;  ///< a directory without the file is still complete
 };
 
 const std::vector<TableFile>& table_files() {
   static const std::vector<TableFile> kFiles = {
-      {"gemm_bf16.csv", load_gemm_series, true},
-      {"gemm_fp8.csv", load_gemm_series, true},
+      {"gemm_bf16.csv", load_gemm_series, Use::Grid},
+      {"gemm_fp8.csv", load_gemm_series, Use::Grid},
       // FP8 with fast accumulation (Transformer Engine's forward GEMMs); older data lack it.
-      {"gemm_fp8_fastacc.csv", load_gemm_series, true, true},
+      {"gemm_fp8_fastacc.csv", load_gemm_series, Use::Grid, true},
       // GEMMs as Transformer Engine's TP overlap runs them (split into chunks, planned for
       // fewer SMs; run 12, calib/probes/gemm_tp_overlap.cu); older data lack them.
-      {"gemm_tp_overlap_fwd_wgrad.csv", load_tp_overlap_series, true, true},
-      {"gemm_tp_overlap_dgrad_fp8.csv", load_tp_overlap_series, true, true},
+      {"gemm_tp_overlap_fwd_wgrad.csv", load_tp_overlap_series, Use::Grid, true},
+      {"gemm_tp_overlap_dgrad_fp8.csv", load_tp_overlap_series, Use::Grid, true},
       // GEMMs beside SMs held by another kernel, as TE's userbuffers communication kernels
       // hold them (run 18, calib/probes/gemm_tp_overlap.cu busy variants); older data lack it.
-      {"gemm_busy_sms.csv", load_busy_sms_series, true, true},
+      {"gemm_busy_sms.csv", load_busy_sms_series, Use::Grid, true},
       // Weight gradients accumulated into main_grad (run 48, calib/probes/gemm.cu --accumulate);
       // older data lack it.
-      {"gemm_wgrad_accum.csv", load_wgrad_accum_series, true, true},
-      {"attention.csv", load_attention_series, true},
+      {"gemm_wgrad_accum.csv", load_wgrad_accum_series, Use::Grid, true},
+      {"attention.csv", load_attention_series, Use::Grid},
       // Unmasked context-parallel attention blocks (run 16, calib/probes/attention_cp.py).
-      {"attention_cp.csv", load_attention_cp_series, true, true},
+      {"attention_cp.csv", load_attention_cp_series, Use::Grid, true},
       // The same blocks with FlashAttention-2 (run 52); older data lack them.
-      {"attention_cp_flash.csv", load_attention_cp_series, true, true},
-      {"membound.csv", load_membound_series, true},
+      {"attention_cp_flash.csv", load_attention_cp_series, Use::Grid, true},
+      {"membound.csv", load_membound_series, Use::Grid},
       // Hugging Face's eager element-wise modules (run 19, calib/probes/eager_ops.py).
-      {"membound_eager.csv", load_membound_series, true, true},
-      {"nccl_default.csv", load_nccl_series, true},
-      {"nccl_ring_ll.csv", load_nccl_series, true},
-      {"nccl_ring_ll128.csv", load_nccl_series, true},
-      {"nccl_ring_simple.csv", load_nccl_series, true},
-      {"nccl_tree_ll.csv", load_nccl_series, true},
-      {"nccl_tree_ll128.csv", load_nccl_series, true},
-      {"nccl_tree_simple.csv", load_nccl_series, true},
-      {"gemm_catalog_bf16.csv", load_gemm_series, false},
-      {"gemm_catalog_fp8.csv", load_gemm_series, false},
+      {"membound_eager.csv", load_membound_series, Use::Grid, true},
+      {"nccl_default.csv", load_nccl_series, Use::Grid},
+      {"nccl_ring_ll.csv", load_nccl_series, Use::Grid},
+      {"nccl_ring_ll128.csv", load_nccl_series, Use::Grid},
+      {"nccl_ring_simple.csv", load_nccl_series, Use::Grid},
+      {"nccl_tree_ll.csv", load_nccl_series, Use::Grid},
+      {"nccl_tree_ll128.csv", load_nccl_series, Use::Grid},
+      {"nccl_tree_simple.csv", load_nccl_series, Use::Grid},
+      {"gemm_catalog_bf16.csv", load_gemm_series, Use::Catalog},
+      {"gemm_catalog_fp8.csv", load_gemm_series, Use::Catalog},
+      // Beyond the grids' edges, at long-context shapes (run 64): checks of the fallbacks.
+      {"gemm_long_tokens.csv", load_gemm_series, Use::Beyond, true},
+      {"attention_long.csv", load_attention_series, Use::Beyond, true},
   };
   return kFiles;
 }
@@ -158,8 +165,8 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
     const std::string path = dir + "/" + f.name;
     if (f.optional && !std::ifstream(path).good()) continue;
     for (auto& series : f.load(path)) {
-      if (!f.grid) {
-        t->catalog_.push_back(std::move(series));
+      if (f.use != Use::Grid) {
+        (f.use == Use::Catalog ? t->catalog_ : t->beyond_).push_back(std::move(series));
         continue;
       }
       const std::string key = series.key;

@@ -23,7 +23,7 @@ class MeasuredTables {
   /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv, host_offload.csv;
   /// optional: gemm_fp8_fastacc.csv, gemm_tp_overlap_{fwd_wgrad,dgrad_fp8}.csv,
   /// gemm_busy_sms.csv, attention_cp.csv, power_boost.csv with table_state.csv,
-  /// interference_membound.csv).
+  /// interference_membound.csv, gemm_long_tokens.csv, attention_long.csv).
   /// @throws SpecError naming file, line and column for a missing or malformed table.
   static std::shared_ptr<const MeasuredTables> load(const std::string& dir);
 
@@ -34,6 +34,10 @@ class MeasuredTables {
   std::vector<std::string> keys() const;
   /// Measured GEMMs at real model shapes (validation, not used for costing).
   const std::vector<MeasuredSeries>& catalog() const { return catalog_; }
+  /// GEMMs and attention measured beyond the grids' edges (gemm_long_tokens.csv,
+  /// attention_long.csv; checks of the model's fallbacks there, not used for costing); empty
+  /// when the directory has neither file.
+  const std::vector<MeasuredSeries>& beyond() const { return beyond_; }
   /// Measured compute/communication interference.
   const std::vector<InterferencePoint>& interference() const { return interference_; }
   /// Host-offload figures (host_offload.csv): PCIe copies and host AdamW.
@@ -67,6 +71,7 @@ class MeasuredTables {
   std::string dir_, provenance_;
   std::map<std::string, LogGrid> grids_;
   std::vector<MeasuredSeries> catalog_;
+  std::vector<MeasuredSeries> beyond_;
   std::vector<InterferencePoint> interference_;
   HostOffloadTable host_offload_;
   PowerBoostTable power_boost_;
