@@ -40,6 +40,22 @@ inline sim::GpuSpec gpu(const std::string& name, double hbm_tbps) {
   return g;
 }
 
+/// A cuDNN attention op of batch 1, head_dim 128 and kv_heads = heads / 8 (the table's gqa set),
+/// `seq` tokens of queries and keys.
+inline sim::Op attention_op(std::int64_t heads, std::int64_t seq, bool backward, bool causal = true) {
+  sim::Op op;
+  sim::AttentionShape a;
+  a.batch = 1;
+  a.heads = heads;
+  a.kv_heads = heads / 8;
+  a.seq_q = a.seq_kv = seq;
+  a.head_dim = a.head_dim_v = 128;
+  a.causal = causal;
+  a.backward = backward;
+  op.shape = a;
+  return op;
+}
+
 /// A GEMM op as TE's TP overlap runs it: `splits` chunk GEMMs, `margin` SMs left to the
 /// communication kernel, `busy` SMs held by it (sim::GemmShape).
 inline sim::Op gemm_op(std::int64_t m, std::int64_t n, std::int64_t k, sim::DType dt, int splits,

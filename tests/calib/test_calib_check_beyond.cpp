@@ -51,15 +51,7 @@ TEST(CalibCheckBeyond, EachPointAgainstTheFallbackAndTheSeamApart) {
       << "# probe: test\ndtype,layout,m,n,k,time_s,max_rel_err\n"
       << "bf16,wgrad,4096,4096,262144," << 1.2 * beyond << ",0.001\n"
       << "bf16,wgrad,4096,4096,32768," << seam << ",0.001\n";
-  sim::Op att;
-  sim::AttentionShape a;
-  a.batch = 1;
-  a.heads = 32;
-  a.kv_heads = 4;
-  a.seq_q = a.seq_kv = 262144;
-  a.head_dim = a.head_dim_v = 128;
-  att.shape = a;
-  const double fwd = m0.compute_time(att);
+  const double fwd = m0.compute_time(testing::attention_op(32, 262144, false));
   std::ofstream(dir / "attention_long.csv")
       << std::setprecision(17)
       << "# probe: test\nbackend,set,direction,batch,heads,kv_heads,seq,time_s,max_rel_err\n"

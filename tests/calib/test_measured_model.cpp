@@ -35,17 +35,7 @@ sim::Op gemm(std::int64_t m, std::int64_t n, std::int64_t k, sim::DType dt,
 }
 
 sim::Op attention(std::int64_t heads, std::int64_t seq, bool backward, bool causal = true) {
-  sim::Op op;
-  sim::AttentionShape a;
-  a.batch = 1;
-  a.heads = heads;
-  a.kv_heads = heads / 8;
-  a.seq_q = a.seq_kv = seq;
-  a.head_dim = a.head_dim_v = 128;
-  a.causal = causal;
-  a.backward = backward;
-  op.shape = a;
-  return op;
+  return testing::attention_op(heads, seq, backward, causal);
 }
 
 constexpr auto mem = testing::mem_op;
