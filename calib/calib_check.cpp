@@ -70,6 +70,26 @@ std::vector<CheckRow> catalog_rows(const MeasuredTables& tables, const MeasuredC
   return {in, out};
 }
 
+// Errors of one row as they come, and the point of the largest (described only when it is).
+class Tally {
+ public:
+  explicit Tally(CheckRow& row) : row_(row) {}
+  template <typename Where>
+  void add(double e, Where where) {
+    errs_.push_back(e);
+    if (e > worst_) {
+      worst_ = e;
+      row_.worst = where();
+    }
+  }
+  void done() { finish(row_, errs_); }
+
+ private:
+  CheckRow& row_;
+  std::vector<double> errs_;
+  double worst_ = -1.0;
+};
+
 // The model's time of one point of a beyond-the-grid series, in its grid's layout, and whether
 // the point lies inside that grid. GEMM series are read through their own table; attention
 // points are costed as a causal cuDNN op of batch 1 (the series' heads the batch x heads axis).
@@ -101,51 +121,25 @@ std::pair<double, bool> beyond_prediction(const MeasuredTables& tables,
 // grid covers (its edge, or nodes measured since).
 std::vector<CheckRow> beyond_rows(const MeasuredTables& tables, const MeasuredCostModel& model,
                                   const MeasuredSeries& s) {
-  CheckRow rows[2];  // [0]: beyond the grid, [1]: inside it
-  rows[0].table = s.key + " (beyond grid)";
-  rows[1].table = s.key + " (in grid, this run)";
-  std::vector<double> errs[2];
-  double worst[2] = {-1.0, -1.0};
+  CheckRow beyond, inside;
+  beyond.table = s.key + " (beyond grid)";
+  inside.table = s.key + " (in grid, this run)";
+  beyond.file = inside.file = s.file;
+  Tally out(beyond), in(inside);
   for (const auto& p : s.points) {
-    const auto [t, inside] = beyond_prediction(tables, model, s, p);
-    const int i = inside ? 1 : 0;
-    const double e = std::fabs(t - p.time_s) / p.time_s;
-    errs[i].push_back(e);
-    if (e > worst[i]) {
-      worst[i] = e;
+    const auto [t, covered] = beyond_prediction(tables, model, s, p);
+    (covered ? in : out).add(std::fabs(t - p.time_s) / p.time_s, [&] {
       std::ostringstream w;
       for (std::size_t d = 0; d < p.coords.size(); ++d) {
         w << (d ? " " : "") << s.axes[d] << "=" << p.coords[d];
       }
-      rows[i].worst = w.str();
-    }
+      return w.str();
+    });
   }
-  for (int i = 0; i < 2; ++i) {
-    rows[i].file = s.file;
-    finish(rows[i], errs[i]);
-  }
-  return {rows[0], rows[1]};
+  out.done();
+  in.done();
+  return {beyond, inside};
 }
-
-// Errors of one row as they come, and the point of the largest (described only when it is).
-class Tally {
- public:
-  explicit Tally(CheckRow& row) : row_(row) {}
-  template <typename Where>
-  void add(double e, Where where) {
-    errs_.push_back(e);
-    if (e > worst_) {
-      worst_ = e;
-      row_.worst = where();
-    }
-  }
-  void done() { finish(row_, errs_); }
-
- private:
-  CheckRow& row_;
-  std::vector<double> errs_;
-  double worst_ = -1.0;
-};
 
 // Leave-one-out of grid `key`'s ratio to its reference grid `ref` at the nodes both hold.
 CheckRow factor_row(const LogGrid& g, const LogGrid& ref) {
