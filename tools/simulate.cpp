@@ -135,19 +135,13 @@ PowerStateSummary power_state(sim::Workload& workload, const sim::CostModel& cos
   return out;
 }
 
-// Plays the step whole, or as two steady-state windows extended to the step's microbatches
-// (SimulateOptions::microbatches "auto"; never with a timeline, which must show the step
-// itself). Each window is generated and costed as the step is, its power state taken at the
-// whole step's shares. `played` receives the windows' microbatch counts (empty when whole).
-sim::StepResult play_step(const Job& job, const SimulateOptions& options, const sim::Workload& workload,
-                          const PowerStateSummary& power, const sim::PlatformBuilder& platform,
-                          const sim::CostModel& cost, const sim::EngineOptions& engine,
-                          std::vector<int>& played) {
-  if (options.microbatches != "auto" && options.microbatches != "all") {
-    throw std::invalid_argument("microbatches must be auto or all, not '" + options.microbatches + "'");
-  }
-  std::optional<workloads::SteadyWindow> window;
-  if (options.microbatches == "auto" && !options.timeline) window = window_for(job.workload);
+// Plays the step whole (`window` empty), or as the two steady-state windows of `window` extended
+// to the step's microbatches. Each window is generated and costed as the step is, its power
+// state taken at the whole step's shares.
+sim::StepResult play_step(const Job& job, const std::optional<workloads::SteadyWindow>& window,
+                          const sim::Workload& workload, const PowerStateSummary& power,
+                          const sim::PlatformBuilder& platform, const sim::CostModel& cost,
+                          const sim::EngineOptions& engine) {
   if (!window) return sim::simulate_step(workload, platform, cost, engine);
   sim::StepResult steps[2];
   const int counts[2] = {window->first, window->second};
@@ -158,7 +152,6 @@ sim::StepResult play_step(const Job& job, const SimulateOptions& options, const 
     if (!power.shares.empty()) sim::apply_power_state(w, cost, power.shares);
     steps[i] = sim::simulate_step(w, platform, cost, engine);
   }
-  played = {counts[0], counts[1]};
   return extend_window(steps[0], steps[1], *window, job.workload.num_microbatches());
 }
 
@@ -200,11 +193,17 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   engine_options.identical_dp_replicas =
       problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && large));
   RunReport report;
-  report.step = play_step(job, options, workload, power, *platform, cost, engine_options,
-                          report.microbatches_played);
+  if (options.microbatches != "auto" && options.microbatches != "all") {
+    throw std::invalid_argument("microbatches must be auto or all, not '" + options.microbatches + "'");
+  }
+  // The windows `auto` plays; never with a timeline, which must show the step itself.
+  const auto window = options.timeline ? std::nullopt : window_for(job.workload);
+  const bool windowed = window && options.microbatches == "auto";
+  report.step = play_step(job, windowed ? window : std::nullopt, workload, power, *platform, cost,
+                          engine_options);
   report.microbatches = job.workload.num_microbatches();
-  if (report.microbatches_played.empty() && !options.timeline) {
-    if (const auto w = window_for(job.workload)) report.microbatches_window = {w->first, w->second};
+  if (window) {
+    (windowed ? report.microbatches_played : report.microbatches_window) = {window->first, window->second};
   }
   report.job_description = workload.description + " on " + platform->describe();
   report.cost_model = cost.describe();

@@ -17,7 +17,7 @@
 # them, (tokens, in, out) and (in, out, tokens), in TN with split accumulation; no attention.
 # Usage: calib/scripts/run_long_tokens.sh RESULTS_DIR [fp8|fp8fwd]. Never changes GPU clocks or settings.
 set -uo pipefail
-OUT_DIR=${1:?usage: run_long_tokens.sh RESULTS_DIR [fp8]}
+OUT_DIR=${1:?usage: run_long_tokens.sh RESULTS_DIR [fp8|fp8fwd]}
 MODE=${2:-bf16}
 source "$(dirname "$0")/common.sh"
 calib_start_device_call run_long_tokens long_tokens

@@ -2,8 +2,8 @@
 // PP16 interleaved (vp 4, embedding and loss counted in the stage split), seq 8192, 16
 // microbatches per pipeline: global batch 2,048 at 16,384 GPUs) at growing GPU counts, Mixtral
 // 8x22B with expert parallelism at 2,048 and 16,384 GPUs, DeepSeek-V3 with EP64 across 8 nodes
-// at 2,048 GPUs (also at its report's batch, as steady-state windows) and on GB200 NVL72 racks at 1,024 and 16,384 GPUs, and the default GPT-3 175B
-// job on 128 GPUs. Reports wall time per simulated step, simulated events
+// at 2,048 GPUs (also at its report's batch, as steady-state windows) and on GB200 NVL72 racks
+// at 1,024 and 16,384 GPUs, and the default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
 // per second and the simulation process's peak RSS. Replicas "auto": above 256 GPUs the
 // identical-replica reduction (docs/engine.md).
 #include <benchmark/benchmark.h>
