@@ -50,6 +50,14 @@ def grids(name):
         # node scaled by seq^2.
         return [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)],
                  [196608, 262144])]
+    if name == "long_mla":
+        # Run 69: the MLA set (DeepSeek-V3's head_dim 192/128) beyond its 32k, to 128k (the
+        # model's long-context extension), where the model had scaled the 32k node by seq^2.
+        return [("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], [49152, 65536, 98304, 131072])]
+    if name == "long_mha":
+        # Run 69: the MHA set of run 58 (6-128 heads) beyond its 32k, to 128k.
+        return [("mha", 128, 128, [(h, h) for h in (6, 8, 12, 16, 24, 32, 48, 64, 96, 128)],
+                 [49152, 65536, 98304, 131072])]
     full = [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], seqs),
             ("mha", 128, 128, [(h, h) for h in (12, 24, 48, 96)], [s for s in seqs if 2048 <= s <= 8192]),
             ("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], [s for s in seqs if s <= 32768])]
