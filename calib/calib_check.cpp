@@ -92,7 +92,8 @@ class Tally {
 
 // The model's time of one point of a beyond-the-grid series, in its grid's layout, and whether
 // the point lies inside that grid. GEMM series are read through their own table; attention
-// points are costed as a causal cuDNN op of batch 1 (the series' heads the batch x heads axis).
+// points are costed as a causal cuDNN op of batch 1 (the series' heads the batch x heads axis)
+// with the set's kv_heads (gqa heads / 8, mha and mla heads) and head dims (mla 192/128).
 std::pair<double, bool> beyond_prediction(const MeasuredTables& tables,
                                           const MeasuredCostModel& model,
                                           const MeasuredSeries& s, const MeasuredPoint& p) {
@@ -100,16 +101,21 @@ std::pair<double, bool> beyond_prediction(const MeasuredTables& tables,
     const double m = p.coords[0], n = p.coords[1], k = p.coords[2];
     return {model.table_gemm_time(s.key, m, n, k), tables.grid(s.key).contains(p.coords)};
   }
-  if (s.key.rfind("attention/cudnn/gqa/", 0) != 0) {
+  // attention/cudnn/SET/DIR: the set's heads-to-kv_heads rule and head dims (calib/probes/attention.py).
+  const bool gqa = s.key.rfind("attention/cudnn/gqa/", 0) == 0;
+  const bool mha = s.key.rfind("attention/cudnn/mha/", 0) == 0;
+  const bool mla = s.key.rfind("attention/cudnn/mla/", 0) == 0;
+  if (!gqa && !mha && !mla) {
     throw std::invalid_argument(s.file + ": beyond-the-grid series " + s.key +
-                                " (expected gemm/... or attention/cudnn/gqa/...)");
+                                " (expected gemm/... or attention/cudnn/{gqa,mha,mla}/...)");
   }
   sim::AttentionShape a;
   a.batch = 1;
   a.heads = static_cast<std::int64_t>(p.coords[1]);
-  a.kv_heads = std::max<std::int64_t>(1, a.heads / 8);
+  a.kv_heads = gqa ? std::max<std::int64_t>(1, a.heads / 8) : a.heads;
   a.seq_q = a.seq_kv = static_cast<std::int64_t>(p.coords[0]);
-  a.head_dim = a.head_dim_v = 128;
+  a.head_dim = mla ? 192 : 128;
+  a.head_dim_v = 128;
   a.backward = s.key.substr(s.key.rfind('/') + 1) == "bwd";
   sim::Op op;
   op.shape = a;

@@ -196,8 +196,14 @@ TEST(MeasuredTables, LoadsEveryTableOfTheH200Directory) {
   // seq_q, kv_ratio, heads on run 59's 1.5x steps (5 x 3 x 5 before it)
   EXPECT_EQ(t->grid("attention_cp/cudnn/gqa/bwd").size(), 9u * 3u * 9u);
   EXPECT_EQ(t->grid("attention_cp/flash/gqa/fwd").size(), 9u * 3u * 9u);
-  // MHA: seq 1k-32k x heads 6-128 on run 58's 1.5x steps (5 x 4 before it)
-  EXPECT_EQ(t->grid("attention/cudnn/mha/fwd").size(), 11u * 10u);
+  // FP8 split accumulation: k to 256k since run 68 (49k, 64k, 128k, 256k planes), n to 128k
+  // since run 70 (96k, 128k planes)
+  EXPECT_EQ(t->grid("gemm/fp8/tn").size(), 7u * (15u + 2u) * (13u + 4u));
+  // MHA: seq 1k-32k x heads 6-128 on run 58's 1.5x steps (5 x 4 before it); cuDNN to 128k
+  // since run 69 (48k, 64k, 96k, 128k); FlashAttention-2 still ends at 32k
+  EXPECT_EQ(t->grid("attention/cudnn/mha/fwd").size(), (11u + 4u) * 10u);
+  // MLA (cuDNN only): seq 512-32k, and 48k-128k since run 69, x heads 16-128
+  EXPECT_EQ(t->grid("attention/cudnn/mla/bwd").size(), (13u + 4u) * 4u);
   EXPECT_EQ(t->grid("attention/flash/mha/bwd").size(), 11u * 10u);
   EXPECT_EQ(t->nccl_ranks(), 2);
   EXPECT_EQ(t->catalog().size(), 2u);
