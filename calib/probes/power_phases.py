@@ -14,22 +14,14 @@ Not a table the cost model reads. Usage: python3 power_phases.py --device 0 --ou
 
 import argparse
 import statistics
-import subprocess
 import time
 
 import torch
 
-from probe_common import CsvWriter, fmt
+from probe_common import CsvWriter, clocks_sampler, fmt
 
 M_, N_, K_ = 4096, 8192, 8192
 FLOP = 2.0 * M_ * N_ * K_
-
-
-def clocks_sampler(device, path):
-    return subprocess.Popen(
-        ["nvidia-smi", "-i", str(device), "--query-gpu=clocks.sm,power.draw",
-         "--format=csv,noheader,nounits", "-lms", "50"],
-        stdout=open(path, "w"), stderr=subprocess.DEVNULL)
 
 
 def mean_samples(path):

@@ -28,6 +28,15 @@ def telemetry(index):
     return "unavailable"
 
 
+def clocks_sampler(device, path, fields="clocks.sm,power.draw", interval_ms=50):
+    """nvidia-smi writing `fields` of GPU `device` every `interval_ms` to `path` (CSV without
+    header or units) until the returned process is terminated."""
+    return subprocess.Popen(
+        ["nvidia-smi", "-i", str(device), f"--query-gpu={fields}", "--format=csv,noheader,nounits",
+         "-lms", str(interval_ms)],
+        stdout=open(path, "w"), stderr=subprocess.DEVNULL)
+
+
 def driver_version():
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],

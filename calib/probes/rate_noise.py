@@ -23,13 +23,11 @@ Usage: python3 rate_noise.py --device 0 --seconds 20 --warm-s 8 --out rate_noise
 import argparse
 import math
 import os
-import subprocess
-import time
 
 import numpy as np
 import torch
 
-from probe_common import CsvWriter, Heater, fmt
+from probe_common import CsvWriter, Heater, clocks_sampler, fmt
 
 
 def gemm_bf16(dev):
@@ -121,13 +119,6 @@ def window_sd(x, w):
     return means.std(ddof=1) / x.mean()
 
 
-def clocks_sampler(device, path):
-    return subprocess.Popen(
-        ["nvidia-smi", "-i", str(device), "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu",
-         "--format=csv,noheader,nounits", "-lms", "50"],
-        stdout=open(path, "w"), stderr=subprocess.DEVNULL)
-
-
 def read_clocks(path):
     """(SM MHz, board W) rows of the sampler's file; unreadable lines are skipped."""
     rows = []
@@ -168,7 +159,8 @@ def main():
         tag = f"{name}_{done.count(name) + 1}"
         done.append(name)
         clk_path = os.path.join(os.path.dirname(os.path.abspath(args.out)), f"clocks_{tag}.csv")
-        sampler = clocks_sampler(args.device, clk_path)
+        sampler = clocks_sampler(args.device, clk_path,
+                                 "timestamp,clocks.sm,power.draw,temperature.gpu")
         x = item_times(run, args.seconds)
         sampler.terminate()
         sampler.wait()
