@@ -85,7 +85,7 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
   const std::vector<std::string> rest = {
       "attention: " + dir + "/attention.csv, cuDNN SDPA (gqa, mha, mla sets)" +
           (rule_.flash2 && tables_->has("attention/flash/gqa/fwd")
-               ? "; FlashAttention-2 (attention_backend: flash2; gqa, mha sets to 32k, its "
+               ? "; FlashAttention-2 (attention_backend: flash2; gqa, mha sets to 128k, its "
                  "context-parallel blocks " + dir + "/attention_cp_flash.csv)"
                : std::string()) +
           "; " + how,

@@ -58,6 +58,12 @@ def grids(name):
         # Run 69: the MHA set of run 58 (6-128 heads) beyond its 32k, to 128k.
         return [("mha", 128, 128, [(h, h) for h in (6, 8, 12, 16, 24, 32, 48, 64, 96, 128)],
                  [49152, 65536, 98304, 131072])]
+    if name == "long_flash":
+        # Run 72: FlashAttention-2's gqa (heads 4-128) and mha (6-128) sets beyond their 32k, to
+        # 128k, as cuDNN's (runs 64-65, 69), where the model had scaled the 32k node by seq^2.
+        long = [49152, 65536, 98304, 131072]
+        return [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], long),
+                ("mha", 128, 128, [(h, h) for h in (6, 8, 12, 16, 24, 32, 48, 64, 96, 128)], long)]
     full = [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], seqs),
             ("mha", 128, 128, [(h, h) for h in (12, 24, 48, 96)], [s for s in seqs if 2048 <= s <= 8192]),
             ("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], [s for s in seqs if s <= 32768])]

@@ -200,11 +200,13 @@ TEST(MeasuredTables, LoadsEveryTableOfTheH200Directory) {
   // since run 70 (96k, 128k planes)
   EXPECT_EQ(t->grid("gemm/fp8/tn").size(), 7u * (15u + 2u) * (13u + 4u));
   // MHA: seq 1k-32k x heads 6-128 on run 58's 1.5x steps (5 x 4 before it); cuDNN to 128k
-  // since run 69 (48k, 64k, 96k, 128k); FlashAttention-2 still ends at 32k
+  // since run 69 (48k, 64k, 96k, 128k), FlashAttention-2 since run 72
   EXPECT_EQ(t->grid("attention/cudnn/mha/fwd").size(), (11u + 4u) * 10u);
   // MLA (cuDNN only): seq 512-32k, and 48k-128k since run 69, x heads 16-128
   EXPECT_EQ(t->grid("attention/cudnn/mla/bwd").size(), (13u + 4u) * 4u);
-  EXPECT_EQ(t->grid("attention/flash/mha/bwd").size(), 11u * 10u);
+  EXPECT_EQ(t->grid("attention/flash/mha/bwd").size(), (11u + 4u) * 10u);
+  // FlashAttention-2's gqa set: seq 512-32k, and 48k-128k since run 72, x heads 4-128
+  EXPECT_EQ(t->grid("attention/flash/gqa/fwd").size(), (13u + 4u) * 6u);
   EXPECT_EQ(t->nccl_ranks(), 2);
   EXPECT_EQ(t->catalog().size(), 2u);
   EXPECT_NE(t->provenance().find("NVIDIA H200"), std::string::npos) << t->provenance();
