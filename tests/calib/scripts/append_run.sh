@@ -3,12 +3,7 @@
 # the table's comments and rows stay in order, the run's comments follow the table's with the
 # prefix and the run's file name, its rows follow the table's; a run with a point the table
 # already holds, or of another header, is an error that leaves the table as it was.
-set -u
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-PY=${PYTHON:-python3}
-S=$1/calib/scripts
-fail() { echo "FAIL: $*"; cat "$D/t.csv"; exit 1; }
+source "$(dirname "$0")/script_test.sh"
 cat >"$D/t.csv" <<'CSV'
 # probe: attention
 backend,set,seq,flops,time_s,tflops

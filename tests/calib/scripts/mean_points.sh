@@ -3,12 +3,7 @@
 # table (run 61): a point both NEW files hold takes exp((A log t_table + B mean log t_new) / (A+B))
 # with tflops recomputed; other rows, the header and the comments stay; a provenance line is
 # added; a table none of whose points NEW holds, or NEW files of different points, are errors.
-set -u
-D=$(mktemp -d)
-trap 'rm -rf "$D"' EXIT
-PY=${PYTHON:-python3}
-S=$1/calib/scripts
-fail() { echo "FAIL: $*"; cat "$D/t.csv"; exit 1; }
+source "$(dirname "$0")/script_test.sh"
 cat >"$D/t.csv" <<'CSV'
 # probe: gemm
 dtype,layout,m,n,k,flops,time_s,tflops,sm_mhz
