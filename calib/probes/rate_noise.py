@@ -102,21 +102,24 @@ def item_times(run, seconds):
     return np.array([events[i].elapsed_time(events[i + 1]) * 1e-3 for i in range(n)])
 
 
+def window_means(x, w):
+    """Means of the non-overlapping windows of w consecutive items, or None if fewer than 3."""
+    m = len(x) // w
+    return x[:m * w].reshape(m, w).mean(axis=1) if m >= 3 else None
+
+
 def allan_dev(x, w):
     """Allan deviation of the means of windows of w items, relative to the mean item time."""
-    m = len(x) // w
-    if m < 3:
+    means = window_means(x, w)
+    if means is None:
         return float("nan")
-    means = x[:m * w].reshape(m, w).mean(axis=1)
     return math.sqrt(0.5 * np.mean(np.diff(means) ** 2)) / x.mean()
 
 
 def window_sd(x, w):
-    m = len(x) // w
-    if m < 3:
-        return float("nan")
-    means = x[:m * w].reshape(m, w).mean(axis=1)
-    return means.std(ddof=1) / x.mean()
+    """Standard deviation of the means of windows of w items, relative to the mean item time."""
+    means = window_means(x, w)
+    return float("nan") if means is None else means.std(ddof=1) / x.mean()
 
 
 def read_clocks(path):
