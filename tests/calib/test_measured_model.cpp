@@ -109,6 +109,24 @@ TEST_F(MeasuredModel, GemmTimeGrowsWithEveryDimension) {
   EXPECT_TRUE(h200_.out_of_grid().empty());
 }
 
+// Runs 73-74 measured the planes m = 512 and 256: a GEMM of fewer than 1,024 rows (MLA's
+// 576-wide kv_down weight gradient, a MoE router's) is interpolated between measured nodes, and
+// the node is slower per FLOP than the m = 1024 edge's rate made it (the fallback before them was
+// 8-14% fast at the median of the 512 plane).
+TEST_F(MeasuredModel, GemmsBelowOneThousandRowsInterpolateTheSmallMPlanes) {
+  const double t512 = measured_time("gemm_bf16.csv", {{"layout", "fwd"}, {"m", "512"}, {"n", "4096"}, {"k", "4096"}});
+  const double t1024 = measured_time("gemm_bf16.csv", {{"layout", "fwd"}, {"m", "1024"}, {"n", "4096"}, {"k", "4096"}});
+  EXPECT_NEAR(h200_.compute_time(gemm(512, 4096, 4096, sim::DType::BF16)) / t512, 1.0, 1e-12);
+  EXPECT_GT(t512, 0.5 * t1024 * 1.02);  // below the edge's rate by more than noise
+  const double t576 = h200_.compute_time(gemm(576, 7168, 4096, sim::DType::FP8));
+  EXPECT_GT(t576, h200_.compute_time(gemm(512, 7168, 4096, sim::DType::FP8)));
+  EXPECT_LT(t576, h200_.compute_time(gemm(768, 7168, 4096, sim::DType::FP8)));
+  EXPECT_TRUE(h200_.out_of_grid().empty());
+  h200_.compute_time(gemm(128, 4096, 4096, sim::DType::BF16));  // below the 256 plane
+  ASSERT_EQ(h200_.out_of_grid().size(), 1u);
+  EXPECT_NE(h200_.out_of_grid()[0].what.find("m 256-65536"), std::string::npos);
+}
+
 TEST_F(MeasuredModel, GemmOutsideTheGridUsesTheEdgeRateAndIsListed) {
   const double in = h200_.compute_time(gemm(8192, 65536, 16384, sim::DType::BF16));
   const double out = h200_.compute_time(gemm(8192, 212992, 16384, sim::DType::BF16));
