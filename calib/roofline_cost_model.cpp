@@ -96,6 +96,10 @@ double RooflineCostModel::memory_time(double bytes) const {
 // sm_margin (Transformer Engine's TP overlap) are ignored: the roofline has no measurement of
 // split or SM-limited GEMMs, so such a GEMM costs as much as the plain one (docs/cost-model.md).
 double RooflineCostModel::gemm_time(const sim::GemmShape& g, double flops) const {
+  // Grouped expert GEMMs: each group its own GEMM (weights read once per group).
+  if (g.groups != 1) {
+    return static_cast<double>(g.groups) * gemm_time(sim::one_group(g), flops / g.groups);
+  }
   const double m = static_cast<double>(g.m), n = static_cast<double>(g.n),
                k = static_cast<double>(g.k);
   if (flops <= 0.0) flops = 2.0 * m * n * k;

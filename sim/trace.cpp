@@ -1,5 +1,7 @@
 #include "sim/trace.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace clustersim::sim {
@@ -114,6 +116,24 @@ const char* to_string(GradAccum v) {
     case GradAccum::BF16: return "bf16";
   }
   return "?";
+}
+
+const char* to_string(GroupAxis v) {
+  switch (v) {
+    case GroupAxis::M: return "m";
+    case GroupAxis::K: return "k";
+  }
+  return "?";
+}
+
+GemmShape one_group(const GemmShape& g) {
+  if (g.groups < 1) throw std::invalid_argument("GEMM with groups < 1");
+  GemmShape one = g;
+  one.groups = 1;
+  if (g.groups == 1) return one;
+  std::int64_t& dim = g.group_axis == GroupAxis::M ? one.m : one.k;
+  dim = std::max<std::int64_t>(1, std::llround(static_cast<double>(dim) / g.groups));
+  return one;
 }
 
 const char* to_string(AttentionKernel v) {

@@ -78,6 +78,14 @@ enum class GradAccum : std::uint8_t {
   BF16,  ///< accumulated into a BF16 main_grad (4 B per element)
 };
 
+/// The dimension a grouped GEMM's groups split (GemmShape::groups): the rows (m) of a forward
+/// or data-gradient GEMM, or the contraction (k) of a weight gradient, which the trace writes
+/// as (in, out, tokens).
+enum class GroupAxis : std::uint8_t {
+  M,  ///< m / groups rows per group
+  K,  ///< k / groups tokens per group
+};
+
 /// The fused-attention kernel library an attention op runs (docs/trace-format.md,
 /// `training.attention_backend`): cuDNN's SDPA graph (Transformer Engine's FusedAttention,
 /// PyTorch SDPA's cuDNN backend) or FlashAttention-2 (the flash-attn package, PyTorch SDPA's
@@ -113,7 +121,17 @@ struct GemmShape {
   /// Weight-gradient GEMMs under gradient accumulation fusion: the main_grad the output is
   /// added into (CostModel::compute_time charges the measured cost of that accumulation).
   GradAccum grad_accum = GradAccum::None;
+  /// MoE experts as Megatron-core runs them (TE's GroupedLinear, or SequentialMLP's loop): the
+  /// op is `groups` GEMMs of equal size, one per local expert with its own weight, splitting
+  /// the token dimension `group_axis`; m, n, k are the whole op's (FLOPs unchanged). Cost models
+  /// charge `groups` x the time of one group (one_group(); calibration run 75). 1: one GEMM.
+  std::int32_t groups = 1;
+  GroupAxis group_axis = GroupAxis::M;
 };
+
+/// One group of a grouped GEMM: `group_axis` divided by `groups` (rounded to the nearest, at
+/// least 1); the shape itself when groups == 1. @throws std::invalid_argument if groups < 1.
+GemmShape one_group(const GemmShape& g);
 
 /// Fused (flash) attention on one GPU. FLOPs follow the causal mask when `causal`.
 struct AttentionShape {
@@ -191,6 +209,7 @@ const char* to_string(Peer v);
 const char* to_string(MemKernel v);
 const char* to_string(HostThreads v);
 const char* to_string(GradAccum v);
+const char* to_string(GroupAxis v);
 const char* to_string(AttentionKernel v);
 /// Bytes per element of a dtype.
 double dtype_bytes(DType v);

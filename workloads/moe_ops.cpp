@@ -2,7 +2,8 @@
 // dispatcher runs them (megatron/core/transformer/moe/token_dispatcher.py
 // MoEAlltoAllTokenDispatcher): router and top-k, permutation of the token copies, all-to-all
 // over the expert-parallel group, all-gather over the expert-tensor-parallel group, the grouped
-// expert GEMMs of the rank's local experts (one op each, TE GroupedLinear), then the reverse
+// expert GEMMs of the rank's local experts (one op per linear, grouped: a GEMM per expert, TE's
+// GroupedLinear), then the reverse
 // path (reduce-scatter over ETP, all-to-all over EP, unpermute and weighted sum), plus the
 // shared experts as a TP-sharded MLP. The all-to-alls run on the compute stream (blocking), as
 // in Megatron without moe_shared_expert_overlap.
@@ -47,6 +48,14 @@ void TransformerOps::expert_exchange(const std::string& label, bool dispatch) {
   }
 }
 
+// Megatron-core runs the local experts as one GEMM each, with its own weight: TEGroupedMLP
+// through TE's GroupedLinear (general_grouped_gemm: a cuBLAS GEMM per expert over TE's compute
+// streams) or SequentialMLP's loop; the rows split evenly over the experts here.
+std::uint32_t TransformerOps::grouped(std::uint32_t op, sim::GroupAxis axis) {
+  if (s_.local_experts > 1) b_.set_gemm_groups(op, static_cast<int>(s_.local_experts), axis);
+  return op;
+}
+
 void TransformerOps::moe_forward() {
   const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
   const double logits = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.experts);
@@ -57,11 +66,13 @@ void TransformerOps::moe_forward() {
   expert_exchange("ep_dispatch", true);
   // With fp8 TE's grouped linears cast-transpose their BF16 inputs (transformer_constants.hpp).
   fp8_quantize("expert_fc1_fp8_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
-  b_.gemm("expert_fc1", s_.expert_rows, s_.expert_fc1_out, s_.hidden, s_.linear_dtype, kOutBytes);
+  grouped(b_.gemm("expert_fc1", s_.expert_rows, s_.expert_fc1_out, s_.hidden, s_.linear_dtype,
+                  kOutBytes), sim::GroupAxis::M);
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 3.0 : 2.0;
   b_.mem("expert_act", MemKernel::Activation, act_passes * act_bytes(s_.expert_rows, s_.expert_ffn));
   fp8_quantize("expert_fc2_fp8_cast", s_.expert_rows, s_.expert_ffn, kFp8CastTransposeBytes, s_.linear_dtype);
-  b_.gemm("expert_fc2", s_.expert_rows, s_.hidden, s_.expert_ffn, s_.linear_dtype, kOutBytes);
+  grouped(b_.gemm("expert_fc2", s_.expert_rows, s_.hidden, s_.expert_ffn, s_.linear_dtype, kOutBytes),
+          sim::GroupAxis::M);
   expert_exchange("ep_combine", false);
   // Read the token copies and their routing probabilities, write the weighted sum.
   b_.mem("unpermute", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden));
@@ -83,20 +94,22 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   expert_exchange("ep_combine_bwd", true);
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
-  b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype, kOutBytes);
+  grouped(b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype,
+                  kOutBytes), sim::GroupAxis::M);
   // Transformer Engine's GroupedLinear fuses the accumulation as its Linear does.
-  std::uint32_t wgrad = b_.wgrad("expert_fc2_wgrad", s_.expert_ffn, s_.hidden, s_.expert_rows,
-                                 s_.linear_dtype, s_.wgrad_accum);
+  std::uint32_t wgrad = grouped(b_.wgrad("expert_fc2_wgrad", s_.expert_ffn, s_.hidden,
+                                         s_.expert_rows, s_.linear_dtype, s_.wgrad_accum),
+                                sim::GroupAxis::K);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc2, layer, wgrad);
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
   b_.mem("expert_act_bwd", MemKernel::Activation,
          act_passes * act_bytes(s_.expert_rows, s_.expert_ffn));
   fp8_quantize("expert_fc1_fp8_grad_cast", s_.expert_rows, s_.expert_fc1_out, kFp8CastTransposeBytes,
                s_.linear_dtype);
-  b_.gemm("expert_fc1_dgrad", s_.expert_rows, s_.hidden, s_.expert_fc1_out, s_.linear_dtype,
-          kOutBytes);
-  wgrad = b_.wgrad("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows,
-                   s_.linear_dtype, s_.wgrad_accum);
+  grouped(b_.gemm("expert_fc1_dgrad", s_.expert_rows, s_.hidden, s_.expert_fc1_out,
+                  s_.linear_dtype, kOutBytes), sim::GroupAxis::M);
+  wgrad = grouped(b_.wgrad("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows,
+                           s_.linear_dtype, s_.wgrad_accum), sim::GroupAxis::K);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc1, layer, wgrad);
   expert_exchange("ep_dispatch_bwd", false);
   b_.mem("permute_bwd", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));

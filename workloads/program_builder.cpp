@@ -64,6 +64,14 @@ std::uint32_t ProgramBuilder::wgrad(const std::string& label, std::int64_t in, s
   return op;
 }
 
+void ProgramBuilder::set_gemm_groups(std::uint32_t op, int groups, sim::GroupAxis axis) {
+  auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;
+  if (g == nullptr) throw std::logic_error("set_gemm_groups on an op that is not a GEMM");
+  if (groups < 1) throw std::logic_error("set_gemm_groups: groups < 1");
+  g->groups = groups;
+  g->group_axis = axis;
+}
+
 void ProgramBuilder::set_gemm_execution(std::uint32_t op, int splits, int sm_margin,
                                         int busy_sms) {
   auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;

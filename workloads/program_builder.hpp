@@ -44,6 +44,9 @@ class ProgramBuilder {
   /// Sets how TE's TP overlap runs GEMM op `op` (sim::GemmShape::splits, sm_margin, busy_sms).
   /// @throws std::logic_error if `op` is not a GEMM, splits < 1, sm_margin < 0 or busy_sms < 0.
   void set_gemm_execution(std::uint32_t op, int splits, int sm_margin, int busy_sms);
+  /// Makes GEMM op `op` `groups` GEMMs splitting `axis` (sim::GemmShape::groups: a MoE rank's
+  /// local experts). @throws std::logic_error if `op` is not a GEMM or groups < 1.
+  void set_gemm_groups(std::uint32_t op, int groups, sim::GroupAxis axis);
   /// Fused attention on the compute stream; `bytes` is its HBM traffic.
   std::uint32_t attention(const std::string& label, const sim::AttentionShape& shape, double bytes);
   /// Memory-bound kernel on the compute stream moving `bytes`.

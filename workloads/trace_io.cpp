@@ -23,6 +23,7 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr const char* kFormatName = "clustersim-trace";
 constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
 constexpr std::array kGradAccums{sim::GradAccum::F32, sim::GradAccum::BF16};
+constexpr std::array kGroupAxes{sim::GroupAxis::M, sim::GroupAxis::K};
 constexpr std::array kAttentionKernels{sim::AttentionKernel::Cudnn, sim::AttentionKernel::Flash2};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
                               sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm};
@@ -66,6 +67,10 @@ struct ShapeWriter {
     if (g.sm_margin != 0) j["sm_margin"] = g.sm_margin;
     if (g.busy_sms != 0) j["busy_sms"] = g.busy_sms;
     if (g.grad_accum != sim::GradAccum::None) j["grad_accum"] = sim::to_string(g.grad_accum);
+    if (g.groups != 1) {
+      j["groups"] = g.groups;
+      j["group_axis"] = sim::to_string(g.group_axis);
+    }
   }
   void operator()(const sim::AttentionShape& a) const {
     j["batch"] = a.batch;
@@ -306,6 +311,12 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
     if (f.has("busy_sms")) g.busy_sms = static_cast<std::int32_t>(f.get_int("busy_sms", 0, 1024));
     // Version 7: a weight gradient accumulated into main_grad (optional; written otherwise).
     if (f.has("grad_accum")) g.grad_accum = f.get_enum("grad_accum", kGradAccums);
+    // Version 9: grouped expert GEMMs (optional, both or neither; one GEMM without them).
+    if (f.has("groups") || f.has("group_axis")) {
+      g.group_axis = f.get_enum("group_axis", kGroupAxes);
+      const std::int64_t split = g.group_axis == sim::GroupAxis::K ? g.k : g.m;
+      g.groups = static_cast<std::int32_t>(f.get_int("groups", 1, split));
+    }
     return g;
   }
   if (kind == "attention") {

@@ -19,9 +19,10 @@ namespace clustersim::workloads {
 /// kernels; version 3 the optional GEMM `splits` and `sm_margin`; version 4 the amax group
 /// (and its coordinate in the header) and the amax_comm stream; version 5 the optional GEMM
 /// `busy_sms`; version 6 the host kernels host_elementwise, host_cast and host_copy_pageable and
-/// the optional `host_threads` of mem ops; version 7 the optional GEMM `grad_accum`. The reader
-/// accepts versions 1 to 7 (version 1: ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 8;
+/// the optional `host_threads` of mem ops; version 7 the optional GEMM `grad_accum`; version 8
+/// the optional attention `kernel`; version 9 the optional GEMM `groups` and `group_axis`. The
+/// reader accepts versions 1 to 9 (version 1: ep = etp = 1).
+inline constexpr int kTraceFormatVersion = 9;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

@@ -100,6 +100,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   }
   if (m.experts > 0) {
     s.experts = m.experts;
+    s.local_experts = m.experts / p.ep;
     s.moe_tokens = s.sp_tokens;
     s.ep_comm = p.ep > 1;
     s.etp_comm = p.etp > 1;

@@ -39,6 +39,7 @@ struct RankShapes {
   std::int64_t kv_up_out = 0;  ///< heads/tp * (head_dim - rope + v_head_dim)
   // MoE (per rank).
   std::int64_t experts = 0;
+  std::int64_t local_experts = 0;  ///< experts / ep: the groups of the expert GEMMs
   std::int64_t moe_tokens = 0;     ///< tokens this rank routes: sp_tokens
   std::int64_t expert_rows = 0;    ///< rows of the rank's grouped expert GEMMs (busiest rank)
   std::int64_t expert_ffn = 0;     ///< expert_ffn / etp
@@ -153,6 +154,9 @@ class TransformerOps {
   void moe_forward();
   std::vector<std::uint32_t> moe_backward(int layer, GradSink* sink);
   void expert_exchange(const std::string& label, bool dispatch);
+  /// Marks expert GEMM `op` as one GEMM per local expert splitting `axis` (TE's GroupedLinear);
+  /// returns `op`.
+  std::uint32_t grouped(std::uint32_t op, sim::GroupAxis axis);
 
   ProgramBuilder& b_;
   const WorkloadSpec& spec_;

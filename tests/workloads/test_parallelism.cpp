@@ -166,6 +166,19 @@ TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {
     if (g != nullptr && p.labels[op.label] == "expert_fc1") {
       EXPECT_EQ(g->m, 128 * 2);
     }
+    // One GEMM per local expert (8 experts / ep 4): rows split forward and for the data
+    // gradients, the tokens (k) of the weight gradients; the router and shared experts are one.
+    if (g != nullptr) {
+      const std::string& l = p.labels[op.label];
+      const bool expert = l.rfind("expert_fc", 0) == 0;
+      EXPECT_EQ(g->groups, expert ? 2 : 1) << l;
+      if (expert) {
+        const bool wgrad = l.find("wgrad") != std::string::npos;
+        EXPECT_EQ(g->group_axis, wgrad ? sim::GroupAxis::K : sim::GroupAxis::M) << l;
+        EXPECT_EQ(sim::one_group(*g).m, wgrad ? g->m : g->m / 2) << l;
+        EXPECT_EQ(sim::one_group(*g).k, wgrad ? g->k / 2 : g->k) << l;
+      }
+    }
   }
   EXPECT_EQ(w.layout.size(sim::GroupKind::EP), 4);
   expect_flop_invariant(spec);

@@ -41,6 +41,8 @@ void expect_same_op(const sim::Program& a, const sim::Program& b, std::size_t i)
     EXPECT_EQ(gx->k, gy->k) << i;
     EXPECT_EQ(gx->dtype, gy->dtype) << i;
     EXPECT_EQ(gx->grad_accum, gy->grad_accum) << i;
+    EXPECT_EQ(gx->groups, gy->groups) << i;
+    EXPECT_EQ(gx->group_axis, gy->group_axis) << i;
   }
   const auto* ax = std::get_if<sim::AttentionShape>(&x.shape);
   const auto* ay = std::get_if<sim::AttentionShape>(&y.shape);
@@ -122,7 +124,7 @@ TEST(TraceIo, Fp8AmaxReductionsRoundTrip) {
 // reader still takes it.
 TEST(TraceIo, ReadsVersion3Headers) {
   std::string text = write(small_workload(), 5);
-  const std::size_t version = text.find("\"version\":8");
+  const std::size_t version = text.find("\"version\":9");
   ASSERT_NE(version, std::string::npos);
   text.replace(version, 11, "\"version\":3");
   const std::size_t amax = text.find(",\"amax\":");
@@ -136,7 +138,7 @@ TEST(TraceIo, HeaderDescribesTheRank) {
   const std::string text = write(small_workload(), 5);
   const std::string header = text.substr(0, text.find('\n'));
   // rank 5 = tp 1, dp 0, pp 1 in tp-cp-dp-pp order with tp 2, dp 2.
-  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":8,\"rank\":5,\"program\":1"),
+  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":9,\"rank\":5,\"program\":1"),
             std::string::npos) << header;
   EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1,\"ep\":0,"), std::string::npos)
       << header;
@@ -176,7 +178,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   expect_rejected(text, 3, "\"op\":1", "\"op\":2", "ops[1].op", "expected op index 1");
   expect_rejected(text, 3, "\"flops\":", "\"flops\":-1", "ops[1].flops", "finite number");
   expect_rejected(text, 3, "{", "{{", "", "invalid JSON");
-  expect_rejected(text, 1, "\"version\":8", "\"version\":9", "version", "unsupported version");
+  expect_rejected(text, 1, "\"version\":9", "\"version\":10", "version", "unsupported version");
   // A weight gradient into main_grad (version 7): its target must be f32 or bf16.
   const std::size_t accum = text.find("\"grad_accum\":\"f32\"");
   ASSERT_NE(accum, std::string::npos);
@@ -213,6 +215,40 @@ TEST(TraceIo, AttentionKernelRoundTripsAndIsChecked) {
   const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
   expect_rejected(text, line, "\"kernel\":\"flash2\"", "\"kernel\":\"flash3\"",
                   "ops[" + std::to_string(line - 2) + "].kernel", "is not one of");
+}
+
+// Version 9: a MoE rank's expert GEMMs are grouped, one GEMM per local expert; the trace keeps
+// groups and axis, and rejects one without the other or more groups than rows.
+TEST(TraceIo, GroupedExpertGemmsRoundTripAndAreChecked) {
+  const std::string job =
+      "model:\n  layers: 2\n  hidden: 256\n  ffn: 512\n  heads: 8\n  kv_heads: 4\n  vocab: 1000\n"
+      "  activation: swiglu\n  norm: rmsnorm\n  position: rope\n  tied_embeddings: false\n"
+      "  bias: false\n  experts: 8\n  top_k: 2\n  expert_ffn: 128\n"
+      "parallelism:\n  ep: 4\n"
+      "training:\n  seq_length: 256\n  micro_batch_size: 1\n  global_batch_size: 4\n"
+      "  precision: bf16\n";
+  const sim::Workload w = generate_workload(testing::parse_job(job, 4));
+  const std::string text = write(w, 0);
+  std::istringstream in(text);
+  const RankTrace t = read_rank_trace(in, "trace.jsonl");
+  ASSERT_EQ(t.program.ops.size(), w.program(0).ops.size());
+  int grouped = 0;
+  for (std::size_t i = 0; i < t.program.ops.size(); ++i) {
+    expect_same_op(w.program(0), t.program, i);
+    const auto* g = std::get_if<sim::GemmShape>(&t.program.ops[i].shape);
+    if (g != nullptr && g->groups == 2) ++grouped;
+  }
+  EXPECT_EQ(grouped, 2 * 6);  // two MoE layers, six expert GEMMs each (fc1, fc2, dgrads, wgrads)
+  const std::size_t at = text.find("\"groups\":2,\"group_axis\":\"m\"");
+  ASSERT_NE(at, std::string::npos);
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  const std::string op = "ops[" + std::to_string(line - 2) + "]";
+  expect_rejected(text, line, "\"groups\":2,\"group_axis\":\"m\"", "\"groups\":2", op,
+                  "missing required field 'group_axis'");
+  expect_rejected(text, line, "\"groups\":2,\"group_axis\":\"m\"", "\"groups\":99999,\"group_axis\":\"m\"",
+                  op + ".groups", "out of range");
+  expect_rejected(text, line, "\"group_axis\":\"m\"", "\"group_axis\":\"n\"", op + ".group_axis",
+                  "is not one of");
 }
 
 TEST(TraceIo, OpCountMustMatchTheHeader) {
