@@ -1,10 +1,12 @@
-// Grouped expert GEMMs (sim::GemmShape::groups) against calibration run 75, which timed the
-// catalog's MoE expert shapes as Transformer Engine's GroupedLinear runs them: one cuBLAS GEMM
-// per expert, round-robin over four streams (calib/probes/grouped_gemm.py).
+// Grouped expert GEMMs (sim::GemmShape::groups) against calibration run 76, which timed the
+// catalog's MoE expert shapes in the forward, data-gradient and weight-gradient layouts as
+// Transformer Engine's GroupedLinear runs them: one cuBLAS GEMM per expert, round-robin over
+// four streams (calib/probes/grouped_gemm.py, calib/data/h200/run76/).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -21,57 +23,66 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-sim::Op expert_gemm(std::int64_t experts, std::int64_t rows, std::int64_t n, std::int64_t k,
-                    sim::DType dt, int groups) {
-  sim::Op op;
-  sim::GemmShape g{experts * rows, n, k, dt};
+// The trace's op of a row: (m, n, k) of the whole op, its groups along rows (forward, data
+// gradient) or tokens (weight gradient), phase by layout.
+sim::Op trace_op(const CsvTable& t, std::size_t i, sim::DType dt, const std::string& layout,
+                 int groups) {
+  sim::GemmShape g{static_cast<std::int64_t>(t.number(i, t.column("m"))),
+                   static_cast<std::int64_t>(t.number(i, t.column("n"))),
+                   static_cast<std::int64_t>(t.number(i, t.column("k"))), dt};
   g.groups = groups;
+  g.group_axis = layout == "wgrad" ? sim::GroupAxis::K : sim::GroupAxis::M;
+  sim::Op op;
   op.shape = g;
-  op.phase = sim::Phase::Forward;
+  op.phase = layout == "fwd" ? sim::Phase::Forward : sim::Phase::Backward;
   return op;
 }
 
 struct Errors {
-  std::vector<double> grouped, one_op, grouped_small, one_op_small;  // small: <= 512 rows/expert
+  std::vector<double> grouped, one_op;              // |model / measured - 1|
+  std::vector<double> grouped_small, one_op_small;  // signed, <= 512 rows per expert
 };
 
-Errors errors(const MeasuredCostModel& model, const std::string& file, sim::DType dt) {
-  const CsvTable t = read_csv(default_measured_dir() + "/run75/" + file);
-  const std::size_t ce = t.column("experts"), cr = t.column("rows"), cn = t.column("n"),
-                    ck = t.column("k"), cs = t.column("streams_s");
+Errors errors(const MeasuredCostModel& model, const std::string& dtype, const std::string& layout) {
+  const CsvTable t = read_csv(default_measured_dir() + "/run76/grouped_gemm_" + dtype + "_" +
+                              layout + ".csv");
+  const sim::DType dt = dtype == "fp8" ? sim::DType::FP8 : sim::DType::BF16;
   Errors e;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
-    const auto experts = static_cast<std::int64_t>(t.number(i, ce));
-    const auto rows = static_cast<std::int64_t>(t.number(i, cr));
-    const auto n = static_cast<std::int64_t>(t.number(i, cn));
-    const auto k = static_cast<std::int64_t>(t.number(i, ck));
-    const double measured = t.number(i, cs);
-    const double grouped = model.compute_time(expert_gemm(experts, rows, n, k, dt, static_cast<int>(experts)));
-    const double one = model.compute_time(expert_gemm(experts, rows, n, k, dt, 1));
-    e.grouped.push_back(std::abs(grouped / measured - 1.0));
-    e.one_op.push_back(std::abs(one / measured - 1.0));
-    if (rows <= 512) {
-      e.grouped_small.push_back(grouped / measured - 1.0);
-      e.one_op_small.push_back(one / measured - 1.0);
+    const int experts = static_cast<int>(t.number(i, t.column("experts")));
+    const double measured = t.number(i, t.column("streams_s"));
+    const double grouped = model.compute_time(trace_op(t, i, dt, layout, experts)) / measured - 1.0;
+    const double one = model.compute_time(trace_op(t, i, dt, layout, 1)) / measured - 1.0;
+    e.grouped.push_back(std::abs(grouped));
+    e.one_op.push_back(std::abs(one));
+    if (t.number(i, t.column("rows")) <= 512) {
+      e.grouped_small.push_back(grouped);
+      e.one_op_small.push_back(one);
     }
   }
   return e;
 }
 
-// The per-expert rule (groups x one expert's GEMM from the tables) holds the 216 measured
-// groups of each dtype to a median of 5%; at 256-512 rows per expert, where one GEMM of all the
-// rows is 5-15% fast at the median, it is within 6% and closer than the one-op rule.
+// The per-expert rule (groups x one expert's GEMM from the tables) against the 216 measured
+// groups of each dtype and layout: median |error| within 6% (2.1-3.3% measured), and at
+// 256-512 rows per expert, where one GEMM of all the rows is 7-43% fast at the median, closer
+// than that rule and within 12% (FP8 weight gradients +10%: TE's four streams overlap those
+// small-contraction GEMMs by 5-9%, which the rule does not credit).
 TEST(GroupedGemm, PerExpertGemmsReproduceTransformerEnginesGroupedLinear) {
   const auto tables = MeasuredTables::load(default_measured_dir());
   const MeasuredCostModel h200(testing::gpu("H200-SXM", 4.8), tables);
-  for (const auto& [file, dt] : {std::pair{std::string("grouped_gemm_bf16.csv"), sim::DType::BF16},
-                                 std::pair{std::string("grouped_gemm_fp8.csv"), sim::DType::FP8}}) {
-    const Errors e = errors(h200, file, dt);
-    ASSERT_EQ(e.grouped.size(), 216u) << file;
-    EXPECT_LT(median(e.grouped), 0.05) << file;
-    EXPECT_LT(std::abs(median(e.grouped_small)), 0.06) << file;
-    EXPECT_LT(median(e.one_op_small), -0.05) << file;  // one GEMM of all rows: too fast
-    EXPECT_LT(std::abs(median(e.grouped_small)), std::abs(median(e.one_op_small))) << file;
+  for (const std::string dtype : {"bf16", "fp8"}) {
+    for (const std::string layout : {"fwd", "dgrad", "wgrad"}) {
+      const Errors e = errors(h200, dtype, layout);
+      const std::string what = dtype + " " + layout;
+      std::cerr << what << ": median |error| per expert " << median(e.grouped) << ", one op "
+                << median(e.one_op) << "; <= 512 rows, median error per expert "
+                << median(e.grouped_small) << ", one op " << median(e.one_op_small) << "\n";
+      ASSERT_EQ(e.grouped.size(), 216u) << what;
+      EXPECT_LT(median(e.grouped), 0.06) << what;
+      EXPECT_LT(std::abs(median(e.grouped_small)), 0.12) << what;
+      EXPECT_LT(std::abs(median(e.grouped_small)), std::abs(median(e.one_op_small))) << what;
+    }
   }
 }
 

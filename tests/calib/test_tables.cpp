@@ -192,16 +192,18 @@ TEST(MeasuredTables, LoadsEveryTableOfTheH200Directory) {
                           "attention_cp/cudnn/gqa/fwd", "attention_cp/cudnn/gqa/bwd"}) {
     EXPECT_TRUE(t->has(key)) << key;
   }
-  // m 2x steps, 256 and 512 since runs 73-74; n, k with 1.5x points, n to 64k (run 44)
-  EXPECT_EQ(t->grid("gemm/bf16/fwd").size(), 9u * 15u * 13u);
+  // m 2x steps, 256 and 512 since runs 73-74; n, k with 1.5x points, n to 64k (run 44), k from
+  // 256 since run 77
+  EXPECT_EQ(t->grid("gemm/bf16/fwd").size(), 9u * 15u * 14u);
   EXPECT_EQ(t->grid("gemm/bf16/fwd").axis(0).front(), 256.0);
-  EXPECT_EQ(t->grid("gemm/fp8/tn_fastacc").size(), 9u * 15u * 13u);
+  EXPECT_EQ(t->grid("gemm/bf16/wgrad").axis(2).front(), 256.0);
+  EXPECT_EQ(t->grid("gemm/fp8/tn_fastacc").size(), 9u * 15u * 14u);
   // seq_q, kv_ratio, heads on run 59's 1.5x steps (5 x 3 x 5 before it)
   EXPECT_EQ(t->grid("attention_cp/cudnn/gqa/bwd").size(), 9u * 3u * 9u);
   EXPECT_EQ(t->grid("attention_cp/flash/gqa/fwd").size(), 9u * 3u * 9u);
   // FP8 split accumulation: k to 256k since run 68 (49k, 64k, 128k, 256k planes), n to 128k
-  // since run 70 (96k, 128k planes), m from 256 since runs 73-74
-  EXPECT_EQ(t->grid("gemm/fp8/tn").size(), 9u * (15u + 2u) * (13u + 4u));
+  // since run 70 (96k, 128k planes), m from 256 since runs 73-74, k from 256 since run 77
+  EXPECT_EQ(t->grid("gemm/fp8/tn").size(), 9u * (15u + 2u) * (13u + 5u));
   // MHA: seq 1k-32k x heads 6-128 on run 58's 1.5x steps (5 x 4 before it); cuDNN to 128k
   // since run 69 (48k, 64k, 96k, 128k), FlashAttention-2 since run 72
   EXPECT_EQ(t->grid("attention/cudnn/mha/fwd").size(), (11u + 4u) * 10u);
