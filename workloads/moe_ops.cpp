@@ -12,6 +12,7 @@
 // rank receives moe_imbalance times that, capped by moe_capacity_factor (dropped tokens). All
 // ranks of a stage share one program, so the program is the busiest rank's: the all-to-alls
 // make every rank wait for it.
+#include <algorithm>
 #include <utility>
 
 #include "workloads/transformer_constants.hpp"
@@ -50,9 +51,11 @@ void TransformerOps::expert_exchange(const std::string& label, bool dispatch) {
 
 // Megatron-core runs the local experts as one GEMM each, with its own weight: TEGroupedMLP
 // through TE's GroupedLinear (general_grouped_gemm: a cuBLAS GEMM per expert over TE's compute
-// streams) or SequentialMLP's loop; the rows split evenly over the experts here.
+// streams) or SequentialMLP's loop; the rows split evenly over the experts here, and with fewer
+// rows than experts only as many experts as rows run a GEMM (one row each).
 std::uint32_t TransformerOps::grouped(std::uint32_t op, sim::GroupAxis axis) {
-  if (s_.local_experts > 1) b_.set_gemm_groups(op, static_cast<int>(s_.local_experts), axis);
+  const std::int64_t groups = std::min(s_.local_experts, s_.expert_rows);
+  if (groups > 1) b_.set_gemm_groups(op, static_cast<int>(groups), axis);
   return op;
 }
 

@@ -67,7 +67,8 @@ std::uint32_t ProgramBuilder::wgrad(const std::string& label, std::int64_t in, s
 void ProgramBuilder::set_gemm_groups(std::uint32_t op, int groups, sim::GroupAxis axis) {
   auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;
   if (g == nullptr) throw std::logic_error("set_gemm_groups on an op that is not a GEMM");
-  if (groups < 1) throw std::logic_error("set_gemm_groups: groups < 1");
+  const std::int64_t dim = axis == sim::GroupAxis::K ? g->k : g->m;
+  if (groups < 1 || groups > dim) throw std::logic_error("set_gemm_groups: groups outside 1..m (or k)");
   g->groups = groups;
   g->group_axis = axis;
 }

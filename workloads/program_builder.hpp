@@ -45,7 +45,8 @@ class ProgramBuilder {
   /// @throws std::logic_error if `op` is not a GEMM, splits < 1, sm_margin < 0 or busy_sms < 0.
   void set_gemm_execution(std::uint32_t op, int splits, int sm_margin, int busy_sms);
   /// Makes GEMM op `op` `groups` GEMMs splitting `axis` (sim::GemmShape::groups: a MoE rank's
-  /// local experts). @throws std::logic_error if `op` is not a GEMM or groups < 1.
+  /// local experts). @throws std::logic_error if `op` is not a GEMM, groups < 1 or groups exceeds
+  /// the dimension it splits (the trace reader's bound).
   void set_gemm_groups(std::uint32_t op, int groups, sim::GroupAxis axis);
   /// Fused attention on the compute stream; `bytes` is its HBM traffic.
   std::uint32_t attention(const std::string& label, const sim::AttentionShape& shape, double bytes);

@@ -239,6 +239,22 @@ TEST(TraceIo, GroupedExpertGemmsRoundTripAndAreChecked) {
     if (g != nullptr && g->groups == 2) ++grouped;
   }
   EXPECT_EQ(grouped, 2 * 6);  // two MoE layers, six expert GEMMs each (fc1, fc2, dgrads, wgrads)
+  // Fewer token rows than local experts: only as many GEMMs as rows, so the trace reads back.
+  std::string few = job;
+  few.replace(few.find("seq_length: 256"), 15, "seq_length: 2");
+  few.replace(few.find("ep: 4"), 5, "ep: 1");
+  const sim::Workload tiny = generate_workload(testing::parse_job(few, 4));
+  const std::string tiny_text = write(tiny, 0);
+  std::istringstream tiny_in(tiny_text);
+  const RankTrace tt = read_rank_trace(tiny_in, "tiny.jsonl");
+  int capped = 0;  // 2 tokens x top_k 2 = 4 rows for 8 local experts: 4 GEMMs of one row
+  for (const sim::Op& o : tt.program.ops) {
+    if (const auto* g = std::get_if<sim::GemmShape>(&o.shape)) {
+      EXPECT_LE(g->groups, g->group_axis == sim::GroupAxis::K ? g->k : g->m);
+      if (g->groups == 4) ++capped;
+    }
+  }
+  EXPECT_EQ(capped, 2 * 6);
   const std::size_t at = text.find("\"groups\":2,\"group_axis\":\"m\"");
   ASSERT_NE(at, std::string::npos);
   const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
