@@ -1,7 +1,7 @@
 # Shared pieces of the calibration run scripts; sourced, not run. After setting OUT_DIR:
 #   source "$(dirname "$0")/common.sh"; calib_start NAME
-# gives ROOT, BUILD, the NVLS-off environment, log, step, telemetry, build_probes, nccl_suite and
-# attention_passes.
+# gives ROOT, BUILD, the NVLS-off environment, log, step, telemetry, build_probes, nccl_suite,
+# attention_passes and gemm_plane_steps.
 # Nothing here changes GPU clocks or settings.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${PROBE_BUILD_DIR:-$ROOT/build-probes}
@@ -114,5 +114,26 @@ attention_passes() {
   for pass in "${passes[@]}"; do
     step "${name}_$pass" "$limit" python3 "$ROOT/calib/probes/attention.py" --device 0 \
       --point-budget 0.5 --heat-s 30 "$@" --out "$OUT_DIR/${name}_$pass.csv"
+  done
+}
+
+# gemm_plane_steps PREFIX LIMIT BF16_SHAPES FP8_SHAPES COMBOS: one probe_gemm grid process per
+# layout of COMBOS (comma-separated: bf16:fwd bf16:dgrad bf16:wgrad fp8:tn fp8:tn_fastacc), each
+# after HEAT_S (default 15) s of heater GEMMs, limited to LIMIT s, writing
+# OUT_DIR/PREFIX_<layout>.csv; FP8 TN takes FP8_SHAPES, the others BF16_SHAPES ("m:n:k,...").
+gemm_plane_steps() {
+  local prefix=$1 limit=$2 bf16=$3 fp8=$4 combos=$5 combo name
+  local g="$BUILD/probe_gemm --mode grid --device 0 --pool-gib 48 --heat-s ${HEAT_S:-15}"
+  for combo in ${combos//,/ }; do
+    name=${combo/:/_}
+    case $combo in
+      fp8:tn) step "${prefix}_$name" "$limit" $g --combos fp8:tn --shapes "$fp8" \
+                --out "$OUT_DIR/${prefix}_$name.csv" ;;
+      fp8:tn_fastacc) step "${prefix}_$name" "$limit" $g --combos fp8:tn --fast-accum 1 \
+                        --shapes "$bf16" --out "$OUT_DIR/${prefix}_$name.csv" ;;
+      bf16:*) step "${prefix}_$name" "$limit" $g --combos "$combo" --shapes "$bf16" \
+                --out "$OUT_DIR/${prefix}_$name.csv" ;;
+      *) log "unknown combo $combo" ;;
+    esac
   done
 }

@@ -31,16 +31,7 @@ PY
 BF16=$(shapes 65536)
 FP8=$(shapes 65536 98304,131072)
 log "k = 256: $(echo "$BF16" | tr ',' '\n' | wc -l) BF16 shapes, $(echo "$FP8" | tr ',' '\n' | wc -l) FP8 TN shapes (seam rows included)"
-G="$BUILD/probe_gemm --mode grid --device 0 --pool-gib 48 --heat-s ${HEAT_S:-15}"
-for combo in bf16:fwd bf16:dgrad bf16:wgrad fp8:tn fp8:tn_fastacc; do
-  name=${combo/:/_}
-  case $combo in
-    fp8:tn) step "k256_$name" 100 $G --combos fp8:tn --shapes "$FP8" --out "$OUT_DIR/k256_$name.csv" ;;
-    fp8:tn_fastacc) step "k256_$name" 100 $G --combos fp8:tn --fast-accum 1 --shapes "$BF16" \
-                      --out "$OUT_DIR/k256_$name.csv" ;;
-    *) step "k256_$name" 100 $G --combos "$combo" --shapes "$BF16" --out "$OUT_DIR/k256_$name.csv" ;;
-  esac
-done
+gemm_plane_steps k256 100 "$BF16" "$FP8" bf16:fwd,bf16:dgrad,bf16:wgrad,fp8:tn,fp8:tn_fastacc
 stop_telemetry
 log "run_gemm_small_k done in $SECONDS s"
 tar -czf "$OUT_DIR.tgz" -C "$OUT_DIR" . && rm -rf "$OUT_DIR"

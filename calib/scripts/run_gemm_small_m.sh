@@ -37,17 +37,7 @@ EOF
 BF16=$(shapes "$M" 65536 32768)
 FP8=$(shapes "$M" 65536 65536 98304,131072 131072,262144)
 log "m = $M: $(echo "$BF16" | tr ',' '\n' | wc -l) BF16 shapes, $(echo "$FP8" | tr ',' '\n' | wc -l) FP8 TN shapes (seam rows included)"
-G="$BUILD/probe_gemm --mode grid --device 0 --pool-gib 48 --heat-s ${HEAT_S:-15}"
-for combo in ${COMBOS//,/ }; do
-  name=${combo/:/_}
-  case $combo in
-    fp8:tn) step "m${M}_$name" 150 $G --combos fp8:tn --shapes "$FP8" --out "$OUT_DIR/m${M}_$name.csv" ;;
-    fp8:tn_fastacc) step "m${M}_$name" 120 $G --combos fp8:tn --fast-accum 1 --shapes "$BF16" \
-                      --out "$OUT_DIR/m${M}_$name.csv" ;;
-    bf16:*) step "m${M}_$name" 150 $G --combos "$combo" --shapes "$BF16" --out "$OUT_DIR/m${M}_$name.csv" ;;
-    *) log "unknown combo $combo" ;;
-  esac
-done
+gemm_plane_steps "m$M" 150 "$BF16" "$FP8" "$COMBOS"
 stop_telemetry
 log "run_gemm_small_m done in $SECONDS s"
 tar -czf "$OUT_DIR.tgz" -C "$OUT_DIR" . && rm -rf "$OUT_DIR"

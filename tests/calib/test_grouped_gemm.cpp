@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "calib/measured_cost_model.hpp"
@@ -23,14 +24,13 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The trace's op of a row: (m, n, k) of the whole op, its groups along rows (forward, data
-// gradient) or tokens (weight gradient), phase by layout.
-sim::Op trace_op(const CsvTable& t, std::size_t i, sim::DType dt, const std::string& layout,
-                 int groups) {
+// The trace's op of a row: (m, n, k) of the whole op, one group per expert along rows
+// (forward, data gradient) or tokens (weight gradient), phase by layout.
+sim::Op trace_op(const CsvTable& t, std::size_t i, sim::DType dt, const std::string& layout) {
   sim::GemmShape g{static_cast<std::int64_t>(t.number(i, t.column("m"))),
                    static_cast<std::int64_t>(t.number(i, t.column("n"))),
                    static_cast<std::int64_t>(t.number(i, t.column("k"))), dt};
-  g.groups = groups;
+  g.groups = static_cast<std::int32_t>(t.number(i, t.column("experts")));
   g.group_axis = layout == "wgrad" ? sim::GroupAxis::K : sim::GroupAxis::M;
   sim::Op op;
   op.shape = g;
@@ -49,10 +49,11 @@ Errors errors(const MeasuredCostModel& model, const std::string& dtype, const st
   const sim::DType dt = dtype == "fp8" ? sim::DType::FP8 : sim::DType::BF16;
   Errors e;
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
-    const int experts = static_cast<int>(t.number(i, t.column("experts")));
     const double measured = t.number(i, t.column("streams_s"));
-    const double grouped = model.compute_time(trace_op(t, i, dt, layout, experts)) / measured - 1.0;
-    const double one = model.compute_time(trace_op(t, i, dt, layout, 1)) / measured - 1.0;
+    sim::Op op = trace_op(t, i, dt, layout);
+    const double grouped = model.compute_time(op) / measured - 1.0;
+    std::get<sim::GemmShape>(op.shape).groups = 1;  // the one GEMM the trace used to write
+    const double one = model.compute_time(op) / measured - 1.0;
     e.grouped.push_back(std::abs(grouped));
     e.one_op.push_back(std::abs(one));
     if (t.number(i, t.column("rows")) <= 512) {

@@ -149,6 +149,11 @@ TEST(TraceIo, HeaderDescribesTheRank) {
 
 // Replaces the first occurrence of `from` on line `line` (1-based) and expects a SpecError
 // at that line naming `field`.
+// 1-based line of the text's position `at` (line 1 is the header, line i + 2 holds ops[i]).
+int line_of(const std::string& text, std::size_t at) {
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+}
+
 void expect_rejected(const std::string& text, int line, const std::string& from,
                      const std::string& to, const std::string& field, const std::string& reason) {
   std::string bad = text;
@@ -182,7 +187,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   // A weight gradient into main_grad (version 7): its target must be f32 or bf16.
   const std::size_t accum = text.find("\"grad_accum\":\"f32\"");
   ASSERT_NE(accum, std::string::npos);
-  const int accum_line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(accum), '\n'));
+  const int accum_line = line_of(text, accum);
   const std::string accum_op = "ops[" + std::to_string(accum_line - 2) + "].grad_accum";
   expect_rejected(text, accum_line, "\"grad_accum\":\"f32\"", "\"grad_accum\":\"fp16\"", accum_op,
                   "is not one of");
@@ -212,7 +217,7 @@ TEST(TraceIo, AttentionKernelRoundTripsAndIsChecked) {
   }
   EXPECT_GT(flash, 0);
   EXPECT_EQ(write(small_workload(), 0).find("\"kernel\":\"cudnn\""), std::string::npos);
-  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  const int line = line_of(text, at);
   expect_rejected(text, line, "\"kernel\":\"flash2\"", "\"kernel\":\"flash3\"",
                   "ops[" + std::to_string(line - 2) + "].kernel", "is not one of");
 }
@@ -257,7 +262,7 @@ TEST(TraceIo, GroupedExpertGemmsRoundTripAndAreChecked) {
   EXPECT_EQ(capped, 2 * 6);
   const std::size_t at = text.find("\"groups\":2,\"group_axis\":\"m\"");
   ASSERT_NE(at, std::string::npos);
-  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  const int line = line_of(text, at);
   const std::string op = "ops[" + std::to_string(line - 2) + "]";
   expect_rejected(text, line, "\"groups\":2,\"group_axis\":\"m\"", "\"groups\":2", op,
                   "missing required field 'group_axis'");
