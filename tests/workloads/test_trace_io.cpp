@@ -154,6 +154,9 @@ int line_of(const std::string& text, std::size_t at) {
   return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
 }
 
+// The field path of the op on trace line `line`: "ops[line - 2]".
+std::string op_on_line(int line) { return "ops[" + std::to_string(line - 2) + "]"; }
+
 void expect_rejected(const std::string& text, int line, const std::string& from,
                      const std::string& to, const std::string& field, const std::string& reason) {
   std::string bad = text;
@@ -188,7 +191,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   const std::size_t accum = text.find("\"grad_accum\":\"f32\"");
   ASSERT_NE(accum, std::string::npos);
   const int accum_line = line_of(text, accum);
-  const std::string accum_op = "ops[" + std::to_string(accum_line - 2) + "].grad_accum";
+  const std::string accum_op = op_on_line(accum_line) + ".grad_accum";
   expect_rejected(text, accum_line, "\"grad_accum\":\"f32\"", "\"grad_accum\":\"fp16\"", accum_op,
                   "is not one of");
   expect_rejected(text, 1, "\"coords\":{\"tp\":0", "\"coords\":{\"tp\":1", "coords.tp", "does not match");
@@ -219,7 +222,7 @@ TEST(TraceIo, AttentionKernelRoundTripsAndIsChecked) {
   EXPECT_EQ(write(small_workload(), 0).find("\"kernel\":\"cudnn\""), std::string::npos);
   const int line = line_of(text, at);
   expect_rejected(text, line, "\"kernel\":\"flash2\"", "\"kernel\":\"flash3\"",
-                  "ops[" + std::to_string(line - 2) + "].kernel", "is not one of");
+                  op_on_line(line) + ".kernel", "is not one of");
 }
 
 // Version 9: a MoE rank's expert GEMMs are grouped, one GEMM per local expert; the trace keeps
@@ -263,7 +266,7 @@ TEST(TraceIo, GroupedExpertGemmsRoundTripAndAreChecked) {
   const std::size_t at = text.find("\"groups\":2,\"group_axis\":\"m\"");
   ASSERT_NE(at, std::string::npos);
   const int line = line_of(text, at);
-  const std::string op = "ops[" + std::to_string(line - 2) + "]";
+  const std::string op = op_on_line(line);
   expect_rejected(text, line, "\"groups\":2,\"group_axis\":\"m\"", "\"groups\":2", op,
                   "missing required field 'group_axis'");
   expect_rejected(text, line, "\"groups\":2,\"group_axis\":\"m\"", "\"groups\":99999,\"group_axis\":\"m\"",
