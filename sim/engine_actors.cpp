@@ -57,7 +57,8 @@ class StreamActor {
   void operator()();
 
  private:
-  std::int64_t wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only);
+  std::int64_t wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only,
+                         RankState* charge = nullptr);
   void charge_exposed(RankState& r, const Op* gating, double seconds);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
@@ -84,7 +85,7 @@ void StreamActor::operator()() {
     RankState& src = sh_->ranks[static_cast<size_t>(r.source)];
     if (compute_stream) wait_deps(src, u, sp.stream, true);
     const double tp = sg4::Engine::get_clock();
-    const std::int64_t gating = wait_deps(src, u, sp.stream, false);
+    wait_deps(src, u, sp.stream, false, compute_stream ? &r : nullptr);
     const double t1 = sg4::Engine::get_clock();
     if (u.compute) {
       run_compute(r, sp, u);
@@ -97,7 +98,6 @@ void StreamActor::operator()() {
     if (!u.compute && r.record) record(sp.stream, first, t1, t2);
     if (compute_stream) {
       r.bubble += tp - t0;
-      if (t1 > tp) charge_exposed(r, gating >= 0 ? &src.program->ops[static_cast<size_t>(gating)] : nullptr, t1 - tp);
       if (u.compute) {
         r.busy += t2 - t1;
       } else if (first.is_p2p()) {
@@ -119,10 +119,14 @@ void StreamActor::operator()() {
 
 // Waits until every cross-stream dependency of `u` (with `p2p_only`, every pipeline exchange
 // among them) is done on rank `src` (the rank itself, or the representative it mirrors),
-// sleeping on src's condition variable for `stream`.
+// sleeping on src's condition variable for `stream`. With `charge`, each stretch of the wait is
+// charged as exposed time of `charge` to the dependency it waited for: the first of u's
+// dependencies, in program order, still running (so a wait for an exchange of several
+// collectives is split among their communicators).
 // Returns the dependency that was still running when the wait began its last round (the one
 // whose completion let `u` go on), or -1 when nothing was waited for.
-std::int64_t StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only) {
+std::int64_t StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only,
+                                    RankState* charge) {
   auto pending = [&]() -> std::int64_t {
     for (std::uint32_t d : u.deps) {
       if (src.done[d] == 0 && (!p2p_only || src.program->ops[d].is_p2p())) return d;
@@ -131,11 +135,19 @@ std::int64_t StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream
   };
   std::int64_t last = pending();
   if (last < 0) return -1;
+  auto charge_since = [&](double& mark, std::int64_t op) {
+    const double now = sg4::Engine::get_clock();
+    if (charge != nullptr && now > mark) charge_exposed(*charge, &src.program->ops[static_cast<size_t>(op)], now - mark);
+    mark = now;
+  };
+  double mark = sg4::Engine::get_clock();
   std::unique_lock<sg4::Mutex> lock(*src.mutex);  // taking it may yield: look again after
   for (std::int64_t d = pending(); d >= 0; d = pending()) {
     last = d;
     src.cvs[static_cast<size_t>(stream)]->wait(lock);
+    charge_since(mark, d);
   }
+  charge_since(mark, last);
   return last;
 }
 

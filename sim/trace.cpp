@@ -32,6 +32,7 @@ const char* to_string(Stream v) {
     case Stream::DpComm: return "dp_comm";
     case Stream::CpComm: return "cp_comm";
     case Stream::AmaxComm: return "amax_comm";
+    case Stream::EpComm: return "ep_comm";
   }
   return "?";
 }

@@ -23,8 +23,12 @@ enum class DType : std::uint8_t { BF16, FP8, FP32 };
 /// Engine's FP8 amax all-reduces, which TE issues on the compute stream and the compute stream
 /// waits for (a program makes the next compute op depend on each); a stream of their own lets
 /// the identical-replica reduction of the engine mirror them like other data-parallel collectives.
-enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, CpComm, AmaxComm };
-inline constexpr int kStreamCount = 6;
+/// EpComm carries a MoE layer's expert-parallel all-to-alls and expert-TP collectives when
+/// Megatron-core's moe_shared_expert_overlap runs the shared experts beside them (the
+/// dispatcher's collectives stay on the main CUDA stream, the shared experts move to a side
+/// stream; here the roles are swapped, which orders the same work the same way).
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, CpComm, AmaxComm, EpComm };
+inline constexpr int kStreamCount = 7;
 
 /// Training phase an op belongs to (for breakdowns and the timeline).
 enum class Phase : std::uint8_t { Forward, Backward, Optimizer };

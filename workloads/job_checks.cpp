@@ -69,8 +69,14 @@ Found check_experts(const WorkloadSpec& w) {
     if (p.etp != p.tp && p.etp != 1) return par("etp", "expert tensor parallelism needs a MoE model");
     if (t.moe_imbalance != 1.0) return train("moe_imbalance", "needs a MoE model");
     if (t.moe_capacity_factor > 0.0) return train("moe_capacity_factor", "needs a MoE model");
-    return std::nullopt;
   }
+  if (p.moe_shared_expert_overlap && m.shared_expert_ffn == 0) {
+    // Megatron-core hands the shared experts to the token dispatcher only when there are some
+    // (MoELayer: use_shared_expert and shared_expert_overlap).
+    return par("moe_shared_expert_overlap", "needs a MoE model with shared experts "
+                                            "(model.shared_expert_ffn)");
+  }
+  if (m.experts == 0) return std::nullopt;
   if (auto v = not_divisible("ep", "model.experts", m.experts, "ep", p.ep)) return v;
   if (auto v = not_divisible("etp", "model.expert_ffn", m.expert_ffn, "etp", p.etp)) return v;
   const long long stage_ranks = static_cast<long long>(p.tp) * p.cp * p.dp;

@@ -188,6 +188,7 @@ void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
     throw p.error("overlap_p2p_comm", "Megatron overlaps pipeline transfers only in the "
                                       "interleaved schedule (1f1b batches them)");
   }
+  s.moe_shared_expert_overlap = p.get_bool_or("moe_shared_expert_overlap", false);
   s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
                                                    : OptimizerOffload::None;
   if (p.has("offload_threads")) {
@@ -217,7 +218,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "gradient_accumulation_fusion", "tp_comm_overlap", "tp_comm_overlap_cfg",
                           "overlap_p2p_comm",
                           "optimizer_offload", "offload_threads", "cp_comm_type",
-                          "tp_backward_comm"});
+                          "tp_backward_comm", "moe_shared_expert_overlap"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));

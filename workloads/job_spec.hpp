@@ -172,6 +172,11 @@ struct ParallelSpec {
   CpCommType cp_comm_type = CpCommType::P2p;  ///< context-parallel K/V exchange
   /// Column-parallel input-gradient reduction (tp_backward_comm; Megatron's overlap by default).
   TpBackwardComm tp_backward_comm = TpBackwardComm::Overlapped;
+  /// Megatron-core moe_shared_expert_overlap: the shared experts run beside the MoE layer's
+  /// expert-parallel all-to-alls (and expert-TP collectives) instead of after them, with their
+  /// own TP collectives in line and no userbuffers overlap. Off: Megatron-LM's default; NeMo's
+  /// DeepSeekConfig turns it on. Needs a MoE model with shared experts.
+  bool moe_shared_expert_overlap = false;
 };
 
 /// Batch and precision.

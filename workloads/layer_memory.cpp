@@ -72,6 +72,10 @@ double mlp_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer, const
     bytes += rows * (gin * (x.h + d(s.expert_ffn)) + kBf16Bytes * d(s.expert_fc1_out));
     bytes += kBf16Bytes * copies * x.h;                            // expert outputs for the weighting
     bytes += x.t * (kBf16Bytes * d(s.shared_fc1_out) + gin * d(s.shared_ffn));  // shared experts
+    // Overlapped shared experts (moe_shared_expert_overlap) gather the sequence before their fc1
+    // themselves (SharedExpertMLP.pre_forward_comm), so fc1 keeps the gathered input for its
+    // weight gradient instead of the shard TE's sequence-parallel linear keeps and re-gathers.
+    if (s.shared_overlap && s.sequence_parallel) bytes += gin * x.t * x.h;
     if (opt.dropout) bytes += x.tsp * x.h;                    // MLP dropout mask
     return bytes;
   }

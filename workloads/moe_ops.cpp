@@ -5,14 +5,28 @@
 // expert GEMMs of the rank's local experts (one op per linear, grouped: a GEMM per expert, TE's
 // GroupedLinear), then the reverse
 // path (reduce-scatter over ETP, all-to-all over EP, unpermute and weighted sum), plus the
-// shared experts as a TP-sharded MLP. The all-to-alls run on the compute stream (blocking), as
-// in Megatron without moe_shared_expert_overlap.
+// shared experts as a TP-sharded MLP. Without moe_shared_expert_overlap the exchanges run on
+// the compute stream (blocking) and the shared experts after them.
+//
+// With moe_shared_expert_overlap (megatron/core/transformer/moe/shared_experts.py,
+// SharedExpertMLP): the shared experts run on a CUDA stream of their own, their fc1 and
+// activation launched right after the dispatch all-to-all and their fc2 right after the
+// combine all-to-all, so each overlaps one exchange; their linears do no TP communication of
+// their own (parallel_mode None, userbuffers off), the sequence is gathered before fc1 and
+// reduce-scattered after fc2 on that stream, and the gathered input is what fc1 keeps for its
+// weight gradient. The backward mirrors it: Megatron gives the exchanges' and the shared
+// branch's autograd nodes the highest priority (set_tensor_grad_fn_sequence_sr), so the
+// shared fc2 backward overlaps the combine's backward exchange and the shared fc1 backward the
+// dispatch's. Here the exchanges move to the ep_comm stream, launched after the compute op that
+// produces their input, the shared work stays on the compute stream in between, and the next
+// routed op waits for the exchange.
 //
 // Load: with balanced routing every rank receives moe_tokens * top_k token copies; the busiest
 // rank receives moe_imbalance times that, capped by moe_capacity_factor (dropped tokens). All
 // ranks of a stage share one program, so the program is the busiest rank's: the all-to-alls
 // make every rank wait for it.
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "workloads/transformer_constants.hpp"
@@ -23,21 +37,56 @@ namespace clustersim::workloads {
 using sim::CollectiveKind;
 using sim::MemKernel;
 
+namespace {
+
+// While alive, the TP collectives of the ops added run as the overlapped shared experts run
+// theirs (header comment): in line on their stream, no userbuffers, the input gradient reduced
+// after the linear's backward with the gathered input kept (tp_backward_blocking's path).
+class SharedExpertComm {
+ public:
+  explicit SharedExpertComm(RankShapes& s) : s_(s), overlap_(s.tp_overlap), blocking_(s.tp_backward_blocking) {
+    s_.tp_overlap = false;
+    s_.tp_backward_blocking = s_.tp_comm;
+  }
+  ~SharedExpertComm() {
+    s_.tp_overlap = overlap_;
+    s_.tp_backward_blocking = blocking_;
+  }
+  SharedExpertComm(const SharedExpertComm&) = delete;
+  SharedExpertComm& operator=(const SharedExpertComm&) = delete;
+
+ private:
+  RankShapes& s_;
+  bool overlap_, blocking_;
+};
+
+}  // namespace
+
 // Dispatch direction: all-to-all over EP, then all-gather over ETP; combine direction:
 // reduce-scatter over ETP, then all-to-all over EP. The backward of the combine is a dispatch
-// and the other way round.
-void TransformerOps::expert_exchange(const std::string& label, bool dispatch) {
+// and the other way round. On a stream other than the compute stream the exchange starts after
+// the last compute op. Returns its ops (none when neither group has more than one rank).
+std::vector<std::uint32_t> TransformerOps::expert_exchange(const std::string& label,
+                                                           bool dispatch, sim::Stream stream) {
   const double routed = act_bytes(s_.moe_tokens * spec_.model.top_k, s_.hidden) * s_.expert_load;
   const double gathered = act_bytes(s_.expert_rows, s_.hidden);
+  std::vector<std::uint32_t> ops;
+  auto deps = [&] {
+    std::vector<std::uint32_t> d;
+    if (stream != sim::Stream::Compute && ops.empty()) {
+      if (auto c = b_.last_compute()) d.push_back(*c);
+    }
+    return d;
+  };
   auto a2a = [&] {
     if (s_.ep_comm) {
-      b_.collective(label + "_a2a", CollectiveKind::AllToAll, sim::GroupKind::EP,
-                    sim::Stream::Compute, routed);
+      ops.push_back(b_.collective(label + "_a2a", CollectiveKind::AllToAll, sim::GroupKind::EP,
+                                  stream, routed, deps()));
     }
   };
   auto etp = [&](CollectiveKind kind, const char* suffix) {
     if (s_.etp_comm) {
-      b_.collective(label + suffix, kind, sim::GroupKind::ETP, sim::Stream::Compute, gathered);
+      ops.push_back(b_.collective(label + suffix, kind, sim::GroupKind::ETP, stream, gathered, deps()));
     }
   };
   if (dispatch) {
@@ -47,6 +96,24 @@ void TransformerOps::expert_exchange(const std::string& label, bool dispatch) {
     etp(CollectiveKind::ReduceScatter, "_etp_rs");
     a2a();
   }
+  return ops;
+}
+
+// An exchange with the shared experts' `shared` work beside it (moe_shared_expert_overlap), or
+// on the compute stream before the routed work that needs it. The routed op after it depends
+// on each op of the exchange, so that its wait is charged to the communicator it waits for.
+void TransformerOps::exchange_beside(const std::string& label, bool dispatch,
+                                     const std::function<void()>& shared) {
+  if (!s_.shared_overlap) {
+    expert_exchange(label, dispatch, sim::Stream::Compute);
+    return;
+  }
+  const std::vector<std::uint32_t> exchange = expert_exchange(label, dispatch, sim::Stream::EpComm);
+  {
+    SharedExpertComm comm(s_);
+    shared();
+  }
+  for (std::uint32_t op : exchange) b_.defer(op);
 }
 
 // Megatron-core runs the local experts as one GEMM each, with its own weight: TEGroupedMLP
@@ -66,7 +133,8 @@ void TransformerOps::moe_forward() {
   b_.gemm("router", s_.moe_tokens, s_.experts, s_.hidden, sim::DType::BF16, kOutBytes);
   b_.mem("router_topk", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
   b_.mem("permute", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
-  expert_exchange("ep_dispatch", true);
+  exchange_beside("ep_dispatch", true,
+                  [&] { mlp_fc1_forward("shared_", s_.shared_fc1_out, s_.shared_ffn); });
   // With fp8 TE's grouped linears cast-transpose their BF16 inputs (transformer_constants.hpp).
   fp8_quantize("expert_fc1_fp8_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
   grouped(b_.gemm("expert_fc1", s_.expert_rows, s_.expert_fc1_out, s_.hidden, s_.linear_dtype,
@@ -76,11 +144,11 @@ void TransformerOps::moe_forward() {
   fp8_quantize("expert_fc2_fp8_cast", s_.expert_rows, s_.expert_ffn, kFp8CastTransposeBytes, s_.linear_dtype);
   grouped(b_.gemm("expert_fc2", s_.expert_rows, s_.hidden, s_.expert_ffn, s_.linear_dtype, kOutBytes),
           sim::GroupAxis::M);
-  expert_exchange("ep_combine", false);
+  exchange_beside("ep_combine", false, [&] { linear_out("shared_fc2", s_.hidden, s_.shared_ffn); });
   // Read the token copies and their routing probabilities, write the weighted sum.
   b_.mem("unpermute", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden));
   if (s_.shared_ffn > 0) {
-    mlp_forward("shared_", s_.shared_fc1_out, s_.shared_ffn);
+    if (!s_.shared_overlap) mlp_forward("shared_", s_.shared_fc1_out, s_.shared_ffn);
     b_.mem("shared_add", MemKernel::Elementwise, 3.0 * act_bytes(s_.sp_tokens, s_.hidden));
   }
 }
@@ -89,12 +157,14 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
   const double logits = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.experts);
   std::vector<std::uint32_t> comm;
-  if (s_.shared_ffn > 0) {
+  if (s_.shared_ffn > 0 && !s_.shared_overlap) {
     comm = mlp_backward("shared_", s_.shared_fc1_out, s_.shared_ffn, ParamGroup::SharedFc1,
                         ParamGroup::SharedFc2, layer, sink);
   }
   b_.mem("unpermute_bwd", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden), std::move(comm));
-  expert_exchange("ep_combine_bwd", true);
+  exchange_beside("ep_combine_bwd", true, [&] {
+    mlp_fc2_backward("shared_", s_.shared_ffn, ParamGroup::SharedFc2, layer, sink);
+  });
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
   grouped(b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype,
@@ -114,7 +184,10 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   wgrad = grouped(b_.wgrad("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows,
                            s_.linear_dtype, s_.wgrad_accum), sim::GroupAxis::K);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc1, layer, wgrad);
-  expert_exchange("ep_dispatch_bwd", false);
+  exchange_beside("ep_dispatch_bwd", false, [&] {
+    column_backward("shared_fc1", s_.hidden, s_.shared_fc1_out, s_.linear_dtype,
+                    ParamGroup::SharedFc1, layer, sink);
+  });
   b_.mem("permute_bwd", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
   b_.mem("router_bwd", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
   b_.gemm("router_dgrad", s_.moe_tokens, s_.hidden, s_.experts, sim::DType::BF16, kOutBytes);

@@ -26,7 +26,8 @@ constexpr std::array kGradAccums{sim::GradAccum::F32, sim::GradAccum::BF16};
 constexpr std::array kGroupAxes{sim::GroupAxis::M, sim::GroupAxis::K};
 constexpr std::array kAttentionKernels{sim::AttentionKernel::Cudnn, sim::AttentionKernel::Flash2};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
-                              sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm};
+                              sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm,
+                              sim::Stream::EpComm};
 constexpr std::array kPhases{sim::Phase::Forward, sim::Phase::Backward, sim::Phase::Optimizer};
 // Every group kind (op lines); the first four plus EP are the layout's dimensions.
 constexpr std::array kGroups{sim::GroupKind::TP,  sim::GroupKind::CP,  sim::GroupKind::DP,

@@ -20,9 +20,9 @@ namespace clustersim::workloads {
 /// (and its coordinate in the header) and the amax_comm stream; version 5 the optional GEMM
 /// `busy_sms`; version 6 the host kernels host_elementwise, host_cast and host_copy_pageable and
 /// the optional `host_threads` of mem ops; version 7 the optional GEMM `grad_accum`; version 8
-/// the optional attention `kernel`; version 9 the optional GEMM `groups` and `group_axis`. The
-/// reader accepts versions 1 to 9 (version 1: ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 9;
+/// the optional attention `kernel`; version 9 the optional GEMM `groups` and `group_axis`;
+/// version 10 the ep_comm stream. The reader accepts versions 1 to 10 (version 1: ep = etp = 1).
+inline constexpr int kTraceFormatVersion = 10;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

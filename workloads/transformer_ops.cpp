@@ -114,6 +114,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
     s.expert_fc1_out = s.expert_ffn * gate;
     s.shared_ffn = m.shared_expert_ffn / tp;
     s.shared_fc1_out = s.shared_ffn * gate;
+    s.shared_overlap = p.moe_shared_expert_overlap && s.shared_ffn > 0;
   }
   return s;
 }
@@ -354,23 +355,32 @@ void TransformerOps::embedding_forward(std::vector<std::uint32_t> param_deps) {
 
 // A TP-sharded MLP on the sequence-parallel input: FC1 (column parallel), activation, FC2 (row
 // parallel). Used for the dense MLP and for the shared experts of MoE layers.
-void TransformerOps::mlp_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn) {
+void TransformerOps::mlp_fc1_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn) {
   linear_in(prefix + "fc1", fc1_out, s_.hidden, s_.linear_dtype);
   // GeLU / squared ReLU read and write [tokens, ffn]; SwiGLU reads gate and up, writes their product.
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 3.0 : 2.0;
   b_.mem(prefix + "act", s_.act_kernel, act_passes * act_bytes(s_.tokens, ffn));
+}
+
+void TransformerOps::mlp_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn) {
+  mlp_fc1_forward(prefix, fc1_out, ffn);
   linear_out(prefix + "fc2", s_.hidden, ffn);
+}
+
+void TransformerOps::mlp_fc2_backward(const std::string& prefix, std::int64_t ffn, ParamGroup fc2,
+                                      int layer, GradSink* sink) {
+  row_backward(prefix + "fc2", ffn, s_.hidden, fc2, layer, sink);
+  // GeLU: read input and gradient, write gradient; SwiGLU: read gate, up and gradient, write
+  // the gate and up gradients.
+  const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
+  b_.mem(prefix + "act_bwd", s_.act_kernel, act_passes * act_bytes(s_.tokens, ffn));
 }
 
 std::vector<std::uint32_t> TransformerOps::mlp_backward(const std::string& prefix,
                                                        std::int64_t fc1_out, std::int64_t ffn,
                                                        ParamGroup fc1, ParamGroup fc2, int layer,
                                                        GradSink* sink) {
-  row_backward(prefix + "fc2", ffn, s_.hidden, fc2, layer, sink);
-  // GeLU: read input and gradient, write gradient; SwiGLU: read gate, up and gradient, write
-  // the gate and up gradients.
-  const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
-  b_.mem(prefix + "act_bwd", s_.act_kernel, act_passes * act_bytes(s_.tokens, ffn));
+  mlp_fc2_backward(prefix, ffn, fc2, layer, sink);
   return column_backward(prefix + "fc1", s_.hidden, fc1_out, s_.linear_dtype, fc1, layer, sink);
 }
 

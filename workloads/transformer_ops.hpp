@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ struct RankShapes {
   double expert_load = 1.0;        ///< rows relative to the balanced load
   std::int64_t shared_ffn = 0;     ///< shared_expert_ffn / tp
   std::int64_t shared_fc1_out = 0;
+  /// moe_shared_expert_overlap: the expert exchanges on the ep_comm stream, the shared experts
+  /// beside them.
+  bool shared_overlap = false;
   int cp = 1;
   bool ep_comm = false;        ///< ep > 1
   bool etp_comm = false;       ///< etp > 1
@@ -136,7 +140,12 @@ class TransformerOps {
                     int layer, GradSink* sink);
   std::uint32_t norm_backward(const std::string& label, std::vector<std::uint32_t> deps);
   double dense_embedding_grad_bytes(std::int64_t rows) const;
+  /// The MLP's first linear (input gathered over TP with SP) and its activation.
+  void mlp_fc1_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn);
   void mlp_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn);
+  /// Backward of the MLP's second linear and of its activation.
+  void mlp_fc2_backward(const std::string& prefix, std::int64_t ffn, ParamGroup fc2, int layer,
+                        GradSink* sink);
   std::vector<std::uint32_t> mlp_backward(const std::string& prefix, std::int64_t fc1_out,
                                           std::int64_t ffn, ParamGroup fc1, ParamGroup fc2,
                                           int layer, GradSink* sink);
@@ -153,7 +162,11 @@ class TransformerOps {
   // moe_ops.cpp
   void moe_forward();
   std::vector<std::uint32_t> moe_backward(int layer, GradSink* sink);
-  void expert_exchange(const std::string& label, bool dispatch);
+  std::vector<std::uint32_t> expert_exchange(const std::string& label, bool dispatch,
+                                             sim::Stream stream);
+  /// The exchange `label`; with moe_shared_expert_overlap on the ep_comm stream with `shared`
+  /// (the shared experts' part it overlaps) emitted beside it, else on the compute stream.
+  void exchange_beside(const std::string& label, bool dispatch, const std::function<void()>& shared);
   /// Marks expert GEMM `op` as one GEMM per local expert splitting `axis` (TE's GroupedLinear);
   /// returns `op`.
   std::uint32_t grouped(std::uint32_t op, sim::GroupAxis axis);

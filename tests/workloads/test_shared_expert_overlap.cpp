@@ -1,0 +1,157 @@
+// Megatron-core's moe_shared_expert_overlap (docs/trace-format.md, "MoE"): the expert exchanges
+// move to the ep_comm stream, launched by the compute op that produces their input, the shared
+// experts' part runs on the compute stream beside each, with its TP collectives in line, and the
+// routed op after it waits for the exchange. Each check is one a wrong generator would break.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "workload_test_util.hpp"
+#include "workloads/flops.hpp"
+#include "workloads/generator.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+// A small MoE model with shared experts: 4 layers (the first dense), 8 experts, top 2; tp 2
+// with SP and TE's TP overlap, ep 4, etp 1, 2 microbatches.
+WorkloadSpec moe_job(bool overlap) {
+  return testing::parse_job(
+      "model:\n  layers: 4\n  hidden: 256\n  ffn: 512\n  heads: 8\n  kv_heads: 4\n  vocab: 1000\n"
+      "  activation: swiglu\n  norm: rmsnorm\n  position: rope\n  tied_embeddings: false\n"
+      "  bias: false\n  experts: 8\n  top_k: 2\n  expert_ffn: 128\n  shared_expert_ffn: 128\n"
+      "  first_dense_layers: 1\n"
+      "parallelism:\n  tp: 2\n  ep: 4\n  etp: 1\n  sequence_parallel: true\n  tp_comm_overlap: true\n"
+      "  moe_shared_expert_overlap: " + std::string(overlap ? "true" : "false") + "\n"
+      "training:\n  seq_length: 256\n  micro_batch_size: 1\n  global_batch_size: 8\n"
+      "  precision: bf16\n",
+      8);
+}
+
+const std::string& label(const sim::Program& p, std::uint32_t i) { return p.labels[p.ops[i].label]; }
+
+// The next op on the compute stream after op `i`.
+std::uint32_t next_compute(const sim::Program& p, std::uint32_t i) {
+  for (std::uint32_t j = i + 1; j < p.ops.size(); ++j) {
+    if (p.ops[j].stream == sim::Stream::Compute) return j;
+  }
+  ADD_FAILURE() << "no compute op after " << label(p, i);
+  return i;
+}
+
+TEST(SharedExpertOverlap, ExchangesRunOnTheirStreamBesideTheSharedExperts) {
+  const sim::Program p = generate_workload(moe_job(true)).programs[0];
+  // Which compute op launches each exchange, and which shared op runs beside it.
+  const std::map<std::string, std::pair<std::string, std::string>> expect = {
+      {"ep_dispatch_a2a", {"permute", "tp_ag"}},              // then shared_fc1
+      {"ep_combine_a2a", {"expert_fc2", "shared_fc2"}},
+      {"ep_combine_bwd_a2a", {"unpermute_bwd", "tp_ag"}},     // then shared_fc2_dgrad
+      {"ep_dispatch_bwd_a2a", {"expert_fc1_wgrad", "shared_fc1_dgrad"}}};
+  std::map<std::string, int> seen;
+  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+    const auto* c = std::get_if<sim::CollectiveSpec>(&p.ops[i].shape);
+    if (c == nullptr || c->kind != sim::CollectiveKind::AllToAll) continue;
+    const std::string& l = label(p, i);
+    ASSERT_EQ(expect.count(l), 1u) << l;
+    ++seen[l];
+    EXPECT_EQ(p.ops[i].stream, sim::Stream::EpComm) << l;
+    // Launched by the last compute op before it: the producer of its input, or (after the
+    // expert weight gradients) the data-parallel bucket work their gradients made ready.
+    ASSERT_EQ(p.ops[i].deps.size(), 1u) << l;
+    const std::uint32_t launch = p.ops[i].deps[0];
+    EXPECT_EQ(p.ops[launch].stream, sim::Stream::Compute) << l;
+    for (std::uint32_t j = launch + 1; j < i; ++j) EXPECT_NE(p.ops[j].stream, sim::Stream::Compute) << l;
+    const bool dp_work = label(p, launch).rfind("dp_", 0) == 0 && l == "ep_dispatch_bwd_a2a";
+    if (!dp_work) {
+      EXPECT_EQ(label(p, launch), expect.at(l).first) << l;
+    }
+    // The shared experts' work comes next on the compute stream, not waiting for the exchange.
+    const std::uint32_t shared = next_compute(p, i);
+    EXPECT_EQ(label(p, shared), expect.at(l).second) << l;
+    EXPECT_EQ(std::count(p.ops[shared].deps.begin(), p.ops[shared].deps.end(), i), 0) << l;
+    // The first routed op after the shared work waits for the exchange.
+    std::uint32_t routed = shared;
+    while (std::count(p.ops[routed].deps.begin(), p.ops[routed].deps.end(), i) == 0) {
+      routed = next_compute(p, routed);
+      if (routed + 1 >= p.ops.size()) break;
+    }
+    const std::string& r = label(p, routed);
+    EXPECT_TRUE(r.rfind("expert_", 0) == 0 || r.rfind("unpermute", 0) == 0 ||
+                r.rfind("permute_bwd", 0) == 0) << l << " gates " << r;
+    EXPECT_GT(routed, shared) << l;
+  }
+  // 3 MoE layers x 2 microbatches of each exchange.
+  for (const auto& [l, unused] : expect) EXPECT_EQ(seen[l], 6) << l;
+}
+
+TEST(SharedExpertOverlap, SharedExpertsGatherAndReduceInLineWithoutUserbuffers) {
+  const sim::Program p = generate_workload(moe_job(true)).programs[0];
+  int fc1 = 0, rs = 0;
+  for (std::uint32_t i = 0; i + 1 < p.ops.size(); ++i) {
+    const std::string& l = label(p, i);
+    if (l.rfind("shared_", 0) != 0) continue;
+    if (const auto* g = std::get_if<sim::GemmShape>(&p.ops[i].shape)) {
+      EXPECT_EQ(g->splits, 1) << l;
+      EXPECT_EQ(g->busy_sms, 0) << l;
+      EXPECT_EQ(g->sm_margin, 0) << l;
+    }
+    // The forward fc1 reads the sequence gathered just before it on the compute stream (no
+    // tp_comm stream under the overlap); the backward reduce-scatters the input gradient after
+    // the weight gradient, in line.
+    if (l == "shared_fc1" && !p.ops[i].recompute) {
+      ++fc1;
+      std::uint32_t prev = i;
+      while (prev > 0 && p.ops[--prev].stream != sim::Stream::Compute) {
+      }
+      EXPECT_EQ(label(p, prev), "tp_ag");
+      EXPECT_TRUE(std::holds_alternative<sim::CollectiveSpec>(p.ops[prev].shape));
+    }
+    if (l == "shared_fc1_wgrad") {
+      const std::uint32_t next = next_compute(p, i);
+      EXPECT_EQ(label(p, next), "tp_rs");
+      EXPECT_TRUE(std::holds_alternative<sim::CollectiveSpec>(p.ops[next].shape));
+      ++rs;
+    }
+  }
+  EXPECT_EQ(fc1, 6);
+  EXPECT_EQ(rs, 6);
+  // No shared-expert collective on the tp_comm stream: count the stream's ops against the run
+  // without the overlap, which overlaps the shared experts' gathers with userbuffers.
+  const sim::Program q = generate_workload(moe_job(false)).programs[0];
+  auto on_tp_stream = [](const sim::Program& prog) {
+    return std::count_if(prog.ops.begin(), prog.ops.end(),
+                         [](const sim::Op& op) { return op.stream == sim::Stream::TpComm; });
+  };
+  EXPECT_LT(on_tp_stream(p), on_tp_stream(q));
+}
+
+TEST(SharedExpertOverlap, SameWorkAsWithoutTheOverlap) {
+  const WorkloadSpec on = moe_job(true), off = moe_job(false);
+  const sim::Program p = generate_workload(on).programs[0];
+  const sim::Program q = generate_workload(off).programs[0];
+  // The same GEMMs (labels and FLOPs), only in another order and on other streams.
+  auto gemms = [](const sim::Program& prog) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& op : prog.ops) {
+      if (std::holds_alternative<sim::GemmShape>(op.shape)) out.emplace_back(prog.labels[op.label], op.flops);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(gemms(p), gemms(q));
+  // Without the overlap no op uses the ep_comm stream.
+  for (const auto& op : q.ops) EXPECT_NE(op.stream, sim::Stream::EpComm);
+  const sim::Workload w = generate_workload(on);
+  double sum = 0.0;
+  for (int r = 0; r < w.layout.world(); ++r) {
+    for (const auto& op : w.program(r).ops) sum += op.flops;
+  }
+  EXPECT_NEAR(sum / w.accounting.hardware_flops, 1.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace clustersim::workloads
