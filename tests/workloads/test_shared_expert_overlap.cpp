@@ -13,6 +13,7 @@
 #include "workload_test_util.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/generator.hpp"
+#include "workloads/memory.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -151,6 +152,18 @@ TEST(SharedExpertOverlap, SameWorkAsWithoutTheOverlap) {
     for (const auto& op : w.program(r).ops) sum += op.flops;
   }
   EXPECT_NEAR(sum / w.accounting.hardware_flops, 1.0, 1e-9);
+}
+
+// The overlapped shared experts gather their input themselves, so fc1 keeps the gathered
+// [tokens, hidden] BF16 tensor for its weight gradient: 256 tokens x 256 x 2 B more per MoE
+// layer (tp 2 with SP); the dense first layer keeps what it kept.
+TEST(SharedExpertOverlap, SharedFc1KeepsItsGatheredInput) {
+  const WorkloadSpec on = moe_job(true), off = moe_job(false);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(on, 1, Recompute::None) -
+                       layer_activation_bytes(off, 1, Recompute::None),
+                   256.0 * 256 * 2);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(on, 0, Recompute::None),
+                   layer_activation_bytes(off, 0, Recompute::None));
 }
 
 }  // namespace
