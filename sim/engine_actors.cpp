@@ -62,6 +62,7 @@ class StreamActor {
   void charge_exposed(RankState& r, const Op* gating, double seconds);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
+  double play_phases(const CollectivePlan& plan, GroupKind group, Stream stream, double slow);
   void run_p2p(const Op& op);
   void record(Stream stream, const Op& op, double start, double end);
 
@@ -218,6 +219,16 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
   if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   const CollectivePlan plan = algo.plan(call);
+  const double wire = play_phases(plan, spec.group, stream, slow);
+  sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
+  if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
+  if (holds) set_tp_in_flight(r, false);
+  last_algorithm_ = plan.algorithm;
+}
+
+// Plays the flow phases of `plan` (a collective of `group` on `stream`) from this rank, its
+// NVLink flows `slow` times their bytes; returns the wire latency the phases' routes carried.
+double StreamActor::play_phases(const CollectivePlan& plan, GroupKind group, Stream stream, double slow) {
   std::vector<int*> sink;
   // NCCL's latency terms (measured or from its tuning model) include the wire latency, which
   // the flows already carry through the platform's links: charge only the difference.
@@ -230,22 +241,19 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
     for (const Flow& f : phase.sends) phase_wire = std::max(phase_wire, sh_->route_latency(rank_, f.to));
     wire += phase_wire;
     for (const Flow& f : phase.sends) {
-      const int slot = collective_slot(spec.group, stream, static_cast<int>(ph), f.lane);
+      const int slot = collective_slot(group, stream, static_cast<int>(ph), f.lane);
       // The collective's own slowdown acts where the GPU, not the link, limits it: NVLink.
       const double bytes = sh_->domain(f.to) == sh_->domain(rank_) ? f.bytes * slow : f.bytes;
       comms.push_back(sh_->mailbox(f.to, slot)->put_async(&payload_token, wire_size(bytes)));
     }
     for (size_t i = 0; i < phase.receive_lanes.size(); ++i) {
-      const int slot = collective_slot(spec.group, stream, static_cast<int>(ph), phase.receive_lanes[i]);
+      const int slot = collective_slot(group, stream, static_cast<int>(ph), phase.receive_lanes[i]);
       comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[i]));
     }
     sg4::Comm::wait_all(comms);
     sh_->events += comms.size();
   }
-  sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
-  if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
-  if (holds) set_tp_in_flight(r, false);
-  last_algorithm_ = plan.algorithm;
+  return wire;
 }
 
 void StreamActor::run_p2p(const Op& op) {

@@ -155,24 +155,10 @@ sim::StepResult play_step(const Job& job, const std::optional<workloads::SteadyW
   return extend_window(steps[0], steps[1], *window, job.workload.num_microbatches());
 }
 
-}  // namespace
-
-RunReport simulate_job(const Job& job, const SimulateOptions& options) {
-  auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
-  sim::Workload workload = workloads::generate_workload(job.workload);
-  const sim::DType dtype = workloads::compute_dtype(job.workload);
-  workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
-  if (options.cost == "roofline" &&
-      job.workload.training.attention_backend == sim::AttentionKernel::Flash2) {
-    throw job.attention_backend_at.error(
-        "flash2 needs the measured cost model (the default): the roofline model holds "
-        "FlashAttention-3's published rates only");
-  }
-  const auto cost_model = make_cost_model(options.cost, job.cluster.platform);
-  const sim::CostModel& cost = *cost_model;
-  sim::cost_workload(workload, cost);
-  const PowerStateSummary power = power_state(workload, cost, options.power_state);
-
+// The engine's options for `workload` from the run's (`--replicas` checked here).
+// @throws std::invalid_argument for a bad replicas value, or identical replicas the workload
+// cannot take.
+sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim::Workload& workload) {
   sim::EngineOptions engine_options;
   engine_options.record_timeline = options.timeline;
   engine_options.timeline_ranks = options.timeline_ranks;
@@ -192,6 +178,42 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   }
   engine_options.identical_dp_replicas =
       problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && large));
+  return engine_options;
+}
+
+// Step rates of `report` from its step time and the workload's FLOP and token accounting.
+void fill_rates(RunReport& report, const sim::Workload& workload) {
+  report.gpus = workload.layout.world();
+  const auto& acc = workload.accounting;
+  const double gpu_seconds = report.step.step_time_s * report.gpus;
+  report.mfu = acc.model_flops / (gpu_seconds * acc.peak_flops_per_gpu);
+  report.achieved_tflops_per_gpu = acc.hardware_flops / gpu_seconds / 1e12;
+  report.mfu_convention = acc.mfu_convention;
+  report.peak_tflops = acc.peak_flops_per_gpu / 1e12;
+  report.tflops_per_gpu = acc.model_flops / gpu_seconds / 1e12;
+  report.tokens_per_s_per_gpu = acc.tokens / gpu_seconds;
+  report.tokens_per_step = acc.tokens;
+}
+
+}  // namespace
+
+RunReport simulate_job(const Job& job, const SimulateOptions& options) {
+  auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
+  sim::Workload workload = workloads::generate_workload(job.workload);
+  const sim::DType dtype = workloads::compute_dtype(job.workload);
+  workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
+  if (options.cost == "roofline" &&
+      job.workload.training.attention_backend == sim::AttentionKernel::Flash2) {
+    throw job.attention_backend_at.error(
+        "flash2 needs the measured cost model (the default): the roofline model holds "
+        "FlashAttention-3's published rates only");
+  }
+  const auto cost_model = make_cost_model(options.cost, job.cluster.platform);
+  const sim::CostModel& cost = *cost_model;
+  sim::cost_workload(workload, cost);
+  const PowerStateSummary power = power_state(workload, cost, options.power_state);
+
+  const sim::EngineOptions engine_options = engine_options_for(options, workload);
   RunReport report;
   if (options.microbatches != "auto" && options.microbatches != "all") {
     throw std::invalid_argument("microbatches must be auto or all, not '" + options.microbatches + "'");
@@ -218,16 +240,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.power_state = options.power_state;
   report.compute_bound_share = power.share;
   report.compute_bound_boost = power.boost;
-  report.gpus = workload.layout.world();
-  const auto& acc = workload.accounting;
-  const double gpu_seconds = report.step.step_time_s * report.gpus;
-  report.mfu = acc.model_flops / (gpu_seconds * acc.peak_flops_per_gpu);
-  report.achieved_tflops_per_gpu = acc.hardware_flops / gpu_seconds / 1e12;
-  report.mfu_convention = acc.mfu_convention;
-  report.peak_tflops = acc.peak_flops_per_gpu / 1e12;
-  report.tflops_per_gpu = acc.model_flops / gpu_seconds / 1e12;
-  report.tokens_per_s_per_gpu = acc.tokens / gpu_seconds;
-  report.tokens_per_step = acc.tokens;
+  fill_rates(report, workload);
   report.memory_bound_share = memory_bound_share(workload);
   report.energy = evaluate_energy(job,
                                   {report.step.breakdown, report.tokens_per_s_per_gpu,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <utility>
 #include <stdexcept>
 
 #include "workloads/dp_buckets.hpp"
@@ -169,21 +170,14 @@ void add_fsdp2_states(double shard, double largest, double second, std::vector<M
   out.push_back({"optimizer_states", 2.0 * kFp32 * shard, "AdamW: FP32 first and second moments = 8 B x params / (dp*cp)"});
 }
 
-// Weights, gradients and optimizer states of the stage's parameters on one rank.
-void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out) {
-  const ParallelSpec& p = spec.parallel;
-  const auto params = stage_parameters(spec, stage);
-  const StageParamCount n = count_params(params);
-  const double all = n.dense + n.expert;
-  const double shard = n.dense / spec.dp_cp() + n.expert / spec.edp();
-  const double grad = p.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  // Largest ZeRO-3 unit (layer, embedding or head) on the stage.
+// Parameters of the two largest ZeRO-3 units (layer, embedding or head) among `params`: the
+// one in use and the one gathered ahead of it.
+std::pair<double, double> two_largest_units(const std::vector<ParamInfo>& params) {
   std::map<int, double> units;
   for (const auto& prm : params) {
     const bool embedding = prm.group == ParamGroup::WordEmbedding || prm.group == ParamGroup::PositionEmbedding;
     units[prm.layer >= 0 ? prm.layer : (embedding ? kEmbeddingUnit : kHeadUnit)] += d(prm.numel);
   }
-  // The two largest units: the one in use and the one gathered ahead of it.
   double largest = 0.0, second = 0.0;
   for (const auto& [id, numel] : units) {
     if (numel > largest) {
@@ -193,6 +187,18 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
       second = std::max(second, numel);
     }
   }
+  return {largest, second};
+}
+
+// Weights, gradients and optimizer states of the stage's parameters on one rank.
+void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out) {
+  const ParallelSpec& p = spec.parallel;
+  const auto params = stage_parameters(spec, stage);
+  const StageParamCount n = count_params(params);
+  const double all = n.dense + n.expert;
+  const double shard = n.dense / spec.dp_cp() + n.expert / spec.edp();
+  const double grad = p.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  const auto [largest, second] = two_largest_units(params);
   if (p.zero_stage == 3 && p.zero_impl == ZeroImpl::Fsdp2) {
     add_fsdp2_states(shard, largest, second, out);
     return;

@@ -48,6 +48,29 @@ std::pair<double, double> loss_bytes(CrossEntropy ce) {
   return {kCrossEntropyForwardBytes, kCrossEntropyBackwardBytes};
 }
 
+// The MoE sizes of RankShapes (`gate`: 2 for SwiGLU's gate and up, else 1).
+void moe_shapes(const WorkloadSpec& spec, std::int64_t gate, RankShapes& s) {
+  const ModelSpec& m = spec.model;
+  const ParallelSpec& p = spec.parallel;
+  const TrainingSpec& t = spec.training;
+  s.experts = m.experts;
+  s.local_experts = m.experts / p.ep;
+  s.moe_tokens = s.sp_tokens;
+  s.ep_comm = p.ep > 1;
+  s.etp_comm = p.etp > 1;
+  // The busiest rank gets moe_imbalance times the average, capped by the capacity factor
+  // (tokens beyond capacity are dropped).
+  s.expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
+                                              : t.moe_imbalance;
+  const double rows = static_cast<double>(s.moe_tokens * m.top_k * p.etp) * s.expert_load;
+  s.expert_rows = std::max<std::int64_t>(1, std::llround(rows));
+  s.expert_ffn = m.expert_ffn / p.etp;
+  s.expert_fc1_out = s.expert_ffn * gate;
+  s.shared_ffn = m.shared_expert_ffn / p.tp;
+  s.shared_fc1_out = s.shared_ffn * gate;
+  s.shared_overlap = p.moe_shared_expert_overlap && s.shared_ffn > 0;
+}
+
 }  // namespace
 
 RankShapes RankShapes::of(const WorkloadSpec& spec) {
@@ -98,24 +121,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
     s.q_up_out = s.heads * m.head_dim;
     s.kv_up_out = s.heads * (m.head_dim - m.rope_head_dim + s.v_head_dim);
   }
-  if (m.experts > 0) {
-    s.experts = m.experts;
-    s.local_experts = m.experts / p.ep;
-    s.moe_tokens = s.sp_tokens;
-    s.ep_comm = p.ep > 1;
-    s.etp_comm = p.etp > 1;
-    // The busiest rank gets moe_imbalance times the average, capped by the capacity factor
-    // (tokens beyond capacity are dropped).
-    s.expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
-                                                : t.moe_imbalance;
-    const double rows = static_cast<double>(s.moe_tokens * m.top_k * p.etp) * s.expert_load;
-    s.expert_rows = std::max<std::int64_t>(1, std::llround(rows));
-    s.expert_ffn = m.expert_ffn / p.etp;
-    s.expert_fc1_out = s.expert_ffn * gate;
-    s.shared_ffn = m.shared_expert_ffn / tp;
-    s.shared_fc1_out = s.shared_ffn * gate;
-    s.shared_overlap = p.moe_shared_expert_overlap && s.shared_ffn > 0;
-  }
+  if (m.experts > 0) moe_shapes(spec, gate, s);
   return s;
 }
 
