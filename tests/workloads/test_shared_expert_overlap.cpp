@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "workloads/flops.hpp"
 #include "workloads/generator.hpp"
 #include "workloads/memory.hpp"
+#include "workloads/trace_io.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -164,6 +166,23 @@ TEST(SharedExpertOverlap, SharedFc1KeepsItsGatheredInput) {
                    256.0 * 256 * 2);
   EXPECT_DOUBLE_EQ(layer_activation_bytes(on, 0, Recompute::None),
                    layer_activation_bytes(off, 0, Recompute::None));
+}
+
+// The ep_comm stream (trace format version 10) survives a trace's round trip.
+TEST(SharedExpertOverlap, EpCommStreamRoundTripsThroughTheTrace) {
+  const sim::Workload w = generate_workload(moe_job(true));
+  std::ostringstream out;
+  write_rank_trace(out, w, 0);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("\"stream\":\"ep_comm\""), std::string::npos);
+  std::istringstream in(text);
+  const RankTrace t = read_rank_trace(in, "trace.jsonl");
+  const sim::Program& p = w.program(0);
+  ASSERT_EQ(t.program.ops.size(), p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    EXPECT_EQ(t.program.ops[i].stream, p.ops[i].stream) << i;
+    EXPECT_EQ(t.program.ops[i].deps, p.ops[i].deps) << i;
+  }
 }
 
 }  // namespace
