@@ -84,13 +84,39 @@ void add_layer(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer)
   add_linear(out, m, ParamGroup::Fc2, layer, m.hidden, m.ffn / tp, true);
 }
 
+// The word (and position) embedding of a stage: the first stage's, or the copy the last stage
+// holds for the MTP's embedding when pp > 1 (Megatron-core builds the embedding where
+// pre_process or mtp_process holds, and keeps the copies equal with the embedding group).
+void add_embedding(std::vector<ParamInfo>& out, const ModelSpec& m, std::int64_t vocab_local,
+                   bool shared) {
+  out.push_back({ParamGroup::WordEmbedding, -1, vocab_local * m.hidden, false, shared, false});
+  if (m.position == PositionKind::Learned) {
+    out.push_back({ParamGroup::PositionEmbedding, -1, m.max_position_embeddings * m.hidden, false,
+                   false, false});
+  }
+}
+
+// The MTP depths (Megatron-core MultiTokenPredictionLayer registration order: enorm, hnorm,
+// eh_proj without bias, the transformer layer, final layernorm), at layer index layers + depth.
+void add_mtp(std::vector<ParamInfo>& out, const WorkloadSpec& spec) {
+  const ModelSpec& m = spec.model;
+  for (std::int64_t depth = 0; depth < m.mtp_layers; ++depth) {
+    const int layer = static_cast<int>(m.layers + depth);
+    add_norm(out, m, ParamGroup::Mtp, layer, m.hidden);
+    add_norm(out, m, ParamGroup::Mtp, layer, m.hidden);
+    out.push_back({ParamGroup::Mtp, layer, m.hidden / spec.parallel.tp * 2 * m.hidden, false, false, false});
+    add_layer(out, spec, layer);
+    add_norm(out, m, ParamGroup::Mtp, layer, m.hidden);
+  }
+}
+
 }  // namespace
 
 bool is_linear_weight(const ParamInfo& p) {
   switch (p.group) {
     case ParamGroup::Qkv: case ParamGroup::Proj: case ParamGroup::Fc1: case ParamGroup::Fc2:
     case ParamGroup::ExpertFc1: case ParamGroup::ExpertFc2: case ParamGroup::SharedFc1:
-    case ParamGroup::SharedFc2:
+    case ParamGroup::SharedFc2: case ParamGroup::Mtp:  // Mtp: eh_proj (its norms are replicated)
       return !p.sp_replicated;
     default:
       return false;
@@ -102,19 +128,17 @@ std::vector<ParamInfo> stage_parameters(const WorkloadSpec& spec, int stage) {
   const int pp = spec.parallel.pp;
   const std::int64_t vocab_local = padded_vocab(m.vocab, spec.parallel.tp) / spec.parallel.tp;
   const bool shared = m.tied_embeddings && pp > 1;
+  // With tied embeddings the last stage's head weight is the embedding the MTP reads.
+  const bool mtp_copy = m.mtp_layers > 0 && pp > 1 && !m.tied_embeddings;
   std::vector<ParamInfo> out;
-  if (stage == 0) {
-    out.push_back({ParamGroup::WordEmbedding, -1, vocab_local * m.hidden, false, shared, false});
-    if (m.position == PositionKind::Learned) {
-      out.push_back({ParamGroup::PositionEmbedding, -1, m.max_position_embeddings * m.hidden, false,
-                     false, false});
-    }
-  }
+  if (stage == 0) add_embedding(out, m, vocab_local, shared || mtp_copy);
+  if (stage == pp - 1 && mtp_copy) add_embedding(out, m, vocab_local, true);
   for (const LayerRange& chunk : stage_chunks(m, spec.parallel, stage)) {
     for (int layer = chunk.begin; layer < chunk.end; ++layer) add_layer(out, spec, layer);
   }
   if (stage == pp - 1) {
     add_norm(out, m, ParamGroup::FinalNorm, -1, m.hidden);
+    add_mtp(out, spec);
     // With tied embeddings and one stage the head reuses the word embedding (no parameter).
     if (!m.tied_embeddings || pp > 1) {
       out.push_back({ParamGroup::OutputHead, -1, vocab_local * m.hidden, false, shared, false});

@@ -30,7 +30,9 @@ enum class ParamGroup : std::uint8_t {
   SharedFc1,          ///< shared experts' up projection (column parallel)
   SharedFc2,          ///< shared experts' down projection (row parallel)
   FinalNorm,          ///< final norm (last stage)
-  OutputHead          ///< vocab-parallel output layer (last stage; absent when tied and pp == 1)
+  OutputHead,         ///< vocab-parallel output layer (last stage; absent when tied and pp == 1)
+  Mtp                 ///< a multi-token-prediction depth's norms (enorm, hnorm, final) and its
+                      ///< eh_proj (column parallel), at the depth's layer index (last stage)
 };
 
 /// One parameter tensor on one rank.
@@ -40,7 +42,8 @@ struct ParamInfo {
   std::int64_t numel = 0;       ///< elements on this rank
   bool sp_replicated = false;   ///< replicated over TP with sequence-parallel gradients (norms,
                                 ///< row-parallel biases): all-reduced over TP before the optimizer
-  bool shared_embedding = false;  ///< tied embedding copy on the first/last stage when pp > 1
+  bool shared_embedding = false;  ///< embedding copy on the first/last stage when pp > 1 (tied
+                                  ///< embeddings, or the MTP's embedding on the last stage)
   bool expert = false;          ///< routed-expert weight: reduced over the expert-data-parallel
                                 ///< group, held by 1/ep of the ranks
 };

@@ -49,7 +49,7 @@ const std::vector<ParamGroup> kEmbeddingGroups = {ParamGroup::WordEmbedding,
 const std::vector<ParamGroup> kLayerGroups = {
     ParamGroup::Norm1,  ParamGroup::Qkv,       ParamGroup::Proj,      ParamGroup::Norm2,
     ParamGroup::Fc1,    ParamGroup::Fc2,       ParamGroup::Router,    ParamGroup::ExpertFc1,
-    ParamGroup::ExpertFc2, ParamGroup::SharedFc1, ParamGroup::SharedFc2};
+    ParamGroup::ExpertFc2, ParamGroup::SharedFc1, ParamGroup::SharedFc2, ParamGroup::Mtp};
 // With tied embeddings on a single stage the head reads the word embedding.
 const std::vector<ParamGroup> kHeadGroups = {ParamGroup::FinalNorm, ParamGroup::OutputHead,
                                              ParamGroup::WordEmbedding};
@@ -259,10 +259,12 @@ void DataParallelSync::end_step() {
                                        sim::GroupKind::TP, sim::Stream::Compute,
                                        static_cast<double>(replicated) * grad_bytes(), reductions));
   }
-  // Tied word embedding with pipelining: its gradient is summed over the first and last stage
-  // (Megatron _allreduce_word_embedding_grads, over the embedding group).
+  // Tied word embedding, or the MTP's copy of it, with pipelining: its gradient is summed over
+  // the first and last stage (Megatron _allreduce_word_embedding_grads, over the embedding
+  // group).
   const ModelSpec& m = spec_.model;
-  if (m.tied_embeddings && parallel_.pp > 1 && (stage_ == 0 || stage_ == parallel_.pp - 1)) {
+  const bool copies = m.tied_embeddings || m.mtp_layers > 0;
+  if (copies && parallel_.pp > 1 && (stage_ == 0 || stage_ == parallel_.pp - 1)) {
     const double rows = static_cast<double>(padded_vocab(m.vocab, parallel_.tp) / parallel_.tp);
     reductions.push_back(b_.collective("emb_ar", sim::CollectiveKind::AllReduce, sim::GroupKind::EMB,
                                        sim::Stream::Compute, rows * static_cast<double>(m.hidden) *

@@ -60,6 +60,8 @@ double attention_linear_weights(const ModelSpec& m) {
 
 double mlp_weights(const ModelSpec& m, std::int64_t ffn) { return gated(m) * d(m.hidden) * d(ffn); }
 
+double mtp_proj_weights(const ModelSpec& m) { return 2.0 * d(m.hidden) * d(m.hidden); }
+
 double layer_linear_weights(const ModelSpec& m) {
   return attention_linear_weights(m) + mlp_weights(m, m.ffn);
 }
@@ -72,14 +74,16 @@ double active_layer_weights(const ModelSpec& m, std::int64_t layer) {
 }
 
 double mfu_weight_count(const ModelSpec& m) {
-  double n = d(m.hidden) * d(m.vocab);
-  for (std::int64_t l = 0; l < m.layers; ++l) n += active_layer_weights(m, l);
+  // Each MTP depth adds its layer, its eh_proj (2h x h) and one more pass through the head
+  // (Megatron's num_floating_point_operations counts them).
+  double n = d(m.hidden) * d(m.vocab) * d(1 + m.mtp_layers) + d(m.mtp_layers) * mtp_proj_weights(m);
+  for (std::int64_t l = 0; l < m.trained_layers(); ++l) n += active_layer_weights(m, l);
   return n;
 }
 
 double model_flops_per_sample(const ModelSpec& m, std::int64_t seq, MfuConvention convention) {
   const double s = d(seq);
-  const double attention = 6.0 * s * s * attention_width2(m) * d(m.layers);
+  const double attention = 6.0 * s * s * attention_width2(m) * d(m.trained_layers());
   return 6.0 * mfu_weight_count(m) * s +
          (convention == MfuConvention::Megatron ? attention : 0.5 * attention);
 }
@@ -99,7 +103,7 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   // Tokens dropped beyond an expert capacity below the average load are not computed.
   const double expert_load = t.moe_capacity_factor > 0.0 ? std::min(1.0, t.moe_capacity_factor) : 1.0;
   double layer_gemm = 0.0;
-  for (std::int64_t l = 0; l < m.layers; ++l) {
+  for (std::int64_t l = 0; l < m.trained_layers(); ++l) {
     double w = attention_linear_weights(m) + router_weights(m, l);
     w += m.is_moe_layer(l) ? expert_load * d(m.top_k) * mlp_weights(m, m.expert_ffn) +
                                  mlp_weights(m, m.shared_expert_ffn)
@@ -111,12 +115,17 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   // i.e. tp times.
   if (m.attention == AttentionKind::Mla && !spec.parallel.sequence_parallel) {
     const double down = d(m.hidden) * d(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim);
-    layer_gemm += d(m.layers) * down * d(spec.parallel.tp - 1);
+    layer_gemm += d(m.trained_layers()) * down * d(spec.parallel.tp - 1);
   }
-  const double head = d(m.hidden) * d(padded_vocab(m.vocab, spec.parallel.tp));
-  const double attention_fwd = d(m.layers) * causal_attention_forward(m, s);
-  double flops = 6.0 * (layer_gemm + head) * s + attention_fwd + d(m.layers) * causal_attention_backward(m, s);
-  if (t.recompute == Recompute::Full) flops += 2.0 * layer_gemm * s + attention_fwd;
+  // The head runs once more per MTP depth; each depth's eh_proj is recomputed with its layer
+  // under full recompute (Megatron checkpoints the two together).
+  const double head = d(m.hidden) * d(padded_vocab(m.vocab, spec.parallel.tp)) * d(1 + m.mtp_layers);
+  const double mtp_proj = d(m.mtp_layers) * mtp_proj_weights(m);
+  const double layers = d(m.trained_layers());
+  const double attention_fwd = layers * causal_attention_forward(m, s);
+  double flops = 6.0 * (layer_gemm + mtp_proj + head) * s + attention_fwd +
+                 layers * causal_attention_backward(m, s);
+  if (t.recompute == Recompute::Full) flops += 2.0 * (layer_gemm + mtp_proj) * s + attention_fwd;
   if (t.recompute == Recompute::Selective) flops += attention_fwd;
   return flops;
 }

@@ -34,6 +34,9 @@ std::int64_t padded_vocab(std::int64_t vocab, int tp);
 double attention_linear_weights(const ModelSpec& model);
 /// Linear weights of an MLP of inner width `ffn`: (3 with SwiGLU, else 2) * h * ffn.
 double mlp_weights(const ModelSpec& model, std::int64_t ffn);
+/// Linear weights of one MTP depth's eh_proj: 2h x h (the embedding and the hidden state
+/// concatenated, projected back to h).
+double mtp_proj_weights(const ModelSpec& model);
 /// Linear weights of a dense transformer layer: attention_linear_weights + mlp_weights(ffn).
 double layer_linear_weights(const ModelSpec& model);
 /// Linear weights one token passes through in layer `layer`: attention, then the dense MLP or,
@@ -43,12 +46,13 @@ double layer_linear_weights(const ModelSpec& model);
 double active_layer_weights(const ModelSpec& model, std::int64_t layer);
 
 /// N of the MFU formula: active linear weights of all layers plus the output head
-/// (hidden * vocab, unpadded vocab as NeMo's flops formulas use it).
+/// (hidden * vocab, unpadded vocab as NeMo's flops formulas use it); with MTP each depth's
+/// layer, eh_proj and one more head (Megatron-LM's num_floating_point_operations counts them).
 double mfu_weight_count(const ModelSpec& model);
 
 /// Model FLOPs of one training sequence of `seq` tokens (forward + backward, no recompute):
 /// 6*N*s + attention, attention = 6*s^2*heads*(head_dim + v_head_dim)*L under megatron, half
-/// of it under causal.
+/// of it under causal (L: the decoder's and the MTP layers).
 double model_flops_per_sample(const ModelSpec& model, std::int64_t seq, MfuConvention convention);
 
 /// FLOPs the GPUs execute for one sequence with tensor parallel size `tp`, no recompute: the

@@ -42,6 +42,8 @@ struct Stage {
   int pp = 1;
   int vp = 1;
   std::vector<LayerRange> chunks;
+  int layers = 0;      ///< the model's decoder layers: the index of the first MTP depth's layer
+  int mtp_layers = 0;  ///< MTP depths, after the decoder on the last chunk of the last stage
   bool first(int chunk) const { return index == 0 && chunk == 0; }
   bool last(int chunk) const { return index == pp - 1 && chunk == vp - 1; }
 };
@@ -101,8 +103,19 @@ void forward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, Transfo
   for (int layer = range.begin; layer < range.end; ++layer) {
     ops.layer_forward(layer, sync.forward_deps(layer, mb));
   }
+  const int depths = st.last(chunk) ? st.mtp_layers : 0;
+  for (int depth = 0; depth < depths; ++depth) {
+    ops.mtp_forward(depth, sync.forward_deps(st.layers + depth, mb),
+                    sync.forward_deps(kEmbeddingUnit, mb));
+  }
   amax.forward_done(chunk);
-  if (st.last(chunk)) ops.head_forward(sync.forward_deps(kHeadUnit, mb));
+  if (!st.last(chunk)) return;
+  const std::vector<std::uint32_t> head_deps = sync.forward_deps(kHeadUnit, mb);
+  ops.head_forward(head_deps);
+  for (int depth = 0; depth < depths; ++depth) {
+    b.set_layer(st.layers + depth);
+    ops.head_forward(head_deps, "mtp_");
+  }
 }
 
 void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
@@ -111,6 +124,15 @@ void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, Transf
   const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
   if (st.last(chunk)) {
     defer_all(b, sync.backward_deps(kHeadUnit));
+    // The MTP depths, deepest first, each after its pass through the head; the shared head and
+    // embedding report their gradients once: at the main head's backward, and at the first
+    // stage's embedding backward when that is on this rank too (pp 1).
+    for (int depth = st.mtp_layers; depth-- > 0;) {
+      b.set_layer(st.layers + depth);
+      ops.head_backward(nullptr, "mtp_");
+      ops.mtp_backward(depth, sink, st.first(0) ? nullptr : sink);
+      sync.unit_backward_done(st.layers + depth);
+    }
     ops.head_backward(sink);
     sync.unit_backward_done(kHeadUnit);
   }
@@ -263,7 +285,8 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   check_spec(spec);
   const ParallelSpec& p = spec.parallel;
   if (stage < 0 || stage >= p.pp) throw std::invalid_argument("stage out of range");
-  const Stage st{stage, p.pp, p.vp, stage_chunks(spec.model, p, stage)};
+  const Stage st{stage, p.pp, p.vp, stage_chunks(spec.model, p, stage),
+                 static_cast<int>(spec.model.layers), static_cast<int>(spec.model.mtp_layers)};
   const int microbatches = static_cast<int>(spec.num_microbatches());
   const auto steps = (*find_pipeline_schedule(p.schedule))(p.pp, stage, microbatches, p.vp);
   // Gradients of a model chunk are reduced during (or after) its last backward of the step.

@@ -142,6 +142,11 @@ Found check_data_parallel(const WorkloadSpec& w) {
     return par("zero_stage", "ZeRO-3 / FSDP with pipeline parallelism (pp > 1) is not supported "
                              "(use zero_stage 1 or 2)");
   }
+  if (p.zero_stage == 3 && w.model.mtp_layers > 0) {
+    // Multi-token prediction is a Megatron-core module; ZeRO-3 here is DeepSpeed's or FSDP2's.
+    return par("zero_stage", "ZeRO-3 / FSDP (DeepSpeed, PyTorch) has no multi-token prediction "
+                             "(model.mtp_layers is Megatron-core's): use zero_stage 0-2");
+  }
   if (p.optimizer_offload == OptimizerOffload::Cpu && p.zero_stage == 0) {
     return par("optimizer_offload", "CPU optimizer offload needs zero_stage >= 1 (a sharded "
                                     "optimizer, as DeepSpeed ZeRO-Offload and Megatron's "
@@ -213,10 +218,10 @@ Found check_batch(const WorkloadSpec& w) {
                                           "*" + str(t.micro_batch_size) + " = " + str(per_step));
   }
   const long long microbatches = t.global_batch_size / per_step;
-  const long long passes = microbatches * (m.layers + 2);  // + embedding and output layer
+  const long long passes = microbatches * (m.trained_layers() + 2);  // + embedding and output layer
   if (passes > kMaxLayerPasses) {
     return train("global_batch_size",
-                 str(microbatches) + " microbatches per step x (" + str(m.layers) +
+                 str(microbatches) + " microbatches per step x (" + str(m.trained_layers()) +
                      " layers + embedding and head) = " + str(passes) +
                      " layer passes; the simulator plays each one and above " +
                      str(kMaxLayerPasses) + " its programs would need more than 13 GiB: "

@@ -94,6 +94,12 @@ struct ModelSpec {
   std::int64_t shared_expert_ffn = 0;   ///< MLP width of the shared experts (0: none)
   std::int64_t first_dense_layers = 0;  ///< leading dense layers (DeepSeek first_k_dense_replace)
   std::int64_t moe_layer_interval = 1;  ///< every k-th layer after those is MoE (Llama 4: 2)
+  /// Multi-token prediction depth (Megatron-core mtp_num_layers; DeepSeek-V3 trained with 1):
+  /// after the decoder, on the last pipeline stage, each depth embeds the tokens one further
+  /// ahead, projects them with the previous depth's hidden states (eh_proj) and runs one more
+  /// transformer layer (global index layers + depth, dense or MoE by is_moe_layer) and the
+  /// shared output head and loss.
+  std::int64_t mtp_layers = 0;
 
   /// Value head width: v_head_dim, or head_dim when not set.
   std::int64_t value_head_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
@@ -104,12 +110,14 @@ struct ModelSpec {
     return experts > 0 && layer >= first_dense_layers &&
            (layer - first_dense_layers + 1) % moe_layer_interval == 0;
   }
-  /// Number of MoE layers.
+  /// Number of MoE layers (of the decoder; the MTP layers not counted).
   std::int64_t moe_layers() const {
     std::int64_t n = 0;
     for (std::int64_t l = 0; l < layers; ++l) n += is_moe_layer(l) ? 1 : 0;
     return n;
   }
+  /// Transformer layers a token passes through in training: the decoder's and the MTP layers.
+  std::int64_t trained_layers() const { return layers + mtp_layers; }
 };
 
 /// Default rank order, fastest first: Megatron-core's "tp-cp-ep-dp-pp".

@@ -132,7 +132,8 @@ double nccl_bytes(const WorkloadSpec& spec, int stage) {
     collective += p.etp > 1;
     collective += spec.edp() > 1 && spec.edp() != spec.dp_cp();
   }
-  collective += spec.model.tied_embeddings && p.pp > 1 && (stage == 0 || stage == p.pp - 1);
+  const bool embedding_copies = spec.model.tied_embeddings || spec.model.mtp_layers > 0;
+  collective += embedding_copies && p.pp > 1 && (stage == 0 || stage == p.pp - 1);
   if (collective + p2p == 0) return 0.0;
   // A point-to-point group is a communicator of its own.
   return kNcclProcessBytes + kNcclCommunicatorBytes * (collective + p2p) + kNcclP2pBytes * p2p;
@@ -255,15 +256,25 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
   const auto chunks = stage_chunks(spec.model, p, stage);
   std::vector<double> per_chunk;
   double working = 0.0;
-  for (const auto& chunk : chunks) {
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
     double bytes = 0.0;
-    for (int l = chunk.begin; l < chunk.end; ++l) {
+    auto add_layer = [&](int l) {
       bytes += layer_activation_bytes(spec, l, recompute);
       double ws = backward_transients(spec, x, l);
       if (recompute == Recompute::Full) {
         ws += layer_activation_bytes(spec, l, Recompute::None) - freed_before_peak(spec, x, l);
       }
       working = std::max(working, ws);
+    };
+    for (int l = chunks[c].begin; l < chunks[c].end; ++l) add_layer(l);
+    // The MTP depths after the decoder, on the last chunk of the last stage: each depth's layer
+    // and what its projection keeps (the checkpointed embedding and hidden state under full
+    // recompute; else the two norm inputs and eh_proj's sequence-parallel input shard, 2h wide).
+    if (stage == p.pp - 1 && c + 1 == chunks.size()) {
+      for (std::int64_t depth = 0; depth < spec.model.mtp_layers; ++depth) {
+        add_layer(static_cast<int>(spec.model.layers + depth));
+        bytes += kBf16 * x.tsp * x.h * (recompute == Recompute::Full ? 2.0 : 4.0);
+      }
     }
     per_chunk.push_back(bytes);
   }
@@ -278,7 +289,8 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
   if (stage == p.pp - 1) {
     // One microbatch's loss at its backward's peak, the others of the last chunk in flight
     // holding what their forward kept.
-    const double logits = x.t * d(x.s.vocab);
+    // The main head's logits and each MTP depth's.
+    const double logits = x.t * d(x.s.vocab) * d(1 + spec.model.mtp_layers);
     const LogitBytes per = logit_bytes_per_element(spec.training.cross_entropy);
     out.push_back({"logits", logits * (per.peak + per.kept * (std::max(1, flight.last_chunk_max) - 1)),
                    std::string("output logits, cross entropy ") + to_string(spec.training.cross_entropy)});
@@ -398,7 +410,11 @@ ParameterCount count_parameters(const ModelSpec& m) {
   double embedding = d(m.vocab) * d(m.hidden) * (m.tied_embeddings ? 1.0 : 2.0);
   if (m.position == PositionKind::Learned) embedding += d(m.max_position_embeddings) * d(m.hidden);
   c.total = c.active = embedding + norm;
-  for (std::int64_t l = 0; l < m.layers; ++l) {
+  // Each MTP depth: enorm, hnorm and its final norm, eh_proj (2h x h), and its layer.
+  const double mtp = 3.0 * norm + 2.0 * d(m.hidden) * d(m.hidden);
+  c.total += d(m.mtp_layers) * mtp;
+  c.active += d(m.mtp_layers) * mtp;
+  for (std::int64_t l = 0; l < m.trained_layers(); ++l) {
     const double common = attention_linear_weights(m) + 2.0 * norm;
     if (m.is_moe_layer(l)) {
       const double router = d(m.hidden) * d(m.experts);

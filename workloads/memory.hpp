@@ -84,7 +84,8 @@ struct ParameterCount {
   double active = 0.0;
 };
 /// Counts the parameters of `model`: linear weights, routers, layer and final norms,
-/// embeddings and output head (biases and MLA's latent norms, < 0.01%, are left out).
+/// embeddings and output head, and the MTP depths (their norms, eh_proj and layer; the shared
+/// embedding and head counted once) (biases and MLA's latent norms, < 0.01%, are left out).
 ParameterCount count_parameters(const ModelSpec& model);
 
 }  // namespace clustersim::workloads

@@ -46,7 +46,8 @@ constexpr IntField kOptionalInts[] = {
     {"expert_ffn", &ModelSpec::expert_ffn},
     {"shared_expert_ffn", &ModelSpec::shared_expert_ffn},
     {"first_dense_layers", &ModelSpec::first_dense_layers, 0},
-    {"moe_layer_interval", &ModelSpec::moe_layer_interval}};
+    {"moe_layer_interval", &ModelSpec::moe_layer_interval},
+    {"mtp_layers", &ModelSpec::mtp_layers, 0}};
 
 bool valid_catalog_name(const std::string& name) {
   if (name.empty()) return false;

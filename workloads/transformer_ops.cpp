@@ -341,11 +341,11 @@ double TransformerOps::dense_embedding_grad_bytes(std::int64_t rows) const {
          table * kMainGradAccumulateBytes;
 }
 
-void TransformerOps::embedding_forward(std::vector<std::uint32_t> param_deps) {
-  b_.set_layer(-1);
+void TransformerOps::embedding_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix) {
+  if (prefix.empty()) b_.set_layer(-1);
   const double full = act_bytes(s_.tokens, s_.hidden);
   // Row gather from the local vocab shard: read the rows, write [tokens, hidden].
-  b_.mem("embedding", MemKernel::Copy, 2.0 * full, std::move(param_deps));
+  b_.mem(prefix + "embedding", MemKernel::Copy, 2.0 * full, std::move(param_deps));
   if (s_.tp_comm) {
     // Partial embeddings are summed over TP: reduce-scattered straight into the SP layout when
     // there is no position table to add (LanguageModelEmbedding.reduce_scatter_embeddings),
@@ -356,7 +356,7 @@ void TransformerOps::embedding_forward(std::vector<std::uint32_t> param_deps) {
       tp_blocking("tp_ar", CollectiveKind::AllReduce, full);
     }
   }
-  if (s_.position_rows > 0) b_.mem("pos_embedding", MemKernel::Elementwise, 3.0 * full);
+  if (s_.position_rows > 0) b_.mem(prefix + "pos_embedding", MemKernel::Elementwise, 3.0 * full);
 }
 
 // A TP-sharded MLP on the sequence-parallel input: FC1 (column parallel), activation, FC2 (row
@@ -409,16 +409,16 @@ void TransformerOps::layer_forward_ops(int layer, std::vector<std::uint32_t> par
   b_.mem("residual", MemKernel::Elementwise, 3.0 * x);
 }
 
-void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps) {
-  b_.set_layer(-1);
-  b_.mem("final_norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden),
+void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix) {
+  if (prefix.empty()) b_.set_layer(-1);
+  b_.mem(prefix + "final_norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden),
          std::move(param_deps));
   gather_sequence();
   // The output layer is a Megatron ColumnParallelLinear outside Transformer Engine's FP8
   // autocast: BF16 with fp8 too.
-  b_.gemm("head", s_.tokens, s_.vocab, s_.hidden, sim::DType::BF16, kOutBytes);
+  b_.gemm(prefix + "head", s_.tokens, s_.vocab, s_.hidden, sim::DType::BF16, kOutBytes);
   const double logits = static_cast<double>(s_.tokens) * static_cast<double>(s_.vocab);
-  b_.mem("cross_entropy", MemKernel::CrossEntropy, s_.ce_forward_bytes * logits);
+  b_.mem(prefix + "cross_entropy", MemKernel::CrossEntropy, s_.ce_forward_bytes * logits);
   if (s_.tp_comm) {
     for (int i = 0; i < kCrossEntropyAllReduces; ++i) {
       tp_blocking("tp_ar_ce", CollectiveKind::AllReduce, kFp32Bytes * static_cast<double>(s_.tokens));
@@ -426,16 +426,17 @@ void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps) {
   }
 }
 
-void TransformerOps::head_backward(GradSink* sink) {
-  b_.set_layer(-1);
+std::uint32_t TransformerOps::head_backward(GradSink* sink, const std::string& prefix) {
+  if (prefix.empty()) b_.set_layer(-1);
   const double logits = static_cast<double>(s_.tokens) * static_cast<double>(s_.vocab);
   if (s_.ce_backward_bytes > 0.0) {
-    b_.mem("cross_entropy_bwd", MemKernel::CrossEntropy, s_.ce_backward_bytes * logits);
+    b_.mem(prefix + "cross_entropy_bwd", MemKernel::CrossEntropy, s_.ce_backward_bytes * logits);
   }
-  auto comm = column_backward("head", s_.hidden, s_.vocab, sim::DType::BF16,
+  auto comm = column_backward(prefix + "head", s_.hidden, s_.vocab, sim::DType::BF16,
                               ParamGroup::OutputHead, -1, sink);
-  const std::uint32_t norm = norm_backward("final_norm_bwd", std::move(comm));
+  const std::uint32_t norm = norm_backward(prefix + "final_norm_bwd", std::move(comm));
   if (sink != nullptr) sink->gradient_ready(ParamGroup::FinalNorm, -1, norm);
+  return norm;
 }
 
 void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps) {
@@ -466,18 +467,18 @@ void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::
   b_.mem("residual_bwd", MemKernel::Elementwise, 3.0 * x);
 }
 
-void TransformerOps::embedding_backward(GradSink* sink) {
-  b_.set_layer(-1);
+void TransformerOps::embedding_backward(GradSink* sink, const std::string& prefix) {
+  if (prefix.empty()) b_.set_layer(-1);
   // SP: the backward of the forward reduce-scatter (or of the scatter after the all-reduce)
   // is an all-gather; without SP the all-reduce's backward is the identity.
   gather_sequence();
   if (s_.position_rows > 0) {
-    const std::uint32_t op = b_.mem("pos_embedding_bwd", MemKernel::Elementwise,
+    const std::uint32_t op = b_.mem(prefix + "pos_embedding_bwd", MemKernel::Elementwise,
                                     dense_embedding_grad_bytes(s_.position_rows));
     if (sink != nullptr) sink->gradient_ready(ParamGroup::PositionEmbedding, -1, op);
   }
   const std::uint32_t op =
-      b_.mem("embedding_bwd", MemKernel::Elementwise, dense_embedding_grad_bytes(s_.vocab));
+      b_.mem(prefix + "embedding_bwd", MemKernel::Elementwise, dense_embedding_grad_bytes(s_.vocab));
   if (sink != nullptr) sink->gradient_ready(ParamGroup::WordEmbedding, -1, op);
 }
 

@@ -3,7 +3,7 @@
 // attention, with context-parallel ring attention; dense MLP or MoE block with expert
 // parallelism) and output head, forward and backward, with their tensor-parallel collectives
 // (internal to workloads/). Definitions are split over transformer_ops.cpp (embedding, head,
-// layers, MLP, TP helpers), attention_ops.cpp and moe_ops.cpp.
+// layers, MLP, TP helpers), attention_ops.cpp, moe_ops.cpp and mtp_ops.cpp.
 #pragma once
 
 #include <cstdint>
@@ -94,19 +94,31 @@ class TransformerOps {
   /// Keeps references to `builder` and `spec`.
   TransformerOps(ProgramBuilder& builder, const WorkloadSpec& spec);
 
-  /// Word (and position) embedding of one microbatch, with its TP reduction (first stage).
-  void embedding_forward(std::vector<std::uint32_t> param_deps);
+  /// Word (and position) embedding of one microbatch, with its TP reduction (first stage; with
+  /// `prefix` "mtp_", the MTP's embedding of the tokens one further ahead, at the layer set).
+  void embedding_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix = "");
   /// Forward of transformer layer `layer` (global index) for one microbatch.
   void layer_forward(int layer, std::vector<std::uint32_t> param_deps);
-  /// Final norm, output head and vocab-parallel cross entropy (last stage).
-  void head_forward(std::vector<std::uint32_t> param_deps);
-  /// Backward of the cross entropy, output head and final norm (last stage).
-  void head_backward(GradSink* sink);
+  /// Final norm, output head and vocab-parallel cross entropy (last stage; `prefix` as above:
+  /// an MTP depth's final norm and pass through the shared head).
+  void head_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix = "");
+  /// Backward of the cross entropy, output head and final norm (last stage); returns the norm's
+  /// backward op.
+  std::uint32_t head_backward(GradSink* sink, const std::string& prefix = "");
   /// Backward of transformer layer `layer`, preceded by its recomputation (full recompute)
   /// or by the core attention's (selective): dgrad and wgrad GEMMs, attention backward, comm.
   void layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps = {});
-  /// Backward of the embeddings (first stage).
-  void embedding_backward(GradSink* sink);
+  /// Backward of the embeddings (first stage; `prefix` as above).
+  void embedding_backward(GradSink* sink, const std::string& prefix = "");
+  /// Forward of MTP depth `depth` (Megatron-core MultiTokenPredictionLayer, mtp_ops.cpp): its
+  /// embedding (waiting for `embedding_deps`), enorm and hnorm, the concatenation, eh_proj and
+  /// the depth's transformer layer (waiting for `param_deps`), one microbatch.
+  void mtp_forward(int depth, std::vector<std::uint32_t> param_deps,
+                   std::vector<std::uint32_t> embedding_deps);
+  /// Backward of MTP depth `depth` after its head's: the layer, eh_proj, norms and embedding.
+  /// `sink` is told of the depth's gradients; `embedding_sink` of the embedding's (null when
+  /// the first stage's embedding, on the same rank, reports them).
+  void mtp_backward(int depth, GradSink* sink, GradSink* embedding_sink);
 
   /// Bytes of one pipeline activation (or its gradient): [seq (/tp with SP), mbs, hidden] BF16.
   double pipeline_message_bytes() const;
@@ -159,6 +171,8 @@ class TransformerOps {
   std::vector<std::uint32_t> attention_backward(int layer, GradSink* sink);
   void attention_core_backward();
   double kv_block_bytes() const;
+  // mtp_ops.cpp
+  void mtp_projection_forward();
   // moe_ops.cpp
   void moe_forward();
   std::vector<std::uint32_t> moe_backward(int layer, GradSink* sink);

@@ -36,6 +36,15 @@ TEST(Rejections, ExpertParallelism) {
                   "parallelism.moe_shared_expert_overlap", "needs a MoE model with shared experts");
 }
 
+// Multi-token prediction is Megatron-core's; ZeRO-3 here is DeepSpeed's or FSDP2's.
+TEST(Rejections, MtpWithZero3) {
+  testing::expect_spec_error(
+      "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1, mtp_layers: 1}\n"
+      "parallelism: {zero_stage: 3}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, precision: bf16}\n",
+      8, "parallelism.zero_stage", "no multi-token prediction");
+}
+
 TEST(Rejections, ContextAndSequenceParallelism) {
   // Load-balanced causal chunks: seq must split into 2*cp chunks.
   expect_rejected("llama3_8b", "  cp: 4\n", "", 4, "training.seq_length", "not divisible by 2*cp = 8",
