@@ -86,10 +86,11 @@ void add_layer(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer)
 
 // The word (and position) embedding of a stage: the first stage's, or the copy the last stage
 // holds for the MTP's embedding when pp > 1 (Megatron-core builds the embedding where
-// pre_process or mtp_process holds, and keeps the copies equal with the embedding group).
+// pre_process or mtp_process holds, and keeps the word embeddings equal with the embedding
+// group); `word`: false where the tied output layer already is the word embedding.
 void add_embedding(std::vector<ParamInfo>& out, const ModelSpec& m, std::int64_t vocab_local,
-                   bool shared) {
-  out.push_back({ParamGroup::WordEmbedding, -1, vocab_local * m.hidden, false, shared, false});
+                   bool shared, bool word = true) {
+  if (word) out.push_back({ParamGroup::WordEmbedding, -1, vocab_local * m.hidden, false, shared, false});
   if (m.position == PositionKind::Learned) {
     out.push_back({ParamGroup::PositionEmbedding, -1, m.max_position_embeddings * m.hidden, false,
                    false, false});
@@ -128,11 +129,11 @@ std::vector<ParamInfo> stage_parameters(const WorkloadSpec& spec, int stage) {
   const int pp = spec.parallel.pp;
   const std::int64_t vocab_local = padded_vocab(m.vocab, spec.parallel.tp) / spec.parallel.tp;
   const bool shared = m.tied_embeddings && pp > 1;
-  // With tied embeddings the last stage's head weight is the embedding the MTP reads.
-  const bool mtp_copy = m.mtp_layers > 0 && pp > 1 && !m.tied_embeddings;
+  // With tied embeddings the last stage's head weight is the word embedding the MTP reads.
+  const bool mtp_copy = m.mtp_layers > 0 && pp > 1;
   std::vector<ParamInfo> out;
   if (stage == 0) add_embedding(out, m, vocab_local, shared || mtp_copy);
-  if (stage == pp - 1 && mtp_copy) add_embedding(out, m, vocab_local, true);
+  if (stage == pp - 1 && mtp_copy) add_embedding(out, m, vocab_local, true, !m.tied_embeddings);
   for (const LayerRange& chunk : stage_chunks(m, spec.parallel, stage)) {
     for (int layer = chunk.begin; layer < chunk.end; ++layer) add_layer(out, spec, layer);
   }

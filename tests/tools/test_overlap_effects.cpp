@@ -1,7 +1,8 @@
-// End-to-end effects of Megatron/Transformer Engine defaults (docs/trace-format.md): the
+// End-to-end effects of Megatron/Transformer Engine defaults and options (docs/trace-format.md): the
 // interleaved schedule's pipeline transfers posted asynchronously (overlap_p2p_comm), the GEMM
-// costs of TE's TP overlap settings (tp_comm_overlap_cfg, docs/cost-model.md) and TE's FP8 amax
-// reductions (fp8_reduce_amax). Small jobs on 8-16 H100s, measured cost model: seconds.
+// costs of TE's TP overlap settings (tp_comm_overlap_cfg, docs/cost-model.md), TE's FP8 amax
+// reductions (fp8_reduce_amax), Megatron-core's shared-expert overlap and multi-token
+// prediction. Small jobs on 8-16 H100s, measured cost model: seconds.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -140,6 +141,33 @@ TEST(OverlapEffects, SharedExpertsHideBehindTheExpertExchanges) {
   double parts = b.exposed_other_s;
   for (double g : b.exposed_by_group_s) parts += g;
   EXPECT_NEAR(parts, b.exposed_comm_s, 1e-9 * on.step.step_time_s);
+}
+
+// Multi-token prediction (model.mtp_layers, docs/trace-format.md "MTP") on two pipeline stages:
+// the last stage runs one more MoE layer and a second pass through the head, and its copy of the
+// (untied) word embedding is summed with the first stage's over the embedding group.
+TEST(OverlapEffects, MultiTokenPredictionLoadsTheLastStage) {
+  auto mtp_run = [](const std::string& name, int depths) {
+    const std::string path = ::testing::TempDir() + "/overlap_" + name + ".yaml";
+    std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 16}\n"
+                           "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1, "
+                           "mtp_layers: " << depths << "}\n"
+                           "parallelism: {tp: 1, pp: 2, ep: 8}\n"
+                           "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 16, "
+                           "precision: bf16}\n";
+    return simulate_job(load_job(path), SimulateOptions{});
+  };
+  const RunReport off = mtp_run("mtp_off", 0);
+  const RunReport on = mtp_run("mtp_on", 1);
+  EXPECT_GT(on.step.step_time_s, off.step.step_time_s);
+  EXPECT_GT(on.step.breakdown.compute_s, off.step.breakdown.compute_s);
+  const auto emb = static_cast<size_t>(sim::GroupKind::EMB);
+  EXPECT_EQ(off.step.breakdown.exposed_by_group_s[emb], 0.0);
+  EXPECT_GT(on.step.breakdown.exposed_by_group_s[emb], 0.0);
+  // The same tokens; the depth's FLOPs count in the model FLOPs (Megatron's convention), so
+  // the MFU falls by less than the throughput.
+  EXPECT_EQ(on.tokens_per_step, off.tokens_per_step);
+  EXPECT_GT(on.mfu / off.mfu, on.tokens_per_s_per_gpu / off.tokens_per_s_per_gpu);
 }
 
 }  // namespace

@@ -120,6 +120,18 @@ TEST(Mtp, LastStageHoldsTheDepthsAndAnEmbeddingCopy) {
   // On one stage the depth reads the first stage's embedding: no copy.
   const auto single = stage_parameters(mtp_job(2, 1, 1, 1), 0);
   EXPECT_EQ(numel(single, ParamGroup::WordEmbedding, -1), 512 * 256);
+  // GPT-style (tied embeddings, learned positions) on two stages: the last stage's tied head is
+  // the word embedding the depth reads; only its position table is a copy. Still every FLOP
+  // accounted.
+  std::string gpt = testing::small_gpt_job(1, 2, 1, false, 4, 1);
+  gpt.replace(gpt.find("  layers: 4\n"), 12, "  layers: 4\n  mtp_layers: 1\n");
+  const WorkloadSpec tied = testing::parse_job(gpt, 2);
+  const auto tied_last = stage_parameters(tied, 1);
+  EXPECT_EQ(numel(tied_last, ParamGroup::WordEmbedding, -1), 0);
+  EXPECT_EQ(numel(tied_last, ParamGroup::PositionEmbedding, -1), 256 * 192);
+  EXPECT_GT(numel(tied_last, ParamGroup::OutputHead, -1), 0);
+  const sim::Workload tw = generate_workload(tied);
+  EXPECT_NEAR(total_flops(tw) / tw.accounting.hardware_flops, 1.0, 1e-9);
   // The counts: one depth's layer, eh_proj and three norms.
   const ParameterCount with = count_parameters(spec.model), without = count_parameters(mtp_job(2, 2, 1, 0).model);
   EXPECT_DOUBLE_EQ(with.total - without.total,
