@@ -18,16 +18,16 @@ namespace {
 
 using clustersim::cli_test::run_cli;
 
-// Small jobs (16-72 GPUs, 4 layers) that together touch every section: MoE with FP8, TP overlap
-// and the simulation options; an inline model with ZeRO-3 CPU offload, energy and economics on
+// Small jobs (16-72 GPUs, 4 layers) that together touch every section: MoE with FP8, TP overlap,
+// shared experts beside the exchanges, an MTP depth and the simulation options; an inline model with ZeRO-3 CPU offload, energy and economics on
 // B200; a GB200 NVL72 rack with reliability.
 const std::vector<std::string>& bases() {
   static const std::vector<std::string> kBases = {
       "cluster: {platform: hgx_h100, gpus: 16, overrides: {name: H100-SXM, nic_bandwidth: 400Gbps}}\n"
-      "model: {catalog: mixtral_8x7b, layers: 4}\n"
+      "model: {catalog: mixtral_8x7b, layers: 4, shared_expert_ffn: 4096, mtp_layers: 1}\n"
       "parallelism: {tp: 2, pp: 2, dp: 4, ep: 4, vp: 2, sequence_parallel: true, "
       "tp_comm_overlap: true, tp_comm_overlap_cfg: {proj_fprop: {method: pipeline, num_sm: 8, "
-      "num_splits: 4}}}\n"
+      "num_splits: 4}}, moe_shared_expert_overlap: true}\n"
       "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 16, precision: fp8, "
       "recompute: selective, moe_imbalance: 1.5}\n"
       "simulation: {replicas: auto, cost_model: measured, nccl_proto: auto}\n",
