@@ -97,7 +97,7 @@ struct ModelSpec {
   /// Multi-token prediction depth (Megatron-core mtp_num_layers; DeepSeek-V3 trained with 1):
   /// after the decoder, on the last pipeline stage, each depth embeds the tokens one further
   /// ahead, projects them with the previous depth's hidden states (eh_proj) and runs one more
-  /// transformer layer (global index layers + depth, dense or MoE by is_moe_layer) and the
+  /// transformer layer (global index layers + depth, of the last decoder layer's kind) and the
   /// shared output head and loss.
   std::int64_t mtp_layers = 0;
 
@@ -105,8 +105,11 @@ struct ModelSpec {
   std::int64_t value_head_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
   /// True if transformer layer `layer` (0-based) has a MoE block instead of a dense MLP:
   /// experts > 0, layer >= first_dense_layers and (layer - first_dense_layers + 1) is a multiple
-  /// of moe_layer_interval (Hugging Face Llama 4's moe_layers; DeepSeek-V3 with interval 1).
+  /// of moe_layer_interval (Hugging Face Llama 4's moe_layers; DeepSeek-V3 with interval 1). An
+  /// MTP depth's layer (layer >= layers) is of the last decoder layer's kind, as Megatron-LM
+  /// builds it (pretrain_gpt.py: the MTP block spec from get_gpt_decoder_layer_specs(...)[-1]).
   bool is_moe_layer(std::int64_t layer) const {
+    if (layer >= layers && layers > 0) layer = layers - 1;
     return experts > 0 && layer >= first_dense_layers &&
            (layer - first_dense_layers + 1) % moe_layer_interval == 0;
   }

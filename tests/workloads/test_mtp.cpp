@@ -95,6 +95,23 @@ TEST(Mtp, DepthsRunOnTheLastStageAfterTheDecoder) {
   EXPECT_EQ(count(last, "emb_ar"), 1);
 }
 
+// A depth's layer is of the last decoder layer's kind: MoE for Llama 4 Maverick (MoE every
+// second layer, the last one among them), whatever its own index would give.
+TEST(Mtp, DepthLayerTakesTheLastDecoderLayersKind) {
+  ModelSpec m;
+  m.layers = 48;
+  m.experts = 128;
+  m.moe_layer_interval = 2;
+  m.mtp_layers = 2;
+  EXPECT_TRUE(m.is_moe_layer(47));
+  EXPECT_FALSE(m.is_moe_layer(46));
+  EXPECT_TRUE(m.is_moe_layer(48));
+  EXPECT_TRUE(m.is_moe_layer(49));
+  m.moe_layer_interval = 1;
+  m.first_dense_layers = 3;
+  EXPECT_TRUE(m.is_moe_layer(48));
+}
+
 TEST(Mtp, LastStageHoldsTheDepthsAndAnEmbeddingCopy) {
   const WorkloadSpec spec = mtp_job(2, 2, 1, 1);
   auto numel = [](const std::vector<ParamInfo>& ps, ParamGroup g, int layer) {
