@@ -62,6 +62,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"zero", "parallelism", "zero_stage", {"0", "1", "2", "3"}},
       {"recompute", "training", "recompute", {"none", "selective", "full"}},
       {"attention", "training", "attention_backend", {"cudnn", "flash2"}},
+      {"shared_overlap", "parallelism", "moe_shared_expert_overlap", {"false", "true"}},
   };
   return kDims;
 }
@@ -209,9 +210,11 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
 std::string top_table(const CsvTable& table, std::size_t n) {
   const std::size_t first_axis = table.column("config") + 1;
   const std::size_t dp = table.column("dp");
+  // Axis columns at least 10 wide, wider for a longer name (shared_overlap).
+  auto width = [&](std::size_t c) { return static_cast<int>(std::max<std::size_t>(10, table.header[c].size() + 2)); };
   std::ostringstream out;
   out << std::setw(5) << "rank";
-  for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(10) << table.header[c];
+  for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(width(c)) << table.header[c];
   out << std::setw(14) << "tok/s/GPU" << std::setw(8) << "MFU" << std::setw(12) << "headroom"
       << "\n";
   const std::size_t tokens = table.column("tokens_per_s_per_gpu");
@@ -221,7 +224,7 @@ std::string top_table(const CsvTable& table, std::size_t n) {
   for (const auto& row : table.rows) {
     if (shown == n || row[table.column("status")] != kSweepOk) break;
     out << std::setw(5) << row[table.column("rank")];
-    for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(10) << row[c];
+    for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(width(c)) << row[c];
     out << std::setw(14) << row[tokens] << std::setw(7) << std::fixed << std::setprecision(1)
         << 100.0 * number_or(row[mfu], 0.0) << "%" << std::setw(12)
         << (row[head].empty() ? "-" : row[head] + " GiB") << "\n";
