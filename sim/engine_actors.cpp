@@ -57,8 +57,8 @@ class StreamActor {
   void operator()();
 
  private:
-  std::int64_t wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only,
-                         RankState* charge = nullptr);
+  void wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only,
+                 RankState* charge = nullptr);
   void charge_exposed(RankState& r, const Op* gating, double seconds);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
@@ -124,10 +124,8 @@ void StreamActor::operator()() {
 // charged as exposed time of `charge` to the dependency it waited for: the first of u's
 // dependencies, in program order, still running (so a wait for an exchange of several
 // collectives is split among their communicators).
-// Returns the dependency that was still running when the wait began its last round (the one
-// whose completion let `u` go on), or -1 when nothing was waited for.
-std::int64_t StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only,
-                                    RankState* charge) {
+void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only,
+                            RankState* charge) {
   auto pending = [&]() -> std::int64_t {
     for (std::uint32_t d : u.deps) {
       if (src.done[d] == 0 && (!p2p_only || src.program->ops[d].is_p2p())) return d;
@@ -135,7 +133,7 @@ std::int64_t StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream
     return -1;
   };
   std::int64_t last = pending();
-  if (last < 0) return -1;
+  if (last < 0) return;
   auto charge_since = [&](double& mark, std::int64_t op) {
     const double now = sg4::Engine::get_clock();
     if (charge != nullptr && now > mark) charge_exposed(*charge, &src.program->ops[static_cast<size_t>(op)], now - mark);
@@ -148,8 +146,7 @@ std::int64_t StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream
     src.cvs[static_cast<size_t>(stream)]->wait(lock);
     charge_since(mark, d);
   }
-  charge_since(mark, last);
-  return last;
+  charge_since(mark, last);  // a yield while taking the lock
 }
 
 // Exposed time of the compute stream, charged to the communicator of the collective it waited

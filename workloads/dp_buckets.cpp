@@ -132,7 +132,7 @@ std::vector<ParamInfo> stage_parameters(const WorkloadSpec& spec, int stage) {
   // With tied embeddings the last stage's head weight is the word embedding the MTP reads.
   const bool mtp_copy = m.mtp_layers > 0 && pp > 1;
   std::vector<ParamInfo> out;
-  if (stage == 0) add_embedding(out, m, vocab_local, shared || mtp_copy);
+  if (stage == 0) add_embedding(out, m, vocab_local, pp > 1 && m.embedding_on_last_stage());
   if (stage == pp - 1 && mtp_copy) add_embedding(out, m, vocab_local, true, !m.tied_embeddings);
   for (const LayerRange& chunk : stage_chunks(m, spec.parallel, stage)) {
     for (int layer = chunk.begin; layer < chunk.end; ++layer) add_layer(out, spec, layer);

@@ -263,8 +263,7 @@ void DataParallelSync::end_step() {
   // the first and last stage (Megatron _allreduce_word_embedding_grads, over the embedding
   // group).
   const ModelSpec& m = spec_.model;
-  const bool copies = m.tied_embeddings || m.mtp_layers > 0;
-  if (copies && parallel_.pp > 1 && (stage_ == 0 || stage_ == parallel_.pp - 1)) {
+  if (m.embedding_on_last_stage() && parallel_.pp > 1 && (stage_ == 0 || stage_ == parallel_.pp - 1)) {
     const double rows = static_cast<double>(padded_vocab(m.vocab, parallel_.tp) / parallel_.tp);
     reductions.push_back(b_.collective("emb_ar", sim::CollectiveKind::AllReduce, sim::GroupKind::EMB,
                                        sim::Stream::Compute, rows * static_cast<double>(m.hidden) *

@@ -106,14 +106,16 @@ void forward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, Transfo
     ops.layer_forward(layer, sync.forward_deps(layer, mb));
   }
   const int depths = st.last(chunk) ? st.mtp_layers : 0;
-  for (int depth = 0; depth < depths; ++depth) {
-    // The depth's embedding reads this stage's embedding parameters, or with tied embeddings
+  if (depths > 0) {
+    // The depths' embedding reads this stage's embedding parameters, or with tied embeddings
     // the output layer's.
     std::vector<std::uint32_t> embedding = sync.forward_deps(kEmbeddingUnit, mb);
     for (std::uint32_t d : sync.forward_deps(kHeadUnit, mb)) embedding.push_back(d);
     std::sort(embedding.begin(), embedding.end());
     embedding.erase(std::unique(embedding.begin(), embedding.end()), embedding.end());
-    ops.mtp_forward(depth, sync.forward_deps(st.layers + depth, mb), std::move(embedding));
+    for (int depth = 0; depth < depths; ++depth) {
+      ops.mtp_forward(depth, sync.forward_deps(st.layers + depth, mb), embedding);
+    }
   }
   amax.forward_done(chunk);
   if (!st.last(chunk)) return;

@@ -121,6 +121,9 @@ struct ModelSpec {
   }
   /// Transformer layers a token passes through in training: the decoder's and the MTP layers.
   std::int64_t trained_layers() const { return layers + mtp_layers; }
+  /// With pipelining the last stage holds the word embedding too (the tied output layer, or the
+  /// MTP's embedding), summed with the first stage's over the embedding group.
+  bool embedding_on_last_stage() const { return tied_embeddings || mtp_layers > 0; }
 };
 
 /// Default rank order, fastest first: Megatron-core's "tp-cp-ep-dp-pp".

@@ -132,8 +132,7 @@ double nccl_bytes(const WorkloadSpec& spec, int stage) {
     collective += p.etp > 1;
     collective += spec.edp() > 1 && spec.edp() != spec.dp_cp();
   }
-  const bool embedding_copies = spec.model.tied_embeddings || spec.model.mtp_layers > 0;
-  collective += embedding_copies && p.pp > 1 && (stage == 0 || stage == p.pp - 1);
+  collective += spec.model.embedding_on_last_stage() && p.pp > 1 && (stage == 0 || stage == p.pp - 1);
   if (collective + p2p == 0) return 0.0;
   // A point-to-point group is a communicator of its own.
   return kNcclProcessBytes + kNcclCommunicatorBytes * (collective + p2p) + kNcclP2pBytes * p2p;

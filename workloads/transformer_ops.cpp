@@ -426,7 +426,7 @@ void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps, const s
   }
 }
 
-std::uint32_t TransformerOps::head_backward(GradSink* sink, const std::string& prefix) {
+void TransformerOps::head_backward(GradSink* sink, const std::string& prefix) {
   if (prefix.empty()) b_.set_layer(-1);
   const double logits = static_cast<double>(s_.tokens) * static_cast<double>(s_.vocab);
   if (s_.ce_backward_bytes > 0.0) {
@@ -436,7 +436,6 @@ std::uint32_t TransformerOps::head_backward(GradSink* sink, const std::string& p
                               ParamGroup::OutputHead, -1, sink);
   const std::uint32_t norm = norm_backward(prefix + "final_norm_bwd", std::move(comm));
   if (sink != nullptr) sink->gradient_ready(ParamGroup::FinalNorm, -1, norm);
-  return norm;
 }
 
 void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps) {

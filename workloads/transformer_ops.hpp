@@ -102,9 +102,8 @@ class TransformerOps {
   /// Final norm, output head and vocab-parallel cross entropy (last stage; `prefix` as above:
   /// an MTP depth's final norm and pass through the shared head).
   void head_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix = "");
-  /// Backward of the cross entropy, output head and final norm (last stage); returns the norm's
-  /// backward op.
-  std::uint32_t head_backward(GradSink* sink, const std::string& prefix = "");
+  /// Backward of the cross entropy, output head and final norm (last stage).
+  void head_backward(GradSink* sink, const std::string& prefix = "");
   /// Backward of transformer layer `layer`, preceded by its recomputation (full recompute)
   /// or by the core attention's (selective): dgrad and wgrad GEMMs, attention backward, comm.
   void layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps = {});
