@@ -70,7 +70,10 @@ std::string collective_name(sim::CollectiveKind k) {
     case sim::CollectiveKind::AllReduce: return "all_reduce";
     case sim::CollectiveKind::AllGather: return "all_gather";
     case sim::CollectiveKind::ReduceScatter: return "reduce_scatter";
-    case sim::CollectiveKind::AllToAll: return "all_to_all";
+    // No DeepEP table: a token exchange's links run at the all-to-all's efficiency (the engine
+    // asks for AllToAll itself, sim/engine_shared.cpp).
+    case sim::CollectiveKind::AllToAll:
+    case sim::CollectiveKind::TokenExchange: return "all_to_all";
   }
   throw std::invalid_argument("unknown collective kind");
 }

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "sim/routing.hpp"
+
 namespace clustersim::sim::detail {
 
 GroupShape group_shape(const std::vector<int>& members, int index, int domain_size) {
@@ -60,7 +62,11 @@ double base_latency(const CollectiveCall& c, const Shape& s) {
 // hops of all channels together spread over every member's NIC: each rank sends (L-1)/L of its
 // ring share to its domain neighbour over NVLink and 1/L to the same-rail member of the next
 // domain (PXN/rail-aligned rings). ---
-bool ring_applicable(const CollectiveCall& c) { return c.kind != CollectiveKind::AllToAll; }
+bool point_to_point_kind(CollectiveKind k) {
+  return k == CollectiveKind::AllToAll || k == CollectiveKind::TokenExchange;
+}
+
+bool ring_applicable(const CollectiveCall& c) { return !point_to_point_kind(c.kind); }
 
 CollectivePlan ring_plan(const CollectiveCall& c) {
   const Shape& s = *c.shape;
@@ -192,7 +198,7 @@ double pairwise_estimate(const CollectiveCall& c, double nvlink_bw, double net_b
 // --- hierarchical all-reduce / all-gather / reduce-scatter: intra-domain reduce-scatter, then
 // the collective per rail across domains on 1/L of the data, then intra-domain all-gather. ---
 bool hierarchical_applicable(const CollectiveCall& c) {
-  if (c.kind == CollectiveKind::AllToAll) return false;
+  if (point_to_point_kind(c.kind)) return false;
   const Shape& s = *c.shape;
   return s.domains > 1 && s.regular && s.local > 1;
 }
@@ -305,7 +311,82 @@ double nvls_estimate(const CollectiveCall&, double, double) {
   return std::numeric_limits<double>::infinity();  // never chosen automatically
 }
 
+// --- deepep: a MoE token dispatch or combine as DeepEP's normal kernels run it (DeepSeek-AI,
+// DeepEP, github.com/deepseek-ai/DeepEP, README "Normal kernels": intranode over NVLink,
+// internode RDMA to the same-index GPU of each target node, then NVLink forwarding; Megatron-core
+// MoEFlexTokenDispatcher with the deepep backend). A token goes once to each member holding one
+// of its experts (not once per expert, as the all-to-all dispatcher's copies), and once to each
+// other domain holding one. One phase: lane 0, the NVLink copies of this member (its own tokens
+// to its domain, the forwarded ones) as one flow round the domain as pairwise bundles them;
+// lane 1, a flow to each other domain's landing member. The combine sends the same volumes back
+// (the landing member sums the domain's partial outputs before they cross), so it plays the same
+// plan. ---
+bool deepep_applicable(const CollectiveCall& c) {
+  return c.kind == CollectiveKind::TokenExchange && c.fanout != nullptr;
+}
+
+CollectivePlan deepep_plan(const CollectiveCall& c) {
+  const Shape& s = *c.shape;
+  const TokenFanout& f = *c.fanout;
+  CollectivePlan plan;
+  plan.algorithm = "deepep";
+  FlowPhase ph;
+  if (s.my_local > 1) {
+    ph.sends.push_back({s.local_next, c.bytes * f.nvlink_copies / c.nvl.bandwidth_efficiency, 0});
+    ph.receive_lanes.push_back(0);
+  }
+  for (const auto& [to, share] : f.remote) {
+    ph.sends.push_back({to, c.bytes * share / c.net.bandwidth_efficiency, 1});
+  }
+  ph.receive_lanes.insert(ph.receive_lanes.end(), static_cast<size_t>(f.remote_receives), 1);
+  plan.phases.push_back(std::move(ph));
+  plan.latency_s = base_latency(c, s) + (s.domains > 1 ? c.net.step_latency_s : c.nvl.step_latency_s);
+  return plan;
+}
+
+double deepep_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
+  const TokenFanout& f = *c.fanout;
+  double remote = 0.0;
+  for (const auto& entry : f.remote) remote += entry.second;
+  const double nvl = c.bytes * f.nvlink_copies / (c.nvl.bandwidth_efficiency * nvlink_bw);
+  const double net = c.bytes * remote / (c.net.bandwidth_efficiency * net_bw);
+  return deepep_plan(c).latency_s + std::max(nvl, net);
+}
+
+const CollectiveAlgorithm& by_name(std::string_view name) {
+  for (const auto& a : collective_algorithms()) {
+    if (a.name == name) return a;
+  }
+  throw std::logic_error("collective algorithm registry lacks '" + std::string(name) + "'");
+}
+
 }  // namespace
+
+TokenFanout token_fanout(const TokenRouting& r, const std::vector<int>& members, int index, int domain_size) {
+  const int p = static_cast<int>(members.size());
+  const int me = members[static_cast<size_t>(index)];
+  const DomainGroups g = domain_groups(members, me, domain_size);
+  std::unordered_map<int, int> position;  // rank -> index in group order (expert order)
+  for (int i = 0; i < p; ++i) position.emplace(members[static_cast<size_t>(i)], i);
+  const auto& mine = g.members[static_cast<size_t>(g.mine)];
+  const int my_size = static_cast<int>(mine.size());
+  TokenFanout f;
+  double local_copies = 0.0;  // expected members of my domain other than me a token reaches
+  for (int m : mine) {
+    if (m != me) local_copies += routing_hit_probability(r, p, {position.at(m)});
+  }
+  for (size_t e = 0; e < g.members.size(); ++e) {
+    if (static_cast<int>(e) == g.mine) continue;
+    const auto& dom = g.members[e];
+    const int size = static_cast<int>(dom.size());
+    std::vector<int> positions;
+    for (int m : dom) positions.push_back(position.at(m));
+    f.remote.emplace_back(dom[static_cast<size_t>(g.local % size)], routing_hit_probability(r, p, positions));
+    for (int j = 0; j < size; ++j) f.remote_receives += j % my_size == g.local ? 1 : 0;
+  }
+  f.nvlink_copies = local_copies * (1 + f.remote_receives);
+  return f;
+}
 
 const std::vector<CollectiveAlgorithm>& collective_algorithms() {
   static const std::vector<CollectiveAlgorithm> kAlgorithms = {
@@ -314,6 +395,7 @@ const std::vector<CollectiveAlgorithm>& collective_algorithms() {
       {"hierarchical", hierarchical_applicable, hierarchical_plan, hierarchical_estimate},
       {"nvls", nvls_applicable, nvls_plan, nvls_estimate},
       {"pairwise", pairwise_applicable, pairwise_plan, pairwise_estimate},
+      {"deepep", deepep_applicable, deepep_plan, deepep_estimate},
   };
   return kAlgorithms;
 }
@@ -321,7 +403,9 @@ const std::vector<CollectiveAlgorithm>& collective_algorithms() {
 const CollectiveAlgorithm& choose_algorithm(const CollectiveCall& call, std::string_view forced,
                                             double nvlink_bw, double net_bw) {
   const auto& all = collective_algorithms();
-  const CollectiveAlgorithm* fallback = call.kind == CollectiveKind::AllToAll ? &all.back() : &all.front();
+  const CollectiveAlgorithm* fallback = &all.front();
+  if (call.kind == CollectiveKind::AllToAll) fallback = &by_name("pairwise");
+  if (call.kind == CollectiveKind::TokenExchange) fallback = &by_name("deepep");
   if (!forced.empty()) {
     for (const auto& a : all) {
       if (a.name == forced) return a.applicable(call) ? a : *fallback;

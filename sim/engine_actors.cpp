@@ -194,6 +194,7 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   call.shape = &g.shape;
   call.nvl = prm.nvl;
   call.net = prm.net;
+  if (spec.kind == CollectiveKind::TokenExchange) call.fanout = &sh_->fanout(rank_, spec.group, spec.routing);
   const CollectiveAlgorithm& algo =
       choose_algorithm(call, sh_->options->nccl_algo, sh_->platform->nvlink_bandwidth,
                        sh_->platform->network_bandwidth);

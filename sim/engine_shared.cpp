@@ -35,9 +35,13 @@ const CommParams& Shared::params(int rank, const Op& op) {
   if (!c.ready) {
     if (const auto* spec = std::get_if<CollectiveSpec>(&op.shape)) {
       const int p = group(rank, spec->group).size;
-      c.nvl = cost->protocol_collective_params(spec->kind, op.bytes, p, LinkClass::NVLink,
-                                               options->nccl_proto);
-      c.net = cost->collective_params(spec->kind, op.bytes, p, LinkClass::Network);
+      // A token exchange (DeepEP) has no table of its own: its links run at the efficiency of
+      // NCCL's all-to-all at the size the all-to-all dispatcher would send (top_k copies).
+      const bool tokens = spec->kind == CollectiveKind::TokenExchange;
+      const CollectiveKind kind = tokens ? CollectiveKind::AllToAll : spec->kind;
+      const double bytes = tokens ? op.bytes * spec->routing.top_k : op.bytes;
+      c.nvl = cost->protocol_collective_params(kind, bytes, p, LinkClass::NVLink, options->nccl_proto);
+      c.net = cost->collective_params(kind, bytes, p, LinkClass::Network);
     } else {
       c.nvl = cost->p2p_params(op.bytes, LinkClass::NVLink);
       c.net = cost->p2p_params(op.bytes, LinkClass::Network);
@@ -69,6 +73,16 @@ const GroupInfo& Shared::group(int rank, GroupKind kind) {
     slot = std::move(g);
   }
   return *slot;
+}
+
+const TokenFanout& Shared::fanout(int rank, GroupKind kind, const TokenRouting& routing) {
+  group(rank, kind);
+  GroupInfo& g = *ranks[static_cast<size_t>(rank)].groups[static_cast<size_t>(kind)];
+  for (const auto& [r, f] : g.fanouts) {
+    if (r == routing) return f;
+  }
+  g.fanouts.emplace_back(routing, token_fanout(routing, g.members, g.index, platform->nvlink_domain_size));
+  return g.fanouts.back().second;
 }
 
 }  // namespace clustersim::sim::detail

@@ -68,6 +68,7 @@ const char* to_string(CollectiveKind v) {
     case CollectiveKind::AllGather: return "all_gather";
     case CollectiveKind::ReduceScatter: return "reduce_scatter";
     case CollectiveKind::AllToAll: return "all_to_all";
+    case CollectiveKind::TokenExchange: return "token_exchange";
   }
   return "?";
 }

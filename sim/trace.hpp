@@ -44,8 +44,9 @@ enum class GroupKind : std::uint8_t { TP, CP, DP, PP, EP, ETP, EDP, DPCP, EMB, A
 /// Number of GroupKind values (the engine sizes per-communicator tables with it).
 inline constexpr int kGroupKindCount = 10;
 
-/// Collective operations (NCCL semantics).
-enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll };
+/// Collective operations: NCCL semantics, and TokenExchange, a MoE token dispatch or combine
+/// as DeepEP's normal kernels run it (CollectiveSpec::routing; docs/engine.md, "Token exchange").
+enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, TokenExchange };
 
 /// Pipeline neighbour of a rank (RankLayout::pp_peer()).
 enum class Peer : std::uint8_t { None, PrevStage, NextStage };
@@ -155,12 +156,29 @@ struct MemBoundShape {
   HostThreads host_threads = HostThreads::PerRank;
 };
 
+/// Top-k routing of a MoE layer's tokens, for a TokenExchange: `experts` routed experts spread
+/// evenly and contiguously over the group's members in group order (member i holds experts
+/// [i e, (i+1) e), e = experts / group size, as Megatron-core numbers local experts), each token
+/// going to `top_k` distinct experts chosen uniformly (balanced routing); with node-limited
+/// routing (Megatron-core moe_router_num_groups / moe_router_group_topk; DeepSeek-V3 8 / 4) the
+/// experts form `groups` contiguous router groups and a token's experts lie in `group_topk` of
+/// them, chosen uniformly. groups == 0: no group limit.
+struct TokenRouting {
+  std::int32_t experts = 0;
+  std::int32_t top_k = 0;
+  std::int32_t groups = 0;
+  std::int32_t group_topk = 0;
+  bool operator==(const TokenRouting&) const = default;
+};
+
 /// A collective over the rank's communicator of kind `group`. Op::bytes is the NCCL buffer
 /// size per rank: the whole buffer for AllReduce, the gathered output for AllGather, the input
-/// for ReduceScatter, the whole send buffer for AllToAll.
+/// for ReduceScatter, the whole send buffer for AllToAll; for TokenExchange the rank's tokens
+/// once each (tokens x hidden x element bytes), before any copy per destination.
 struct CollectiveSpec {
   CollectiveKind kind = CollectiveKind::AllReduce;
   GroupKind group = GroupKind::TP;
+  TokenRouting routing;  ///< TokenExchange only; zeros otherwise
 };
 
 /// Batched point-to-point exchange with pipeline neighbours (Megatron's combined

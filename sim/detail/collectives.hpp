@@ -35,6 +35,26 @@ struct GroupShape {
 /// The shape of `members` (ring order) seen from members[index]; O(p).
 GroupShape group_shape(const std::vector<int>& members, int index, int domain_size);
 
+/// Where one member's traffic of a token exchange goes (DeepEP's normal kernels: a token crosses
+/// to another NVLink domain once, to the member with the sender's local index, which forwards
+/// it over NVLink to the domain's other members holding its experts; inside the sender's domain
+/// it goes straight to each member holding one). Expectations per token of the sender, from
+/// routing_hit_probability (sim/routing.hpp).
+struct TokenFanout {
+  /// NVLink copies per token this member sends: to the members of its domain its own tokens
+  /// reach, and, for each member of another domain that lands tokens here, the copies it
+  /// forwards (the same expectation per sender).
+  double nvlink_copies = 0.0;
+  /// Per other domain: the member that receives this member's tokens there, and the probability
+  /// that a token goes to that domain (bytes on the network: that times Op::bytes).
+  std::vector<std::pair<int, double>> remote;
+  int remote_receives = 0;  ///< members of other domains that land their tokens on this one
+};
+
+/// The fanout of members[index] for routing `r` over `members` (group order = expert order).
+/// @throws std::invalid_argument as check_routing.
+TokenFanout token_fanout(const TokenRouting& r, const std::vector<int>& members, int index, int domain_size);
+
 /// One collective call as one rank sees it.
 struct CollectiveCall {
   CollectiveKind kind = CollectiveKind::AllReduce;
@@ -45,6 +65,7 @@ struct CollectiveCall {
   const GroupShape* shape = nullptr;   ///< group_shape(*members, index, domain_size)
   CollectiveParams nvl;                ///< cost parameters over NVLink
   CollectiveParams net;                ///< cost parameters across domains
+  const TokenFanout* fanout = nullptr; ///< TokenExchange: token_fanout() of this member
 };
 
 /// One flow: to a rank, bytes on the wire, on a lane (flows of different lanes never match
@@ -84,12 +105,12 @@ struct CollectiveAlgorithm {
   double (*estimate)(const CollectiveCall&, double nvlink_bw, double net_bw);
 };
 
-/// All algorithms: ring, tree, nvls, hierarchical, pairwise.
+/// All algorithms: ring, tree, hierarchical, nvls, pairwise (all-to-all), deepep (token exchange).
 const std::vector<CollectiveAlgorithm>& collective_algorithms();
 
-/// The algorithm to use: `forced` if not empty ("ring", "tree", ...; falls back to ring when
-/// the forced one does not apply to this call), else the applicable one with the lowest
-/// estimate. @throws std::invalid_argument for an unknown forced name.
+/// The algorithm to use: `forced` if not empty ("ring", "tree", ...; falls back to ring, for
+/// an all-to-all to pairwise and for a token exchange to deepep, when the forced one does not
+/// apply to this call), else the applicable one with the lowest estimate. @throws std::invalid_argument for an unknown forced name.
 const CollectiveAlgorithm& choose_algorithm(const CollectiveCall& call, std::string_view forced,
                                             double nvlink_bw, double net_bw);
 

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string_view>
@@ -29,6 +30,8 @@ struct GroupInfo {
   int domains = 1;  ///< distinct NVLink domains the group spans
   std::vector<int> members;
   GroupShape shape;
+  /// Token-exchange fanouts of this member, one per routing seen (Shared::fanout).
+  std::deque<std::pair<TokenRouting, TokenFanout>> fanouts;  ///< deque: references stay valid
 };
 
 /// Cost-model answers for one communication op: identical for every rank running the program,
@@ -164,6 +167,8 @@ struct Shared {
   const CommParams& params(int rank, const Op& op);
   /// `rank`'s communicator of `kind` (built on first use).
   const GroupInfo& group(int rank, GroupKind kind);
+  /// token_fanout() of `rank` in its `kind` group for `routing`, computed once.
+  const TokenFanout& fanout(int rank, GroupKind kind, const TokenRouting& routing);
 };
 
 /// True if `options` ask for rank's timeline.

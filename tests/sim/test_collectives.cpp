@@ -4,6 +4,7 @@
 
 #include <map>
 #include <numeric>
+#include <string_view>
 #include <vector>
 
 #include "fake_platform.hpp"
@@ -27,8 +28,12 @@ struct GroupPlans {
 GroupPlans all_to_all_plans(std::vector<int> members, int domain, double bytes) {
   GroupPlans g;
   g.members = std::move(members);
-  const auto& pairwise = detail::collective_algorithms().back();
-  EXPECT_STREQ(pairwise.name, "pairwise");
+  const detail::CollectiveAlgorithm* found = nullptr;
+  for (const auto& a : detail::collective_algorithms()) {
+    if (std::string_view(a.name) == "pairwise") found = &a;
+  }
+  EXPECT_NE(found, nullptr);
+  const auto& pairwise = *found;
   for (int i = 0; i < static_cast<int>(g.members.size()); ++i) {
     g.shapes.push_back(detail::group_shape(g.members, i, domain));
   }
@@ -135,7 +140,7 @@ Workload all_to_all_job(int ranks, double bytes) {
   Program p;
   p.labels = {"a2a"};
   Op op;
-  op.shape = CollectiveSpec{CollectiveKind::AllToAll, GroupKind::TP};
+  op.shape = CollectiveSpec{CollectiveKind::AllToAll, GroupKind::TP, {}};
   op.bytes = bytes;
   op.stream = Stream::Compute;
   p.ops.push_back(op);

@@ -21,7 +21,7 @@ Op gemm(double flops, Stream s = Stream::Compute, std::vector<std::uint32_t> dep
 
 Op coll(CollectiveKind kind, GroupKind group, double bytes, Stream s = Stream::Compute) {
   Op op;
-  op.shape = CollectiveSpec{kind, group};
+  op.shape = CollectiveSpec{kind, group, {}};
   op.bytes = bytes;
   op.stream = s;
   return op;

@@ -58,7 +58,7 @@ Op attention(double flops) {
 // An all-reduce over 4 ranks: 2 (p-1)/p x bytes over each 1 GB/s link.
 Op all_reduce(double bytes, Stream s) {
   Op op;
-  op.shape = CollectiveSpec{CollectiveKind::AllReduce, GroupKind::TP};
+  op.shape = CollectiveSpec{CollectiveKind::AllReduce, GroupKind::TP, {}};
   op.bytes = bytes;
   op.stream = s;
   return op;
