@@ -40,6 +40,8 @@ inline constexpr Named<sim::HostThreads> kHostThreadsNames[] = {
     {"all_cores", sim::HostThreads::AllCores}, {"per_rank", sim::HostThreads::PerRank}};
 inline constexpr Named<CpCommType> kCpCommNames[] = {{"p2p", CpCommType::P2p},
                                                      {"all_gather", CpCommType::AllGather}};
+inline constexpr Named<MoeDispatcher> kMoeDispatcherNames[] = {{"alltoall", MoeDispatcher::AllToAll},
+                                                             {"deepep", MoeDispatcher::DeepEp}};
 inline constexpr Named<TpBackwardComm> kTpBackwardCommNames[] = {
     {"overlapped", TpBackwardComm::Overlapped}, {"blocking", TpBackwardComm::Blocking}};
 inline constexpr Named<NormKind> kNormNames[] = {{"layernorm", NormKind::LayerNorm},

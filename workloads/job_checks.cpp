@@ -58,6 +58,25 @@ Found check_tensor_parallel(const WorkloadSpec& w) {
   return std::nullopt;
 }
 
+// Megatron-core's flex dispatcher (MoEFlexTokenDispatcher): a TP x EP group of more than one
+// rank, no shared-expert overlap (set_shared_experts raises NotImplementedError); expert TP
+// inside DeepEP's exchange is not modelled here.
+Found check_deepep(const WorkloadSpec& w) {
+  const ParallelSpec& p = w.parallel;
+  const char* key = "moe_token_dispatcher";
+  if (w.model.experts == 0) return par(key, "deepep needs a MoE model (model.experts)");
+  if (p.ep < 2) return par(key, "deepep needs ep > 1 (the flex dispatcher exchanges over TP x EP)");
+  if (p.etp != 1) {
+    return par(key, "deepep is modelled with etp: 1 only (expert tensor parallelism inside "
+                    "DeepEP's exchange is not)");
+  }
+  if (p.moe_shared_expert_overlap) {
+    return par(key, "deepep cannot run with moe_shared_expert_overlap (Megatron-core's flex "
+                    "dispatcher does not support it)");
+  }
+  return std::nullopt;
+}
+
 // Megatron-core: num_moe_experts % expert_model_parallel_size == 0; expert and tensor
 // parallelism together need sequence parallelism (arguments.py); ep and etp carve tp*cp*dp.
 Found check_experts(const WorkloadSpec& w) {
@@ -75,6 +94,9 @@ Found check_experts(const WorkloadSpec& w) {
     // (MoELayer: use_shared_expert and shared_expert_overlap).
     return par("moe_shared_expert_overlap", "needs a MoE model with shared experts "
                                             "(model.shared_expert_ffn)");
+  }
+  if (p.moe_token_dispatcher == MoeDispatcher::DeepEp) {
+    if (auto v = check_deepep(w)) return v;
   }
   if (m.experts == 0) return std::nullopt;
   if (auto v = not_divisible("ep", "model.experts", m.experts, "ep", p.ep)) return v;

@@ -189,6 +189,9 @@ void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
                                       "interleaved schedule (1f1b batches them)");
   }
   s.moe_shared_expert_overlap = p.get_bool_or("moe_shared_expert_overlap", false);
+  if (p.has("moe_token_dispatcher")) {
+    s.moe_token_dispatcher = read_enum(p, "moe_token_dispatcher", kMoeDispatcherNames);
+  }
   s.optimizer_offload = p.has("optimizer_offload") ? read_enum(p, "optimizer_offload", kOffloadNames)
                                                    : OptimizerOffload::None;
   if (p.has("offload_threads")) {
@@ -218,7 +221,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "gradient_accumulation_fusion", "tp_comm_overlap", "tp_comm_overlap_cfg",
                           "overlap_p2p_comm",
                           "optimizer_offload", "offload_threads", "cp_comm_type",
-                          "tp_backward_comm", "moe_shared_expert_overlap"});
+                          "tp_backward_comm", "moe_shared_expert_overlap",
+                          "moe_token_dispatcher"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));
@@ -315,6 +319,7 @@ const char* to_string(OptimizerOffload v) { return name_of(v, kOffloadNames); }
 const char* to_string(ZeroImpl v) { return name_of(v, kZeroImplNames); }
 const char* to_string(CpCommType v) { return name_of(v, kCpCommNames); }
 const char* to_string(TpBackwardComm v) { return name_of(v, kTpBackwardCommNames); }
+const char* to_string(MoeDispatcher v) { return name_of(v, kMoeDispatcherNames); }
 
 sim::RankLayout rank_layout(const WorkloadSpec& spec) {
   const ParallelSpec& p = spec.parallel;

@@ -65,6 +65,11 @@ enum class CpCommType : std::uint8_t { P2p, AllGather };
 /// torch.autograd TP regions, and Megatron-LM's --no-async-tensor-model-parallel-allreduce for
 /// the all-reduce without sequence parallelism).
 enum class TpBackwardComm : std::uint8_t { Overlapped, Blocking };
+/// How MoE tokens reach their experts (moe_token_dispatcher): Megatron-core's all-to-all
+/// dispatcher (a copy per routed expert over NCCL's all-to-all, then an expert-TP all-gather),
+/// or its flex dispatcher with DeepEP (a copy per GPU holding one of the token's experts, once
+/// per NVLink domain across the network, forwarded inside it; docs/engine.md "Token exchange").
+enum class MoeDispatcher : std::uint8_t { AllToAll, DeepEp };
 /// A dense decoder-only transformer. All sizes are counts (no units).
 struct ModelSpec {
   std::string name;                     ///< catalog name, or "inline" / "<catalog>+overrides"
@@ -94,6 +99,11 @@ struct ModelSpec {
   std::int64_t shared_expert_ffn = 0;   ///< MLP width of the shared experts (0: none)
   std::int64_t first_dense_layers = 0;  ///< leading dense layers (DeepSeek first_k_dense_replace)
   std::int64_t moe_layer_interval = 1;  ///< every k-th layer after those is MoE (Llama 4: 2)
+  /// Node-limited routing (Megatron-core moe_router_num_groups / moe_router_group_topk;
+  /// DeepSeek-V3: 8 / 4): the experts form router_groups contiguous groups and each token's
+  /// experts lie in router_group_topk of them. 0 / 0: no group limit.
+  std::int64_t router_groups = 0;
+  std::int64_t router_group_topk = 0;
   /// Multi-token prediction depth (Megatron-core mtp_num_layers; DeepSeek-V3 trained with 1):
   /// after the decoder, on the last pipeline stage, each depth embeds the tokens one further
   /// ahead, projects them with the previous depth's hidden states (eh_proj) and runs one more
@@ -191,6 +201,11 @@ struct ParallelSpec {
   /// own TP collectives in line and no userbuffers overlap. Off: Megatron-LM's default; NeMo's
   /// DeepSeekConfig turns it on. Needs a MoE model with shared experts.
   bool moe_shared_expert_overlap = false;
+  /// Megatron-core's token dispatcher: alltoall (moe_token_dispatcher_type alltoall, the
+  /// default) or deepep (flex with the DeepEP backend). DeepEP needs ep > 1, etp 1 (expert
+  /// tensor parallelism inside its exchange is not modelled) and no shared-expert overlap (the
+  /// flex dispatcher raises NotImplementedError for it).
+  MoeDispatcher moe_token_dispatcher = MoeDispatcher::AllToAll;
 };
 
 /// Batch and precision.
@@ -262,6 +277,8 @@ const char* to_string(ZeroImpl v);
 const char* to_string(CpCommType v);
 /// "overlapped" or "blocking".
 const char* to_string(TpBackwardComm v);
+/// "alltoall" or "deepep".
+const char* to_string(MoeDispatcher v);
 
 /// The rank layout of a spec (sizes and order). @throws std::invalid_argument as RankLayout.
 sim::RankLayout rank_layout(const WorkloadSpec& spec);

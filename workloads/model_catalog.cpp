@@ -47,6 +47,8 @@ constexpr IntField kOptionalInts[] = {
     {"shared_expert_ffn", &ModelSpec::shared_expert_ffn},
     {"first_dense_layers", &ModelSpec::first_dense_layers, 0},
     {"moe_layer_interval", &ModelSpec::moe_layer_interval},
+    {"router_groups", &ModelSpec::router_groups},
+    {"router_group_topk", &ModelSpec::router_group_topk},
     {"mtp_layers", &ModelSpec::mtp_layers, 0}};
 
 bool valid_catalog_name(const std::string& name) {
@@ -181,7 +183,7 @@ class ModelReader {
   void check_moe() {
     if (spec_.experts == 0) {
       for (const char* key : {"top_k", "expert_ffn", "shared_expert_ffn", "first_dense_layers",
-                              "moe_layer_interval"}) {
+                              "moe_layer_interval", "router_groups", "router_group_topk"}) {
         if (origin_.count(key) != 0) throw at(key).error(key, "needs experts (a MoE model)");
       }
       return;
@@ -195,6 +197,25 @@ class ModelReader {
     }
     if (spec_.first_dense_layers >= spec_.layers) {
       throw at("first_dense_layers").error("first_dense_layers", "leaves no MoE layer");
+    }
+    check_router_groups();
+  }
+
+  // Megatron-core's group-limited routing: num_groups divides the experts, group_topk of them
+  // hold at least top_k experts (TransformerConfig and the router's group_limited_topk).
+  void check_router_groups() {
+    const std::int64_t g = spec_.router_groups, m = spec_.router_group_topk;
+    if (g == 0 && m == 0) return;
+    if (g == 0) throw at("router_group_topk").error("router_group_topk", "needs router_groups");
+    if (m == 0) throw at("router_groups").error("router_groups", "needs router_group_topk");
+    if (spec_.experts % g != 0) {
+      throw at("router_groups").error("router_groups", "must divide experts (" +
+                                                           std::to_string(spec_.experts) + ")");
+    }
+    if (m > g || m * (spec_.experts / g) < spec_.top_k) {
+      throw at("router_group_topk").error(
+          "router_group_topk", "must be at most router_groups, and its groups must hold top_k (" +
+                                   std::to_string(spec_.top_k) + ") experts");
     }
   }
 

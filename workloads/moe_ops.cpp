@@ -21,6 +21,13 @@
 // produces their input, the shared work stays on the compute stream in between, and the next
 // routed op waits for the exchange.
 //
+// With moe_token_dispatcher deepep (Megatron-core MoEFlexTokenDispatcher, DeepEP backend,
+// megatron/core/transformer/moe/fused_a2a.py) each exchange is a token exchange: the rank's
+// tokens (BF16, as Megatron hands them to DeepEP) go once to each GPU holding one of their
+// experts and cross the network once per NVLink domain (the engine's deepep plan); the
+// permutation into expert order moves the same rows on the receiving side, so the permute and
+// unpermute kernels keep their sizes.
+//
 // Load: with balanced routing every rank receives moe_tokens * top_k token copies; the busiest
 // rank receives moe_imbalance times that, capped by moe_capacity_factor (dropped tokens). All
 // ranks of a stage share one program, so the program is the busiest rank's: the all-to-alls
@@ -79,7 +86,11 @@ std::vector<std::uint32_t> TransformerOps::expert_exchange(const std::string& la
     return d;
   };
   auto a2a = [&] {
-    if (s_.ep_comm) {
+    if (s_.ep_comm && s_.deepep) {
+      const double tokens = act_bytes(s_.moe_tokens, s_.hidden) * s_.expert_load;
+      ops.push_back(b_.token_exchange(label + "_deepep", sim::GroupKind::EP, stream, tokens,
+                                      s_.routing, deps()));
+    } else if (s_.ep_comm) {
       ops.push_back(b_.collective(label + "_a2a", CollectiveKind::AllToAll, sim::GroupKind::EP,
                                   stream, routed, deps()));
     }

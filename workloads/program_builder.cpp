@@ -118,7 +118,15 @@ std::uint32_t ProgramBuilder::host(const std::string& label, sim::MemKernel kern
 std::uint32_t ProgramBuilder::collective(const std::string& label, sim::CollectiveKind kind,
                                          sim::GroupKind group, sim::Stream stream, double bytes,
                                          std::vector<std::uint32_t> deps) {
-  return add(sim::CollectiveSpec{kind, group}, stream, label, 0.0, bytes, std::move(deps));
+  return add(sim::CollectiveSpec{kind, group, {}}, stream, label, 0.0, bytes, std::move(deps));
+}
+
+std::uint32_t ProgramBuilder::token_exchange(const std::string& label, sim::GroupKind group,
+                                             sim::Stream stream, double bytes,
+                                             const sim::TokenRouting& routing,
+                                             std::vector<std::uint32_t> deps) {
+  return add(sim::CollectiveSpec{sim::CollectiveKind::TokenExchange, group, routing}, stream, label,
+             0.0, bytes, std::move(deps));
 }
 
 std::uint32_t ProgramBuilder::p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from,

@@ -61,6 +61,11 @@ class ProgramBuilder {
   /// Collective of `bytes` per rank (NCCL buffer size as sim/trace.hpp defines it).
   std::uint32_t collective(const std::string& label, sim::CollectiveKind kind, sim::GroupKind group,
                            sim::Stream stream, double bytes, std::vector<std::uint32_t> deps = {});
+  /// MoE token dispatch or combine (sim::CollectiveKind::TokenExchange) over `group`: `bytes`
+  /// of the rank's tokens once each, routed as `routing` says.
+  std::uint32_t token_exchange(const std::string& label, sim::GroupKind group, sim::Stream stream,
+                               double bytes, const sim::TokenRouting& routing,
+                               std::vector<std::uint32_t> deps = {});
   /// Batched pipeline exchange, `bytes` per transfer (on the compute stream unless `stream`).
   std::uint32_t p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from, double bytes,
                     sim::Stream stream = sim::Stream::Compute, std::vector<std::uint32_t> deps = {});

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "sim/routing.hpp"
 #include "sim/spec_error.hpp"
 
 namespace clustersim::workloads {
@@ -41,7 +42,8 @@ constexpr std::array kLayoutSizes{sim::GroupKind::TP, sim::GroupKind::CP, sim::G
 constexpr std::array kOrderDims{sim::GroupKind::TP, sim::GroupKind::CP, sim::GroupKind::EP,
                                 sim::GroupKind::DP, sim::GroupKind::PP};
 constexpr std::array kCollectives{sim::CollectiveKind::AllReduce, sim::CollectiveKind::AllGather,
-                                  sim::CollectiveKind::ReduceScatter, sim::CollectiveKind::AllToAll};
+                                  sim::CollectiveKind::ReduceScatter, sim::CollectiveKind::AllToAll,
+                                  sim::CollectiveKind::TokenExchange};
 constexpr std::array kPeers{sim::Peer::None, sim::Peer::PrevStage, sim::Peer::NextStage};
 constexpr std::array kMemKernels{sim::MemKernel::Elementwise, sim::MemKernel::Norm,
                                  sim::MemKernel::Activation, sim::MemKernel::Rope,
@@ -93,6 +95,14 @@ struct ShapeWriter {
   void operator()(const sim::CollectiveSpec& c) const {
     j["collective"] = sim::to_string(c.kind);
     j["group"] = sim::to_string(c.group);
+    if (c.kind == sim::CollectiveKind::TokenExchange) {
+      j["experts"] = c.routing.experts;
+      j["top_k"] = c.routing.top_k;
+      if (c.routing.groups > 0) {
+        j["router_groups"] = c.routing.groups;
+        j["router_group_topk"] = c.routing.group_topk;
+      }
+    }
   }
   void operator()(const sim::P2PSpec& p) const {
     j["send_to"] = sim::to_string(p.send_to);
@@ -301,6 +311,24 @@ std::size_t read_header(const Json& j, const std::string& origin, int line, Rank
   return count;
 }
 
+// Version 11: token exchanges carry their routing (experts, top_k, optional router groups).
+sim::CollectiveSpec read_collective(JsonFields& f) {
+  sim::CollectiveSpec c{f.get_enum("collective", kCollectives), f.get_enum("group", kGroups), {}};
+  if (c.kind != sim::CollectiveKind::TokenExchange) return c;
+  c.routing.experts = static_cast<std::int32_t>(f.get_int("experts", 1, kMaxInt32));
+  c.routing.top_k = static_cast<std::int32_t>(f.get_int("top_k", 1, c.routing.experts));
+  if (f.has("router_groups") || f.has("router_group_topk")) {
+    c.routing.groups = static_cast<std::int32_t>(f.get_int("router_groups", 1, c.routing.experts));
+    c.routing.group_topk = static_cast<std::int32_t>(f.get_int("router_group_topk", 1, c.routing.groups));
+  }
+  try {
+    sim::check_routing(c.routing, 1);
+  } catch (const std::invalid_argument& e) {
+    throw f.error(c.routing.groups > 0 ? "router_groups" : "top_k", e.what());
+  }
+  return c;
+}
+
 sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
   if (kind == "gemm") {
     sim::GemmShape g{f.get_int("m", 1, kMaxDim), f.get_int("n", 1, kMaxDim),
@@ -342,9 +370,7 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
     if (f.has("host_threads")) m.host_threads = f.get_enum("host_threads", kHostThreads);
     return m;
   }
-  if (kind == "collective") {
-    return sim::CollectiveSpec{f.get_enum("collective", kCollectives), f.get_enum("group", kGroups)};
-  }
+  if (kind == "collective") return read_collective(f);
   if (kind == "p2p") return sim::P2PSpec{f.get_enum("send_to", kPeers), f.get_enum("recv_from", kPeers)};
   throw f.error("kind", "'" + kind + "' is not one of: gemm, attention, mem, collective, p2p");
 }

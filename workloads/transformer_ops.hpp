@@ -51,6 +51,10 @@ struct RankShapes {
   /// moe_shared_expert_overlap: the expert exchanges on the ep_comm stream, the shared experts
   /// beside them.
   bool shared_overlap = false;
+  /// moe_token_dispatcher deepep: each exchange is one token exchange of the rank's tokens
+  /// routed as `routing` (sim::CollectiveKind::TokenExchange) instead of an all-to-all of copies.
+  bool deepep = false;
+  sim::TokenRouting routing;
   int cp = 1;
   bool ep_comm = false;        ///< ep > 1
   bool etp_comm = false;       ///< etp > 1

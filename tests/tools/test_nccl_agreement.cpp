@@ -68,7 +68,7 @@ double simulate_all_reduce(double bytes) {
   sim::Program p;
   p.labels = {"all_reduce"};
   sim::Op op;
-  op.shape = sim::CollectiveSpec{sim::CollectiveKind::AllReduce, sim::GroupKind::TP};
+  op.shape = sim::CollectiveSpec{sim::CollectiveKind::AllReduce, sim::GroupKind::TP, {}};
   op.bytes = bytes;
   p.ops.push_back(op);
   w.programs.push_back(p);

@@ -1,8 +1,8 @@
 // End-to-end effects of Megatron/Transformer Engine defaults and options (docs/trace-format.md): the
 // interleaved schedule's pipeline transfers posted asynchronously (overlap_p2p_comm), the GEMM
 // costs of TE's TP overlap settings (tp_comm_overlap_cfg, docs/cost-model.md), TE's FP8 amax
-// reductions (fp8_reduce_amax), Megatron-core's shared-expert overlap and multi-token
-// prediction. Small jobs on 8-16 H100s, measured cost model: seconds.
+// reductions (fp8_reduce_amax), Megatron-core's shared-expert overlap, its DeepEP dispatcher and
+// multi-token prediction. Small jobs on 8-16 H100s, measured cost model: seconds.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -141,6 +141,41 @@ TEST(OverlapEffects, SharedExpertsHideBehindTheExpertExchanges) {
   double parts = b.exposed_other_s;
   for (double g : b.exposed_by_group_s) parts += g;
   EXPECT_NEAR(parts, b.exposed_comm_s, 1e-9 * on.step.step_time_s);
+}
+
+// moe_token_dispatcher: deepep (docs/engine.md, "Token exchange"): the same DeepSeek-V3 layers
+// on two nodes, ep 16 (128 experts, 4 of the 8 router groups, per node). A token crosses to the
+// other node at most once (with probability just below 1), where the all-to-all dispatcher sends
+// each of its 8 copies bound there (4 on average): a quarter of the network bytes, the same GPU
+// work.
+TEST(OverlapEffects, DeepEpSendsEachTokenAcrossOnce) {
+  auto moe_run = [](const std::string& name, const std::string& dispatcher) {
+    const std::string path = ::testing::TempDir() + "/overlap_" + name + ".yaml";
+    std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 16}\n"
+                           "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1}\n"
+                           "parallelism: {tp: 1, ep: 16, moe_token_dispatcher: " + dispatcher + "}\n"
+                           "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32, "
+                           "precision: bf16}\n";
+    // Without the power state, whose clock boost follows the step's compute-bound share
+    // (docs/cost-model.md), and without interference, which slows the kernels that the
+    // data-parallel reductions overlap (and those overlap other kernels in a shorter step),
+    // every kernel keeps its table time in both runs.
+    SimulateOptions options;
+    options.power_state = false;
+    options.interference = false;
+    return simulate_job(load_job(path), options);
+  };
+  const RunReport a2a = moe_run("dispatch_a2a", "alltoall");
+  const RunReport deepep = moe_run("dispatch_deepep", "deepep");
+  const sim::Breakdown& a = a2a.step.breakdown;
+  const sim::Breakdown& d = deepep.step.breakdown;
+  EXPECT_NEAR(d.compute_s, a.compute_s, 1e-9 * a.compute_s);
+  const double ep_a = a.exposed_by_group_s[static_cast<size_t>(sim::GroupKind::EP)];
+  const double ep_d = d.exposed_by_group_s[static_cast<size_t>(sim::GroupKind::EP)];
+  // Network bytes per token: all-to-all 8 x 8/16 = 4 copies; DeepEP at most 1 (the other node).
+  EXPECT_LT(ep_d, 0.5 * ep_a);
+  EXPECT_GT(ep_d, 0.0);
+  EXPECT_LT(deepep.step.step_time_s, a2a.step.step_time_s);
 }
 
 // Multi-token prediction (model.mtp_layers, docs/trace-format.md "MTP") on two pipeline stages:

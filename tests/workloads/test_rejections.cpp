@@ -36,6 +36,28 @@ TEST(Rejections, ExpertParallelism) {
                   "parallelism.moe_shared_expert_overlap", "needs a MoE model with shared experts");
 }
 
+// Megatron-core's flex dispatcher with DeepEP, as far as it is modelled.
+TEST(Rejections, DeepEpDispatcher) {
+  const std::string f = "parallelism.moe_token_dispatcher";
+  expect_rejected("llama3_8b", "  moe_token_dispatcher: deepep\n", "", 1, f, "needs a MoE model");
+  expect_rejected("mixtral_8x7b", "  moe_token_dispatcher: deepep\n", "", 1, f, "needs ep > 1");
+  expect_rejected("mixtral_8x7b", "  tp: 2\n  ep: 2\n  sequence_parallel: true\n  moe_token_dispatcher: deepep\n",
+                  "", 4, f, "etp: 1 only");
+  expect_rejected("deepseek_v3", "  ep: 8\n  moe_shared_expert_overlap: true\n  moe_token_dispatcher: deepep\n",
+                  "", 8, f, "moe_shared_expert_overlap");
+  expect_rejected("mixtral_8x7b", "  ep: 2\n  moe_token_dispatcher: nccl\n", "", 2, f, "alltoall");
+  // Node-limited routing in the model: groups divide the experts and hold top_k of them.
+  const std::string training = "training: {seq_length: 4096, micro_batch_size: 1, precision: bf16}\n";
+  testing::expect_spec_error("model: {catalog: mixtral_8x7b, router_groups: 3, router_group_topk: 1}\n" + training,
+                             1, "model.router_groups", "must divide experts");
+  testing::expect_spec_error("model: {catalog: mixtral_8x7b, router_groups: 4}\n" + training, 1,
+                             "model.router_groups", "needs router_group_topk");
+  testing::expect_spec_error("model: {catalog: deepseek_v3, router_groups: 8, router_group_topk: 9}\n" + training,
+                             1, "model.router_group_topk", "at most router_groups");
+  testing::expect_spec_error("model: {catalog: llama3_8b, router_groups: 8, router_group_topk: 4}\n" + training,
+                             1, "model.router_groups", "needs experts");
+}
+
 // Multi-token prediction is Megatron-core's; ZeRO-3 here is DeepSpeed's or FSDP2's.
 TEST(Rejections, MtpWithZero3) {
   testing::expect_spec_error(
