@@ -63,6 +63,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"recompute", "training", "recompute", {"none", "selective", "full"}},
       {"attention", "training", "attention_backend", {"cudnn", "flash2"}},
       {"shared_overlap", "parallelism", "moe_shared_expert_overlap", {"false", "true"}},
+      {"dispatcher", "parallelism", "moe_token_dispatcher", {"alltoall", "deepep"}},
   };
   return kDims;
 }

@@ -29,12 +29,13 @@ TEST(SweepSpace, ParsesDimensionsInCommandLineOrderAndEnumeratesLastFastest) {
 
 TEST(SweepSpace, MapsNamesToJobKeys) {
   const auto axes = parse_space({"mbs=1,2", "zero=0,3", "vp=1,2", "attention=cudnn,flash2",
-                                 "shared_overlap=false,true"});
+                                 "shared_overlap=false,true", "dispatcher=alltoall,deepep"});
   EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "training.micro_batch_size");
   EXPECT_EQ(axes[1].dim.section + "." + axes[1].dim.key, "parallelism.zero_stage");
   EXPECT_EQ(axes[2].dim.section + "." + axes[2].dim.key, "parallelism.vp");
   EXPECT_EQ(axes[3].dim.section + "." + axes[3].dim.key, "training.attention_backend");
   EXPECT_EQ(axes[4].dim.section + "." + axes[4].dim.key, "parallelism.moe_shared_expert_overlap");
+  EXPECT_EQ(axes[5].dim.section + "." + axes[5].dim.key, "parallelism.moe_token_dispatcher");
 }
 
 TEST(SweepSpace, RejectsMalformedSpaces) {
@@ -48,6 +49,7 @@ TEST(SweepSpace, RejectsMalformedSpaces) {
   EXPECT_THROW(parse_space({"recompute=some"}), std::invalid_argument);
   EXPECT_THROW(parse_space({"attention=flash3"}), std::invalid_argument);
   EXPECT_THROW(parse_space({"shared_overlap=yes"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"dispatcher=nccl"}), std::invalid_argument);
   try {
     parse_space({"tpp=1"});
     FAIL();
