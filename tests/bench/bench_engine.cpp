@@ -86,13 +86,14 @@ BENCHMARK(BM_MixtralStep)->Arg(2048)->Arg(16384)->Unit(benchmark::kSecond)->Iter
 // nodes, 2,048 GPUs; here TP1, DP128, so two expert-data-parallel replicas), seq 4096, 16
 // microbatches per pipeline: every MoE layer's all-to-alls span 64 ranks on 8 nodes, the
 // heaviest flow pattern of the catalog (docs/engine.md, "All-to-all across domains").
-std::string write_deepseek_job(int global_batch = 2048) {
-  const std::string path = "/tmp/clustersim_bench_deepseek_2048_" + std::to_string(global_batch) + ".yaml";
+std::string write_deepseek_job(int global_batch = 2048, const std::string& dispatcher = "alltoall") {
+  const std::string path = "/tmp/clustersim_bench_deepseek_2048_" + std::to_string(global_batch) + "_" +
+                           dispatcher + ".yaml";
   std::ofstream out(path);
   out << "cluster: {platform: hgx_h100, gpus: 2048}\n"
       << "model: deepseek_v3\n"
       << "parallelism: {tp: 1, pp: 16, ep: 64, num_layers_in_first_pipeline_stage: 1, "
-         "num_layers_in_last_pipeline_stage: 4}\n"
+         "num_layers_in_last_pipeline_stage: 4, moe_token_dispatcher: " << dispatcher << "}\n"
       << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: " << global_batch
       << ", precision: bf16, recompute: full}\n";
   return path;
@@ -102,6 +103,13 @@ void BM_DeepSeekV3Step(benchmark::State& state) {
   run_steps(state, clustersim::tools::load_job(write_deepseek_job()));
 }
 BENCHMARK(BM_DeepSeekV3Step)->Unit(benchmark::kSecond)->Iterations(1);
+
+// The same with DeepEP's token exchanges (moe_token_dispatcher: deepep, docs/engine.md "Token
+// exchange"): each rank's fanout over its EP group is computed once, then one flow per domain.
+void BM_DeepSeekV3DeepEpStep(benchmark::State& state) {
+  run_steps(state, clustersim::tools::load_job(write_deepseek_job(2048, "deepep")));
+}
+BENCHMARK(BM_DeepSeekV3DeepEpStep)->Unit(benchmark::kSecond)->Iterations(1);
 
 // The same at the report's own batch (15,360 sequences: 120 microbatches per pipeline), played as
 // the steady-state windows of 16 and 17 microbatches (`simulation.microbatches: auto`,
