@@ -61,6 +61,8 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"mbs", "training", "micro_batch_size", {}},
       {"zero", "parallelism", "zero_stage", {"0", "1", "2", "3"}},
       {"recompute", "training", "recompute", {"none", "selective", "full"}},
+      {"recompute_method", "training", "recompute_method", {"uniform", "block"}},
+      {"recompute_layers", "training", "recompute_num_layers", {}},
       {"attention", "training", "attention_backend", {"cudnn", "flash2"}},
       {"shared_overlap", "parallelism", "moe_shared_expert_overlap", {"false", "true"}},
       {"dispatcher", "parallelism", "moe_token_dispatcher", {"alltoall", "deepep"}},

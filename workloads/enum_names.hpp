@@ -26,6 +26,8 @@ inline constexpr Named<AttentionKind> kAttentionNames[] = {{"gqa", AttentionKind
 inline constexpr Named<Recompute> kRecomputeNames[] = {{"none", Recompute::None},
                                                        {"selective", Recompute::Selective},
                                                        {"full", Recompute::Full}};
+inline constexpr Named<RecomputeMethod> kRecomputeMethodNames[] = {
+    {"uniform", RecomputeMethod::Uniform}, {"block", RecomputeMethod::Block}};
 inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEntropy::Unfused},
                                                              {"fused", CrossEntropy::Fused},
                                                              {"chunked", CrossEntropy::Chunked},

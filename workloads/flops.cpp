@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <vector>
+
+#include "workloads/stage_layout.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -102,20 +105,27 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   const double s = d(t.seq_length);
   // Tokens dropped beyond an expert capacity below the average load are not computed.
   const double expert_load = t.moe_capacity_factor > 0.0 ? std::min(1.0, t.moe_capacity_factor) : 1.0;
-  double layer_gemm = 0.0;
+  // MLA's down projections have replicated weights (Megatron-core "duplicated" linears) and run
+  // on each rank's tokens: on its sequence shard with sequence parallelism, else on all tokens,
+  // i.e. tp times.
+  const double mla_extra = m.attention == AttentionKind::Mla && !spec.parallel.sequence_parallel
+                               ? d(m.hidden) * d(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim) *
+                                     d(spec.parallel.tp - 1)
+                               : 0.0;
+  // Full recompute re-runs the layers recompute_groups names (all with the uniform method, the
+  // first recompute_num_layers of each chunk with block) and every MTP depth's layer.
+  const std::vector<bool> again = recomputed_layers(spec);
+  double layer_gemm = 0.0, recomputed_gemm = 0.0, recomputed = 0.0;
   for (std::int64_t l = 0; l < m.trained_layers(); ++l) {
-    double w = attention_linear_weights(m) + router_weights(m, l);
+    double w = attention_linear_weights(m) + router_weights(m, l) + mla_extra;
     w += m.is_moe_layer(l) ? expert_load * d(m.top_k) * mlp_weights(m, m.expert_ffn) +
                                  mlp_weights(m, m.shared_expert_ffn)
                            : mlp_weights(m, m.ffn);
     layer_gemm += w;
-  }
-  // MLA's down projections have replicated weights (Megatron-core "duplicated" linears) and run
-  // on each rank's tokens: on its sequence shard with sequence parallelism, else on all tokens,
-  // i.e. tp times.
-  if (m.attention == AttentionKind::Mla && !spec.parallel.sequence_parallel) {
-    const double down = d(m.hidden) * d(m.q_lora_rank + m.kv_lora_rank + m.rope_head_dim);
-    layer_gemm += d(m.trained_layers()) * down * d(spec.parallel.tp - 1);
+    if (l < m.layers ? again[static_cast<std::size_t>(l)] : t.recompute == Recompute::Full) {
+      recomputed_gemm += w;
+      recomputed += 1.0;
+    }
   }
   // The head runs once more per MTP depth; each depth's eh_proj is recomputed with its layer
   // under full recompute (Megatron checkpoints the two together).
@@ -125,7 +135,9 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   const double attention_fwd = layers * causal_attention_forward(m, s);
   double flops = 6.0 * (layer_gemm + mtp_proj + head) * s + attention_fwd +
                  layers * causal_attention_backward(m, s);
-  if (t.recompute == Recompute::Full) flops += 2.0 * (layer_gemm + mtp_proj) * s + attention_fwd;
+  if (t.recompute == Recompute::Full) {
+    flops += 2.0 * (recomputed_gemm + mtp_proj) * s + recomputed * causal_attention_forward(m, s);
+  }
   if (t.recompute == Recompute::Selective) flops += attention_fwd;
   return flops;
 }

@@ -46,6 +46,7 @@ struct Stage {
   std::vector<LayerRange> chunks;
   int layers = 0;      ///< the model's decoder layers: the index of the first MTP depth's layer
   int mtp_layers = 0;  ///< MTP depths, after the decoder on the last chunk of the last stage
+  TrainingSpec training;  ///< recompute settings (recompute_groups)
   bool first(int chunk) const { return index == 0 && chunk == 0; }
   bool last(int chunk) const { return index == pp - 1 && chunk == vp - 1; }
 };
@@ -127,10 +128,40 @@ void forward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, Transfo
   }
 }
 
+// The decoder layers of a chunk backward, last first, each group of full recompute re-run from
+// its checkpoint before the backward of its last layer (recompute_groups: uniform groups of
+// recompute_num_layers layers forward together, block the first layers one by one). The
+// parameters of a group's layers are asked for in backward order, as without the group.
+void layers_backward(const Stage& st, int chunk, TransformerOps& ops, ParamSync& sync, GradSink* sink) {
+  const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
+  const std::vector<LayerRange> groups = recompute_groups(st.training, range);
+  auto group_of = [&](int layer) -> const LayerRange* {
+    for (const LayerRange& g : groups) {
+      if (layer >= g.begin && layer < g.end) return &g;
+    }
+    return nullptr;
+  };
+  for (int layer = range.end; layer-- > range.begin;) {
+    const LayerRange* g = group_of(layer);
+    if (g == nullptr) {
+      ops.layer_backward(layer, sink, sync.backward_deps(layer));
+    } else if (g->size() == 1) {
+      ops.layer_backward(layer, sink, sync.backward_deps(layer), true);
+    } else {
+      if (layer == g->end - 1) {
+        std::vector<std::vector<std::uint32_t>> deps(static_cast<std::size_t>(g->size()));
+        for (int l = g->end; l-- > g->begin;) deps[static_cast<std::size_t>(l - g->begin)] = sync.backward_deps(l);
+        for (int l = g->begin; l < g->end; ++l) ops.layer_recompute(l, deps[static_cast<std::size_t>(l - g->begin)]);
+      }
+      ops.layer_backward(layer, sink);
+    }
+    sync.unit_backward_done(layer);
+  }
+}
+
 void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
                    ParamSync& sync, GradSink* sink, AmaxReductions& amax) {
   b.set_context(sim::Phase::Backward, -1, mb);
-  const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
   if (st.last(chunk)) {
     defer_all(b, sync.backward_deps(kHeadUnit));
     // The MTP depths, deepest first, each after its pass through the head; the shared head and
@@ -145,10 +176,7 @@ void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, Transf
     ops.head_backward(sink);
     sync.unit_backward_done(kHeadUnit);
   }
-  for (int layer = range.end; layer-- > range.begin;) {
-    ops.layer_backward(layer, sink, sync.backward_deps(layer));
-    sync.unit_backward_done(layer);
-  }
+  layers_backward(st, chunk, ops, sync, sink);
   amax.backward_done(chunk);
   if (st.first(chunk)) {
     defer_all(b, sync.backward_deps(kEmbeddingUnit));
@@ -280,6 +308,10 @@ std::string describe(const WorkloadSpec& w) {
     out += kZero[p.zero_stage];
   }
   if (t.recompute != Recompute::None) out += std::string(" recompute-") + to_string(t.recompute);
+  if (t.recompute == Recompute::Full &&
+      (t.recompute_method != RecomputeMethod::Uniform || t.recompute_num_layers != 1)) {
+    out += std::string("-") + to_string(t.recompute_method) + std::to_string(t.recompute_num_layers);
+  }
   if (t.attention_backend != sim::AttentionKernel::Cudnn) out += std::string(" ") + sim::to_string(t.attention_backend);
   if (p.tp_comm_overlap) out += " tp-overlap";
   if (p.tp_backward_comm == TpBackwardComm::Blocking && p.tp > 1) out += " tp-bwd-blocking";
@@ -295,7 +327,8 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   const ParallelSpec& p = spec.parallel;
   if (stage < 0 || stage >= p.pp) throw std::invalid_argument("stage out of range");
   const Stage st{stage, p.pp, p.vp, stage_chunks(spec.model, p, stage),
-                 static_cast<int>(spec.model.layers), static_cast<int>(spec.model.mtp_layers)};
+                 static_cast<int>(spec.model.layers), static_cast<int>(spec.model.mtp_layers),
+                 spec.training};
   const int microbatches = static_cast<int>(spec.num_microbatches());
   const auto steps = (*find_pipeline_schedule(p.schedule))(p.pp, stage, microbatches, p.vp);
   // Gradients of a model chunk are reduced during (or after) its last backward of the step.

@@ -239,6 +239,18 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   return s;
 }
 
+// Megatron-LM's --recompute-method and --recompute-num-layers apply to full recompute only
+// (arguments.py rejects them with selective granularity); NeMo's defaults: uniform, 1.
+void read_recompute_layers(YamlMap& t, TrainingSpec& s) {
+  for (const char* key : {"recompute_method", "recompute_num_layers"}) {
+    if (t.has(key) && s.recompute != Recompute::Full) {
+      throw t.error(key, "applies to recompute: full only");
+    }
+  }
+  if (t.has("recompute_method")) s.recompute_method = read_enum(t, "recompute_method", kRecomputeMethodNames);
+  s.recompute_num_layers = static_cast<int>(t.get_int_or("recompute_num_layers", 1, 1, 1 << 20));
+}
+
 // global_batch_size defaults to micro_batch_size * dp * gradient_accumulation_steps (1 when
 // absent), as Megatron-LM derives it (arguments.py); recompute none, cross entropy unfused and
 // the megatron MFU convention are Megatron-LM's defaults; dropless MoE routing (no capacity
@@ -247,7 +259,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
                           "gradient_accumulation_steps", "precision", "fp8_attention",
                           "attention_backend",
-                          "fp8_reduce_amax", "recompute",
+                          "fp8_reduce_amax", "recompute", "recompute_method", "recompute_num_layers",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
                           "moe_capacity_factor", "expandable_segments"});
   TrainingSpec s;
@@ -273,6 +285,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
     throw t.error("fp8_reduce_amax", "needs precision: fp8");
   }
   if (t.has("recompute")) s.recompute = read_enum(t, "recompute", kRecomputeNames);
+  read_recompute_layers(t, s);
   if (t.has("cross_entropy")) s.cross_entropy = read_enum(t, "cross_entropy", kCrossEntropyNames);
   if (t.has("elementwise")) s.elementwise = read_enum(t, "elementwise", kElementwiseNames);
   s.mfu_convention = t.get_enum_or("mfu_convention", "megatron", {"megatron", "causal"});
@@ -320,6 +333,7 @@ const char* to_string(ZeroImpl v) { return name_of(v, kZeroImplNames); }
 const char* to_string(CpCommType v) { return name_of(v, kCpCommNames); }
 const char* to_string(TpBackwardComm v) { return name_of(v, kTpBackwardCommNames); }
 const char* to_string(MoeDispatcher v) { return name_of(v, kMoeDispatcherNames); }
+const char* to_string(RecomputeMethod v) { return name_of(v, kRecomputeMethodNames); }
 
 sim::RankLayout rank_layout(const WorkloadSpec& spec) {
   const ParallelSpec& p = spec.parallel;

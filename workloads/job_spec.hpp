@@ -31,6 +31,10 @@ enum class Precision : std::uint8_t { BF16, FP8 };
 /// core attention (flash attention forward) in the backward; full checkpoints every layer's
 /// input and recomputes the whole layer forward before its backward (uniform method, 1 layer).
 enum class Recompute : std::uint8_t { None, Selective, Full };
+/// Which layers full recompute checkpoints (Megatron-LM --recompute-method): uniform, every layer
+/// of a chunk, in consecutive groups of recompute_num_layers recomputed together; block, only
+/// the first recompute_num_layers layers of each chunk, one by one, the rest kept whole.
+enum class RecomputeMethod : std::uint8_t { Uniform, Block };
 /// Cross-entropy implementation, for memory: unfused (Megatron's vocab-parallel cross entropy
 /// keeps the FP32 softmax for the backward), fused (Megatron --cross-entropy-loss-fusion: the
 /// BF16 logits are reused for the gradient), chunked (the output GEMM and the loss are computed
@@ -220,6 +224,10 @@ struct TrainingSpec {
   sim::AttentionKernel attention_backend = sim::AttentionKernel::Cudnn;
   bool fp8_reduce_amax = true;          ///< TE DelayedScaling.reduce_amax (with precision fp8)
   Recompute recompute = Recompute::None;
+  /// Full recompute only (Megatron-LM --recompute-method / --recompute-num-layers; NeMo's
+  /// defaults uniform and 1): the grouping or the number of layers per chunk checkpointed.
+  RecomputeMethod recompute_method = RecomputeMethod::Uniform;
+  int recompute_num_layers = 1;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   Elementwise elementwise = Elementwise::Fused;  ///< fused kernels or eager PyTorch modules
   std::string mfu_convention = "megatron";  ///< "megatron" or "causal" (workloads/flops.hpp)
@@ -277,6 +285,8 @@ const char* to_string(ZeroImpl v);
 const char* to_string(CpCommType v);
 /// "overlapped" or "blocking".
 const char* to_string(TpBackwardComm v);
+/// "uniform" or "block".
+const char* to_string(RecomputeMethod v);
 /// "alltoall" or "deepep".
 const char* to_string(MoeDispatcher v);
 

@@ -257,11 +257,27 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
   double working = 0.0;
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     double bytes = 0.0;
+    // Full recompute keeps each group's checkpointed input (recompute_groups) and re-creates
+    // the group's layers before the backward of its last: at the peak of layer l's backward the
+    // group's layers up to l are alive. Layers outside every group (method block) keep all
+    // their activations; an MTP depth's layer is checkpointed alone.
+    const std::vector<LayerRange> groups = recompute_groups(spec.training, chunks[c]);
     auto add_layer = [&](int l) {
-      bytes += layer_activation_bytes(spec, l, recompute);
+      int first = l;  // first layer of l's recompute group; -1 when l is not recomputed
+      if (l < spec.model.layers) {
+        const auto g = std::find_if(groups.begin(), groups.end(),
+                                    [l](const LayerRange& r) { return l >= r.begin && l < r.end; });
+        first = g != groups.end() ? g->begin : -1;
+      } else if (recompute != Recompute::Full) {
+        first = -1;
+      }
       double ws = backward_transients(spec, x, l);
-      if (recompute == Recompute::Full) {
-        ws += layer_activation_bytes(spec, l, Recompute::None) - freed_before_peak(spec, x, l);
+      if (first < 0) {
+        bytes += layer_activation_bytes(spec, l, recompute == Recompute::Full ? Recompute::None : recompute);
+      } else {
+        if (first == l) bytes += layer_activation_bytes(spec, l, Recompute::Full);
+        for (int k = first; k <= l; ++k) ws += layer_activation_bytes(spec, k, Recompute::None);
+        ws -= freed_before_peak(spec, x, l);
       }
       working = std::max(working, ws);
     };

@@ -52,7 +52,7 @@ void TransformerOps::mtp_backward(int depth, GradSink* sink, GradSink* embedding
     mtp_projection_forward();
     b_.set_recompute(false);
   }
-  layer_backward(layer, sink);
+  layer_backward(layer, sink, {}, spec_.training.recompute == Recompute::Full);
   b_.set_layer(layer);
   // The backward of the scatter to the sequence-parallel layout gathers the gradient.
   gather_sequence();

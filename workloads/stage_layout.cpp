@@ -1,5 +1,6 @@
 #include "workloads/stage_layout.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace clustersim::workloads {
@@ -75,6 +76,32 @@ std::vector<LayerRange> virtual_stage_layers(const ModelSpec& m, const ParallelS
   if (!why.empty()) {
     if (error != nullptr) *error = why;
     return {};
+  }
+  return out;
+}
+
+std::vector<LayerRange> recompute_groups(const TrainingSpec& t, const LayerRange& chunk) {
+  std::vector<LayerRange> groups;
+  if (t.recompute != Recompute::Full) return groups;
+  const int n = std::max(1, t.recompute_num_layers);
+  if (t.recompute_method == RecomputeMethod::Block) {
+    for (int l = chunk.begin; l < std::min(chunk.end, chunk.begin + n); ++l) groups.push_back({l, l + 1});
+    return groups;
+  }
+  for (int l = chunk.begin; l < chunk.end; l += n) groups.push_back({l, std::min(chunk.end, l + n)});
+  return groups;
+}
+
+std::vector<bool> recomputed_layers(const WorkloadSpec& spec) {
+  std::vector<bool> out(static_cast<std::size_t>(spec.model.layers), false);
+  if (spec.training.recompute != Recompute::Full) return out;
+  std::string error;
+  const auto all = virtual_stage_layers(spec.model, spec.parallel, &error);
+  if (all.empty()) throw std::invalid_argument("invalid pipeline split: " + error);
+  for (const LayerRange& chunk : all) {
+    for (const LayerRange& g : recompute_groups(spec.training, chunk)) {
+      for (int l = g.begin; l < g.end; ++l) out[static_cast<std::size_t>(l)] = true;
+    }
   }
   return out;
 }

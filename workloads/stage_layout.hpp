@@ -29,4 +29,15 @@ std::vector<LayerRange> virtual_stage_layers(const ModelSpec& model, const Paral
 /// @throws std::invalid_argument if the split is impossible or stage is outside [0, pp).
 std::vector<LayerRange> stage_chunks(const ModelSpec& model, const ParallelSpec& parallel, int stage);
 
+/// The layers of `chunk` that full recompute checkpoints, as the groups recomputed together
+/// before their backward (Megatron-core TransformerBlock._checkpointed_forward): uniform,
+/// consecutive groups of recompute_num_layers layers covering the chunk (the last may be
+/// shorter); block, each of the chunk's first recompute_num_layers layers alone, the rest not
+/// recomputed. Empty unless training.recompute is full.
+std::vector<LayerRange> recompute_groups(const TrainingSpec& training, const LayerRange& chunk);
+
+/// Decoder layers full recompute re-runs, over every chunk of every stage (false for all
+/// unless training.recompute is full). @throws std::invalid_argument if the split is impossible.
+std::vector<bool> recomputed_layers(const WorkloadSpec& spec);
+
 }  // namespace clustersim::workloads

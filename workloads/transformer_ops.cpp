@@ -442,14 +442,18 @@ void TransformerOps::head_backward(GradSink* sink, const std::string& prefix) {
   if (sink != nullptr) sink->gradient_ready(ParamGroup::FinalNorm, -1, norm);
 }
 
-void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps) {
-  const Recompute recompute = spec_.training.recompute;
-  if (recompute == Recompute::Full) {
-    // Megatron's full recompute (uniform, one layer per checkpoint) re-runs the layer forward
-    // from its checkpointed input, collectives included, right before its backward.
-    b_.set_recompute(true);
-    layer_forward_ops(layer, std::move(param_deps));
-    b_.set_recompute(false);
+void TransformerOps::layer_recompute(int layer, std::vector<std::uint32_t> param_deps) {
+  b_.set_recompute(true);
+  layer_forward_ops(layer, std::move(param_deps));
+  b_.set_recompute(false);
+}
+
+void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps,
+                                    bool recompute) {
+  if (recompute) {
+    // Megatron's full recompute re-runs the layer forward from its checkpointed input,
+    // collectives included, right before its backward.
+    layer_recompute(layer, std::move(param_deps));
     param_deps.clear();
   }
   b_.set_layer(layer);

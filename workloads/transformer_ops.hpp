@@ -108,9 +108,14 @@ class TransformerOps {
   void head_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix = "");
   /// Backward of the cross entropy, output head and final norm (last stage).
   void head_backward(GradSink* sink, const std::string& prefix = "");
-  /// Backward of transformer layer `layer`, preceded by its recomputation (full recompute)
-  /// or by the core attention's (selective): dgrad and wgrad GEMMs, attention backward, comm.
-  void layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps = {});
+  /// Forward of transformer layer `layer` re-run from its checkpoint before the backward (full
+  /// recompute; ops marked recompute), collectives included, after `param_deps`.
+  void layer_recompute(int layer, std::vector<std::uint32_t> param_deps);
+  /// Backward of transformer layer `layer`, preceded by its recomputation when `recompute`
+  /// (full recompute of a layer checkpointed alone) or by the core attention's (selective):
+  /// dgrad and wgrad GEMMs, attention backward, comm.
+  void layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps = {},
+                      bool recompute = false);
   /// Backward of the embeddings (first stage; `prefix` as above).
   void embedding_backward(GradSink* sink, const std::string& prefix = "");
   /// Forward of MTP depth `depth` (Megatron-core MultiTokenPredictionLayer, mtp_ops.cpp): its

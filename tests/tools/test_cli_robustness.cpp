@@ -19,12 +19,14 @@ namespace {
 using clustersim::cli_test::run_cli;
 
 // Small jobs (16-72 GPUs, 4 layers) that together touch every section: MoE with FP8, TP overlap,
-// shared experts beside the exchanges, an MTP depth and the simulation options; an inline model with ZeRO-3 CPU offload, energy and economics on
+// shared experts beside the exchanges, an MTP depth, node-limited routing and the simulation
+// options; an inline model with ZeRO-3 CPU offload, full recompute in groups of 2, energy and economics on
 // B200; a GB200 NVL72 rack with reliability.
 const std::vector<std::string>& bases() {
   static const std::vector<std::string> kBases = {
       "cluster: {platform: hgx_h100, gpus: 16, overrides: {name: H100-SXM, nic_bandwidth: 400Gbps}}\n"
-      "model: {catalog: mixtral_8x7b, layers: 4, shared_expert_ffn: 4096, mtp_layers: 1}\n"
+      "model: {catalog: mixtral_8x7b, layers: 4, shared_expert_ffn: 4096, mtp_layers: 1, "
+      "router_groups: 4, router_group_topk: 2}\n"
       "parallelism: {tp: 2, pp: 2, dp: 4, ep: 4, vp: 2, sequence_parallel: true, "
       "tp_comm_overlap: true, tp_comm_overlap_cfg: {proj_fprop: {method: pipeline, num_sm: 8, "
       "num_splits: 4}}, moe_shared_expert_overlap: true}\n"
@@ -36,7 +38,7 @@ const std::vector<std::string>& bases() {
       "activation: swiglu, norm: rmsnorm, position: rope, tied_embeddings: false, bias: false}\n"
       "parallelism: {dp: 8, zero_stage: 3, optimizer_offload: cpu, offload_threads: per_rank}\n"
       "training: {seq_length: 4096, micro_batch_size: 2, global_batch_size: 32, precision: bf16, "
-      "recompute: full, cross_entropy: chunked}\n"
+      "recompute: full, recompute_method: uniform, recompute_num_layers: 2, cross_entropy: chunked}\n"
       "energy: {pue: 1.2, train_tokens: 1e11}\n"
       "economics: {pricing: rental, usd_per_gpu_hour: 3.5}\n",
       "cluster: {platform: gb200_nvl72, gpus: 72}\n"
