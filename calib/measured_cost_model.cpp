@@ -89,7 +89,8 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       roofline_(gpu_),
       tp_overlap_(*tables_),
       held_sms_(*tables_),
-      wgrad_accum_(*tables_) {
+      wgrad_accum_(*tables_),
+      fp8_block_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
   if (!scale_.note.empty()) module_logger("calib")->warn("{}: {}", gpu_.name, scale_.note);
   overlap_points_ = {interference_points("gemm"), interference_points("attention"),
@@ -139,6 +140,12 @@ double MeasuredCostModel::gemm_time(const sim::GemmShape& g, sim::Phase phase) c
 
 double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase phase) const {
   const double m = d(g.m), n = d(g.n), k = d(g.k);
+  if (g.dtype == sim::DType::FP8 && g.fp8_scaling != sim::Fp8Scaling::Tensor) {
+    // Block scaling (Float8BlockScaling): cuBLASLt promotes each 128-deep block itself, so the
+    // per-tensor reference is the split-accumulation table, times the measured ratio (run 78).
+    const OutOfGridNote note = [this](const std::string& what) { note_out_of_grid(what); };
+    return gemm_lookup("gemm/fp8/tn", m, n, k, 1.0, "fp8") * fp8_block_.ratio(g, note) / scale_.gemm_fp8;
+  }
   if (g.dtype == sim::DType::FP8) {
     // Transformer Engine runs the forward FP8 GEMM with fast accumulation and the two backward
     // GEMMs with split (2x) accumulation (transformer_engine/pytorch/module/base.py:

@@ -16,6 +16,7 @@
 #include "calib/roofline_cost_model.hpp"
 #include "calib/held_sm_factor.hpp"
 #include "calib/tp_overlap_factor.hpp"
+#include "calib/fp8_block.hpp"
 #include "calib/wgrad_accum.hpp"
 #include "sim/cost_model.hpp"
 
@@ -158,6 +159,7 @@ class MeasuredCostModel : public sim::CostModel {
   TpOverlapFactor tp_overlap_;  ///< GEMMs split or planned for fewer SMs by TE's TP overlap
   HeldSmFactor held_sms_;       ///< GEMMs beside SMs held by TE's communication kernels
   WgradAccumCost wgrad_accum_;  ///< weight gradients added into main_grad (run 48)
+  Fp8BlockFactor fp8_block_;    ///< block-scaled FP8 GEMMs (run 78)
   /// gemm, attention, membound (empty without interference_membound.csv: the GEMM row serves)
   std::array<std::vector<InterferencePoint>, 3> overlap_points_;
   mutable std::mutex mutex_;

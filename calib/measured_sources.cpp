@@ -39,6 +39,12 @@ void MeasuredCostModel::add_overlap_sources(std::vector<std::string>& out) const
                   "BF16 wgrad and FP8 TN layouts) + the GEMM's time; measured on H200" +
                   (rule_.measured ? "" : ", the extra time scaled by HBM bandwidth"));
   }
+  if (fp8_block_.loaded()) {
+    out.push_back("block-scaled FP8 GEMM (fp8_scaling block2d1d/block1d1d): " + fp8_block_.file() +
+                  " (time with 128x128 weight / 1x128 activation blocks, or 1x128 both, over the "
+                  "per-tensor time of the same run) x the per-tensor split-accumulation GEMM; "
+                  "measured on H200" + (rule_.measured ? "" : ", ratios applied unchanged"));
+  }
   if (held_sms_.loaded()) {
     std::string files;
     for (const auto& f : held_sms_.files()) files += (files.empty() ? "" : ", ") + f;

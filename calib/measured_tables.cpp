@@ -43,6 +43,9 @@ const std::vector<TableFile>& table_files() {
       // Weight gradients accumulated into main_grad (run 48, calib/probes/gemm.cu --accumulate);
       // older data lack it.
       {"gemm_wgrad_accum.csv", load_wgrad_accum_series, Use::Grid, true},
+      // Block-scaled FP8 GEMMs beside per-tensor ones (run 78, calib/probes/gemm.cu
+      // --block-scaling); older data lack them.
+      {"gemm_fp8_block.csv", load_fp8_block_series, Use::Grid, true},
       {"attention.csv", load_attention_series, Use::Grid},
       // Unmasked context-parallel attention blocks (run 16, calib/probes/attention_cp.py).
       {"attention_cp.csv", load_attention_cp_series, Use::Grid, true},

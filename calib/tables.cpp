@@ -205,6 +205,11 @@ std::vector<MeasuredSeries> load_wgrad_accum_series(const std::string& path) {
   return group_gemm(t, "gemm_accum/", output);
 }
 
+std::vector<MeasuredSeries> load_fp8_block_series(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  return group_gemm(t, "gemm_block/", [](std::size_t) { return std::string(); });
+}
+
 std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path) {
   const CsvTable t = read_csv(path);
   const std::size_t var = t.column("variant"), ch = t.column("chunks"), sm = t.column("sm_margin");

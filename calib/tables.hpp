@@ -78,6 +78,10 @@ std::vector<MeasuredSeries> load_busy_sms_series(const std::string& path);
 /// tensor written; "accum_f32" / "accum_bf16": added into an FP32 / BF16 output), axes m, n, k,
 /// value time_s. Spot-check tolerance 2%. @throws SpecError for another variant.
 std::vector<MeasuredSeries> load_wgrad_accum_series(const std::string& path);
+/// FP8 GEMMs with per-tensor and block-scaled operands (gemm_fp8_block.csv, run 78 of
+/// calib/probes/gemm.cu --block-scaling): one series per layout, key "gemm_block/fp8/<layout>"
+/// (tn, tn_block2d1d, tn_block1d1d), axes m, n, k, value time_s. Spot-check tolerance 2%.
+std::vector<MeasuredSeries> load_fp8_block_series(const std::string& path);
 /// Attention table (attention.csv): one series per (backend, set, direction), key
 /// "attention/<backend>/<set>/<direction>" (e.g. "attention/cudnn/gqa/fwd"), axes seq and
 /// heads (batch x heads). Spot-check tolerance 2%. @throws SpecError.

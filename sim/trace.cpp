@@ -120,6 +120,15 @@ const char* to_string(GradAccum v) {
   return "?";
 }
 
+const char* to_string(Fp8Scaling v) {
+  switch (v) {
+    case Fp8Scaling::Tensor: return "tensor";
+    case Fp8Scaling::Block2D1D: return "block2d1d";
+    case Fp8Scaling::Block1D1D: return "block1d1d";
+  }
+  return "?";
+}
+
 const char* to_string(GroupAxis v) {
   switch (v) {
     case GroupAxis::M: return "m";

@@ -91,6 +91,13 @@ enum class GroupAxis : std::uint8_t {
   K,  ///< k / groups tokens per group
 };
 
+/// How an FP8 GEMM's operands are scaled: one scale per tensor (Transformer Engine's delayed
+/// scaling), or in blocks as TE's Float8BlockScaling recipe runs them through cuBLASLt
+/// (DeepSeek-V3's fine-grained FP8): weights in 128x128 blocks and activations or gradients in
+/// 1x128 blocks (forward and data-gradient GEMMs), or both operands in 1x128 blocks (weight
+/// gradients).
+enum class Fp8Scaling : std::uint8_t { Tensor, Block2D1D, Block1D1D };
+
 /// The fused-attention kernel library an attention op runs (docs/trace-format.md,
 /// `training.attention_backend`): cuDNN's SDPA graph (Transformer Engine's FusedAttention,
 /// PyTorch SDPA's cuDNN backend) or FlashAttention-2 (the flash-attn package, PyTorch SDPA's
@@ -132,6 +139,9 @@ struct GemmShape {
   /// charge `groups` x the time of one group (one_group(); calibration run 75). 1: one GEMM.
   std::int32_t groups = 1;
   GroupAxis group_axis = GroupAxis::M;
+  /// FP8 GEMMs: the scaling of their operands (CostModel: block-scaled GEMMs at the measured
+  /// ratio to per-tensor ones). Tensor for every other dtype.
+  Fp8Scaling fp8_scaling = Fp8Scaling::Tensor;
 };
 
 /// One group of a grouped GEMM: `group_axis` divided by `groups` (rounded to the nearest, at
@@ -232,6 +242,7 @@ const char* to_string(MemKernel v);
 const char* to_string(HostThreads v);
 const char* to_string(GradAccum v);
 const char* to_string(GroupAxis v);
+const char* to_string(Fp8Scaling v);
 const char* to_string(AttentionKernel v);
 /// Bytes per element of a dtype.
 double dtype_bytes(DType v);

@@ -64,7 +64,8 @@ void run_grid(Context& cx, const Args& args, CsvWriter& csv) {
             plan.run(base, base + sl.off_b, base + sl.off_c, cx.ws, nullptr);
           }, 21, 5, 5e-4, budget, &heater);
           const Telemetry tel = read_telemetry(cx.device);
-          const std::string layout = std::string(name(dt, l)) + (cx.fast_accum ? "_fastacc" : "");
+          std::string layout = std::string(name(dt, l)) + (cx.fast_accum ? "_fastacc" : "");
+          if (dt == Dt::FP8 && cx.block != 0) layout += cx.block == 1 ? "_block2d1d" : "_block1d1d";
           csv.row({name(dt), layout, std::to_string(m), std::to_string(n), std::to_string(k),
                    fmt(flops(p)), fmt(t.median_s), fmt(flops(p) / t.median_s * 1e-12, 5),
                    fmt(t.min_s), fmt(t.max_s), std::to_string(t.samples),
@@ -158,7 +159,7 @@ int run(int argc, char** argv) {
                   {{"cublasLt", std::to_string(cublasLtGetVersion())},
                    {"workspace_bytes", std::to_string(cx.ws_bytes)},
                    {"timing", "CUDA events; median of samples of back-to-back calls; grid mode: each sample queued behind BF16 8192^3 heater GEMMs (host launch excluded, sustained power state); operands rotate over >=512 MiB"},
-                   {"data", "uniform random in [-1,1); FP8 scales A=0.25 B=0.5; FP8 without fast accumulation unless fast_accum=1"},
+                   {"data", "uniform random in [-1,1); FP8 scales A=0.25 B=0.5 (block scaling: every block scale the same value); FP8 without fast accumulation unless fast_accum=1"},
                    {"mode", mode}});
     if (mode == "grid") {
       // --fast-accum 1: FP8 with CUBLASLT_MATMUL_DESC_FAST_ACCUM, as Transformer Engine runs

@@ -112,7 +112,8 @@ std::unique_ptr<LtPlan> make_plan(Context& cx, const Problem& p, const Slots& sl
   const int variants = cx.accumulate != 0 ? 1 : (p.dt == Dt::FP8 ? 4 : 1);
   for (int i = 0; i < variants; ++i) {
     const int v = cx.accumulate != 0 ? 3 + cx.accumulate : (cx.first_variant + i) % variants;
-    auto plan = std::make_unique<LtPlan>(cx.lt, p, cx.scales, cx.ws_bytes, cx.fast_accum, v, sm_count);
+    auto plan = std::make_unique<LtPlan>(cx.lt, p, cx.scales, cx.ws_bytes, cx.fast_accum, v, sm_count,
+                                         p.dt == Dt::FP8 ? cx.block : 0, cx.block_scales);
     if (plan->select(base, base + sl.off_b, base + sl.off_c, cx.ws)) {
       if (p.dt == Dt::FP8 && cx.accumulate == 0) cx.first_variant = v;
       return plan;
@@ -168,6 +169,16 @@ void open_context(Context& cx, const Args& args) {
   const float sa = 0.5f, sb = 0.25f;
   PROBE_CUDA(cudaMemcpy(cx.scales, &sa, sizeof sa, cudaMemcpyHostToDevice));
   PROBE_CUDA(cudaMemcpy(cx.scales + 64, &sb, sizeof sb, cudaMemcpyHostToDevice));
+  cx.block = static_cast<int>(args.num("block-scaling", 0));
+  if (cx.block != 0) {
+    // One FP32 scale per 128 elements of operands up to 64k x 64k (and then some): 64 Mi floats.
+    const std::size_t count = 64ull << 20;
+    const std::vector<float> values[2] = {std::vector<float>(count, sa), std::vector<float>(count, sb)};
+    for (int i = 0; i < 2; ++i) {
+      PROBE_CUDA(cudaMalloc(&cx.block_scales[i], count * sizeof(float)));
+      PROBE_CUDA(cudaMemcpy(cx.block_scales[i], values[i].data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    }
+  }
   PROBE_LT(cublasLtCreate(&cx.lt));
 }
 
@@ -176,6 +187,8 @@ void close_context(Context& cx) {
   cudaFree(cx.pool);
   cudaFree(cx.ws);
   cudaFree(cx.scales);
+  cudaFree(cx.block_scales[0]);
+  cudaFree(cx.block_scales[1]);
   cudaFree(cx.err);
 }
 

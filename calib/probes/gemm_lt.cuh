@@ -66,13 +66,19 @@ __host__ __device__ inline long long b_index(Layout l, long long p, long long j,
 // accumulate into the output (beta = 1), FP32 (4) or BF16 (5): the weight-gradient GEMM as
 // Megatron's gradient_accumulation_fusion and Transformer Engine's fuse_wgrad_accumulation run
 // it, adding into the main_grad buffer (FP32, or BF16 with grad_reduce_in_fp32 off).
+// `block` (FP8 only): block scaling as Transformer Engine's Float8BlockScaling recipe runs it
+// through cuBLASLt on Hopper (DeepSeek-V3's fine-grained FP8): 1 = weights (cuBLASLt's A, our B)
+// in 128x128 blocks and activations (cuBLASLt's B, our A) in 1x128 blocks along k (forward and
+// data gradient), 2 = both in 1x128 blocks (weight gradient); `block_scales` two float buffers
+// (A, B) holding at least one scale per 128 elements of the operand, filled with the per-tensor
+// values so that the result and its spot check are the per-tensor ones. 0: per-tensor scales.
 // `sm_count` > 0 sets CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET: the heuristic
 // and the kernel plan for that many SMs, as Transformer Engine's userbuffers overlap does when
 // it leaves SMs to its communication kernels (`set_sm_margin`).
 class LtPlan {
  public:
   LtPlan(cublasLtHandle_t h, const Problem& p, float* scales, std::size_t ws, bool fast_accum,
-         int variant, int sm_count = 0)
+         int variant, int sm_count = 0, int block = 0, float* const* block_scales = nullptr)
       : h_(h), p_(p), ws_(ws), variant_(variant) {
     const cudaDataType_t in = p.dt == Dt::BF16 ? CUDA_R_16BF : CUDA_R_8F_E4M3;
     const cudaDataType_t out = variant == 2 || variant == 4 ? CUDA_R_32F : CUDA_R_16BF;
@@ -87,6 +93,15 @@ class LtPlan {
       // second scale sat 4 bytes after the first (first full run, 2026-11-29).
       void* sa = scales;       // cuBLASLt's A is our B
       void* sb = scales + 64;  // cuBLASLt's B is our A
+      if (block > 0) {
+        sa = block_scales[0];
+        sb = block_scales[1];
+        const std::int32_t mode_a = block == 1 ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                               : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+        const std::int32_t mode_b = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+        set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode_a);
+        set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode_b);
+      }
       set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sa);
       set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sb);
       const std::int8_t fa = fast_accum ? 1 : 0;
@@ -174,6 +189,8 @@ struct Context {
   void* ws = nullptr;
   std::size_t ws_bytes = 32u << 20;  // 32 MiB, the workspace NVIDIA recommends for Hopper
   float* scales = nullptr;           // FP8 per-tensor scales: [0] of B, [64] of A
+  int block = 0;                     // --block-scaling 1 / 2: FP8 block scaling (LtPlan)
+  float* block_scales[2] = {nullptr, nullptr};  // cuBLASLt's A (0.5) and B (0.25) block scales
   float* err = nullptr;
   bool fast_accum = false;
   int accumulate = 0;  // --accumulate 1 / 2: plan variant 4 / 5 only (FP32 / BF16 output, beta = 1)
@@ -187,7 +204,8 @@ struct Slots {
 };
 
 /// Selects the device of --device (default 0), allocates the operand pool (--pool-gib, default
-/// 12), the workspace, the FP8 per-tensor scales (B 0.5 at [0], A 0.25 at [64]) and the
+/// 12), the workspace, the FP8 per-tensor scales (B 0.5 at [0], A 0.25 at [64]), with
+/// --block-scaling 1|2 the block-scale buffers (64 Mi floats each, the same values), and the
 /// spot-check buffer, and creates the cuBLASLt handle. Throws on a CUDA or cuBLASLt error.
 void open_context(Context& cx, const Args& args);
 /// Releases what open_context acquired.

@@ -35,8 +35,9 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
   EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
   // One line per op class, offload, interference, GEMMs under TP overlap, beside held SMs and
-  // adding into main_grad, and the power state (applied on the H100, not on the B200).
-  EXPECT_EQ(h200_.table_sources().size(), 13u);
+  // adding into main_grad, block-scaled FP8, and the power state (applied on the H100, not on
+  // the B200).
+  EXPECT_EQ(h200_.table_sources().size(), 14u);
   EXPECT_NE(h100.table_sources().back().find("same die and power limit"), std::string::npos);
   EXPECT_NE(b200.table_sources().back().find("not applied to B200"), std::string::npos);
   EXPECT_DOUBLE_EQ(b200.clock_boost(g, 0.5), 1.0);
