@@ -239,6 +239,23 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
   return s;
 }
 
+// Megatron-LM --fp8-recipe (with --fp8-format): Transformer Engine's DelayedScaling by default,
+// or Float8BlockScaling (blockwise). Block scales are computed locally per block: there is no
+// amax history to reduce, and TE's FP8 attention runs with delayed or current scaling only.
+void read_fp8_recipe(YamlMap& t, TrainingSpec& s) {
+  if (!t.has("fp8_recipe")) return;
+  if (s.precision != Precision::FP8) throw t.error("fp8_recipe", "needs precision: fp8");
+  s.fp8_recipe = read_enum(t, "fp8_recipe", kFp8RecipeNames);
+  if (s.fp8_recipe != Fp8Recipe::Blockwise) return;
+  if (t.has("fp8_reduce_amax")) {
+    throw t.error("fp8_reduce_amax", "blockwise scaling keeps no amax history to reduce");
+  }
+  if (s.fp8_attention) {
+    throw t.error("fp8_attention", "Transformer Engine's FP8 attention needs the delayed recipe");
+  }
+  s.fp8_reduce_amax = false;
+}
+
 // Megatron-LM's --recompute-method and --recompute-num-layers apply to full recompute only
 // (arguments.py rejects them with selective granularity); NeMo's defaults: uniform, 1.
 void read_recompute_layers(YamlMap& t, TrainingSpec& s) {
@@ -259,7 +276,8 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
                           "gradient_accumulation_steps", "precision", "fp8_attention",
                           "attention_backend",
-                          "fp8_reduce_amax", "recompute", "recompute_method", "recompute_num_layers",
+                          "fp8_reduce_amax", "fp8_recipe", "recompute", "recompute_method",
+                          "recompute_num_layers",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
                           "moe_capacity_factor", "expandable_segments"});
   TrainingSpec s;
@@ -284,6 +302,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   if (t.has("fp8_reduce_amax") && s.precision != Precision::FP8) {
     throw t.error("fp8_reduce_amax", "needs precision: fp8");
   }
+  read_fp8_recipe(t, s);
   if (t.has("recompute")) s.recompute = read_enum(t, "recompute", kRecomputeNames);
   read_recompute_layers(t, s);
   if (t.has("cross_entropy")) s.cross_entropy = read_enum(t, "cross_entropy", kCrossEntropyNames);
@@ -334,6 +353,7 @@ const char* to_string(CpCommType v) { return name_of(v, kCpCommNames); }
 const char* to_string(TpBackwardComm v) { return name_of(v, kTpBackwardCommNames); }
 const char* to_string(MoeDispatcher v) { return name_of(v, kMoeDispatcherNames); }
 const char* to_string(RecomputeMethod v) { return name_of(v, kRecomputeMethodNames); }
+const char* to_string(Fp8Recipe v) { return name_of(v, kFp8RecipeNames); }
 
 sim::RankLayout rank_layout(const WorkloadSpec& spec) {
   const ParallelSpec& p = spec.parallel;

@@ -31,6 +31,11 @@ enum class Precision : std::uint8_t { BF16, FP8 };
 /// core attention (flash attention forward) in the backward; full checkpoints every layer's
 /// input and recomputes the whole layer forward before its backward (uniform method, 1 layer).
 enum class Recompute : std::uint8_t { None, Selective, Full };
+/// Transformer Engine's FP8 recipe (Megatron-LM --fp8-recipe): delayed scaling (per-tensor
+/// scales from an amax history, reduced over the amax group), or blockwise (Float8BlockScaling:
+/// 128x128 weight blocks and 1x128 activation and gradient blocks, scales computed locally, no
+/// amax reduction; DeepSeek-V3's fine-grained FP8).
+enum class Fp8Recipe : std::uint8_t { Delayed, Blockwise };
 /// Which layers full recompute checkpoints (Megatron-LM --recompute-method): uniform, every layer
 /// of a chunk, in consecutive groups of recompute_num_layers recomputed together; block, only
 /// the first recompute_num_layers layers of each chunk, one by one, the rest kept whole.
@@ -223,6 +228,7 @@ struct TrainingSpec {
   /// FusedAttention, PyTorch SDPA on Hopper) or FlashAttention-2.
   sim::AttentionKernel attention_backend = sim::AttentionKernel::Cudnn;
   bool fp8_reduce_amax = true;          ///< TE DelayedScaling.reduce_amax (with precision fp8)
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< with precision fp8 (Megatron's default: delayed)
   Recompute recompute = Recompute::None;
   /// Full recompute only (Megatron-LM --recompute-method / --recompute-num-layers; NeMo's
   /// defaults uniform and 1): the grouping or the number of layers per chunk checkpointed.
@@ -285,6 +291,8 @@ const char* to_string(ZeroImpl v);
 const char* to_string(CpCommType v);
 /// "overlapped" or "blocking".
 const char* to_string(TpBackwardComm v);
+/// "delayed" or "blockwise".
+const char* to_string(Fp8Recipe v);
 /// "uniform" or "block".
 const char* to_string(RecomputeMethod v);
 /// "alltoall" or "deepep".

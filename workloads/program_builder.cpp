@@ -47,7 +47,8 @@ std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const 
 std::uint32_t ProgramBuilder::gemm(const std::string& label, std::int64_t m, std::int64_t n,
                                    std::int64_t k, sim::DType dtype, double out_bytes,
                                    std::vector<std::uint32_t> deps) {
-  const sim::GemmShape shape{m, n, k, dtype};
+  sim::GemmShape shape{m, n, k, dtype};
+  if (fp8_block_ && dtype == sim::DType::FP8) shape.fp8_scaling = sim::Fp8Scaling::Block2D1D;
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
   const double bytes = (md * kd + kd * nd) * sim::dtype_bytes(dtype) + md * nd * out_bytes;
   return add(shape, sim::Stream::Compute, label, gemm_flops(shape), bytes, std::move(deps));
@@ -60,7 +61,11 @@ std::uint32_t ProgramBuilder::wgrad(const std::string& label, std::int64_t in, s
   // read and written.
   const double out_bytes = accum == sim::GradAccum::F32 ? 8.0 : accum == sim::GradAccum::BF16 ? 4.0 : 2.0;
   const std::uint32_t op = gemm(label, in, out, tokens, dtype, out_bytes, std::move(deps));
-  std::get<sim::GemmShape>(program_.ops[op].shape).grad_accum = accum;
+  auto& g = std::get<sim::GemmShape>(program_.ops[op].shape);
+  g.grad_accum = accum;
+  // Transformer Engine's Float8BlockScaling quantizes the weight gradient's two operands (the
+  // output gradient and the input, both activations) in 1x128 blocks.
+  if (g.fp8_scaling == sim::Fp8Scaling::Block2D1D) g.fp8_scaling = sim::Fp8Scaling::Block1D1D;
   return op;
 }
 

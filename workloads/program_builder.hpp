@@ -22,6 +22,9 @@ class ProgramBuilder {
   void set_context(sim::Phase phase, int layer, int microbatch);
   /// Layer of the ops added from now on (-1 for embedding, head, optimizer).
   void set_layer(int layer) { layer_ = layer; }
+  /// FP8 GEMMs added from now on scale their operands in blocks (sim::Fp8Scaling: gemm() as
+  /// Block2D1D, wgrad() as Block1D1D; Transformer Engine's Float8BlockScaling), or per tensor.
+  void set_fp8_block_scaling(bool block) { fp8_block_ = block; }
   /// Marks the ops added from now on as recomputed forward work (Op::recompute).
   void set_recompute(bool recompute) { recompute_ = recompute; }
   /// The next op added to the compute stream also depends on `op` (a communication that runs
@@ -83,6 +86,7 @@ class ProgramBuilder {
   int layer_ = -1;
   int microbatch_ = -1;
   bool recompute_ = false;
+  bool fp8_block_ = false;
   std::vector<std::uint32_t> deferred_;
   std::optional<std::uint32_t> last_compute_;
 };

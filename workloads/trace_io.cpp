@@ -25,6 +25,8 @@ constexpr const char* kFormatName = "clustersim-trace";
 constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
 constexpr std::array kGradAccums{sim::GradAccum::F32, sim::GradAccum::BF16};
 constexpr std::array kGroupAxes{sim::GroupAxis::M, sim::GroupAxis::K};
+constexpr std::array kFp8Scalings{sim::Fp8Scaling::Tensor, sim::Fp8Scaling::Block2D1D,
+                                  sim::Fp8Scaling::Block1D1D};
 constexpr std::array kAttentionKernels{sim::AttentionKernel::Cudnn, sim::AttentionKernel::Flash2};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
                               sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm,
@@ -74,6 +76,7 @@ struct ShapeWriter {
       j["groups"] = g.groups;
       j["group_axis"] = sim::to_string(g.group_axis);
     }
+    if (g.fp8_scaling != sim::Fp8Scaling::Tensor) j["fp8_scaling"] = sim::to_string(g.fp8_scaling);
   }
   void operator()(const sim::AttentionShape& a) const {
     j["batch"] = a.batch;
@@ -345,6 +348,13 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
       g.group_axis = f.get_enum("group_axis", kGroupAxes);
       const std::int64_t split = g.group_axis == sim::GroupAxis::K ? g.k : g.m;
       g.groups = static_cast<std::int32_t>(f.get_int("groups", 1, split));
+    }
+    // Version 12: block-scaled FP8 operands (optional; per-tensor scales without it).
+    if (f.has("fp8_scaling")) {
+      g.fp8_scaling = f.get_enum("fp8_scaling", kFp8Scalings);
+      if (g.fp8_scaling != sim::Fp8Scaling::Tensor && g.dtype != sim::DType::FP8) {
+        throw f.error("fp8_scaling", "block scaling needs dtype fp8");
+      }
     }
     return g;
   }

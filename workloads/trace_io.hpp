@@ -22,7 +22,7 @@ namespace clustersim::workloads {
 /// the optional `host_threads` of mem ops; version 7 the optional GEMM `grad_accum`; version 8
 /// the optional attention `kernel`; version 9 the optional GEMM `groups` and `group_axis`;
 /// version 10 the ep_comm stream. The reader accepts versions 1 to 10 (version 1: ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 11;
+inline constexpr int kTraceFormatVersion = 12;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

@@ -130,7 +130,10 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
 }
 
 TransformerOps::TransformerOps(ProgramBuilder& builder, const WorkloadSpec& spec)
-    : b_(builder), spec_(spec), s_(RankShapes::of(spec)) {}
+    : b_(builder), spec_(spec), s_(RankShapes::of(spec)) {
+  b_.set_fp8_block_scaling(spec.training.precision == Precision::FP8 &&
+                           spec.training.fp8_recipe == Fp8Recipe::Blockwise);
+}
 
 double TransformerOps::act_bytes(std::int64_t rows, std::int64_t cols) const {
   return static_cast<double>(rows) * static_cast<double>(cols) * kActivationBytes;
