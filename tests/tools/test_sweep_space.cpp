@@ -30,7 +30,8 @@ TEST(SweepSpace, ParsesDimensionsInCommandLineOrderAndEnumeratesLastFastest) {
 TEST(SweepSpace, MapsNamesToJobKeys) {
   const auto axes = parse_space({"mbs=1,2", "zero=0,3", "vp=1,2", "attention=cudnn,flash2",
                                  "shared_overlap=false,true", "dispatcher=alltoall,deepep",
-                                 "recompute_method=uniform,block", "recompute_layers=1,2,4"});
+                                 "recompute_method=uniform,block", "recompute_layers=1,2,4",
+                                 "fp8_recipe=delayed,blockwise"});
   EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "training.micro_batch_size");
   EXPECT_EQ(axes[1].dim.section + "." + axes[1].dim.key, "parallelism.zero_stage");
   EXPECT_EQ(axes[2].dim.section + "." + axes[2].dim.key, "parallelism.vp");
@@ -39,6 +40,7 @@ TEST(SweepSpace, MapsNamesToJobKeys) {
   EXPECT_EQ(axes[5].dim.section + "." + axes[5].dim.key, "parallelism.moe_token_dispatcher");
   EXPECT_EQ(axes[6].dim.section + "." + axes[6].dim.key, "training.recompute_method");
   EXPECT_EQ(axes[7].dim.section + "." + axes[7].dim.key, "training.recompute_num_layers");
+  EXPECT_EQ(axes[8].dim.section + "." + axes[8].dim.key, "training.fp8_recipe");
 }
 
 TEST(SweepSpace, RejectsMalformedSpaces) {
