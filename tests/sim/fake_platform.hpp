@@ -10,6 +10,8 @@
 
 #include "sim/cost_model.hpp"
 #include "sim/platform.hpp"
+#include "sim/rank_layout.hpp"
+#include "sim/workload.hpp"
 
 namespace clustersim::test {
 
@@ -70,5 +72,22 @@ class SimpleCost : public sim::CostModel {
   double base_;
   double step_;
 };
+
+/// A workload of `ranks` ranks in one TP group (RankLayout(ranks, 1, 1, 1)) whose single program
+/// is one collective `spec` of `bytes` on the compute stream.
+inline sim::Workload one_collective_job(int ranks, double bytes, const sim::CollectiveSpec& spec) {
+  sim::Workload w;
+  w.layout = sim::RankLayout(ranks, 1, 1, 1);
+  sim::Program p;
+  p.labels = {"collective"};
+  sim::Op op;
+  op.shape = spec;
+  op.bytes = bytes;
+  op.stream = sim::Stream::Compute;
+  p.ops.push_back(op);
+  w.programs.push_back(std::move(p));
+  w.program_of_rank.assign(static_cast<size_t>(ranks), 0);
+  return w;
+}
 
 }  // namespace clustersim::test

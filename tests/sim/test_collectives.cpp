@@ -134,28 +134,13 @@ TEST(PairwiseAllToAll, IrregularAndSingleDomainGroupsKeepThePerPeerLinkLoadsInFe
   EXPECT_EQ(expect_per_peer_link_loads(one_domain, 8, 8e6), 8u);
 }
 
-Workload all_to_all_job(int ranks, double bytes) {
-  Workload w;
-  w.layout = RankLayout(ranks, 1, 1, 1);
-  Program p;
-  p.labels = {"a2a"};
-  Op op;
-  op.shape = CollectiveSpec{CollectiveKind::AllToAll, GroupKind::TP, {}};
-  op.bytes = bytes;
-  op.stream = Stream::Compute;
-  p.ops.push_back(op);
-  w.programs.push_back(std::move(p));
-  w.program_of_rank.assign(static_cast<size_t>(ranks), 0);
-  return w;
-}
-
 TEST(PairwiseAllToAll, EngineTimeIsThePerPeerPatternsLinkLoad) {
   // A star (every flow crosses its sender's up link and its receiver's down link): 16 ranks in
   // 4 domains of 4, or irregular 12 in domains of 8; each link carries (p-1)/p of the buffer.
   for (const auto& [ranks, domain] : {std::pair{16, 4}, std::pair{12, 8}}) {
     test::StarPlatform platform(ranks, 1e9, domain);
     test::SimpleCost cost;
-    Workload w = all_to_all_job(ranks, 16e6);
+    Workload w = test::one_collective_job(ranks, 16e6, CollectiveSpec{CollectiveKind::AllToAll, GroupKind::TP, {}});
     cost_workload(w, cost);
     const StepResult r = simulate_step(w, platform, cost, EngineOptions{});
     const double expected = 16e6 * (ranks - 1) / ranks / 1e9;

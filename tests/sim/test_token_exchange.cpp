@@ -141,27 +141,12 @@ TEST(DeepEpExchange, IrregularDomainsLandEveryFlowOnAMemberThatExpectsIt) {
   EXPECT_NEAR(net.at(8), 0.75e6, 1e-6);  // 3 of 4 experts in the other domain, top 1
 }
 
-Workload exchange_job(int ranks, double bytes, const TokenRouting& r) {
-  Workload w;
-  w.layout = RankLayout(ranks, 1, 1, 1);
-  Program p;
-  p.labels = {"dispatch"};
-  Op op;
-  op.shape = CollectiveSpec{CollectiveKind::TokenExchange, GroupKind::TP, r};
-  op.bytes = bytes;
-  op.stream = Stream::Compute;
-  p.ops.push_back(op);
-  w.programs.push_back(std::move(p));
-  w.program_of_rank.assign(static_cast<size_t>(ranks), 0);
-  return w;
-}
-
 TEST(DeepEpExchange, EngineTimeIsTheMembersLinkLoad) {
   // A star: every flow crosses its sender's up link and its receiver's down link at 1 GB/s;
   // each member sends 3 x 0.45 + 3 x 0.125 x 4 = 2.85 token sizes.
   test::StarPlatform platform(16, 1e9, 4);
   test::SimpleCost cost;
-  Workload w = exchange_job(16, 16e6, {16, 2, 0, 0});
+  Workload w = test::one_collective_job(16, 16e6, CollectiveSpec{CollectiveKind::TokenExchange, GroupKind::TP, {16, 2, 0, 0}});
   cost_workload(w, cost);
   const StepResult r = simulate_step(w, platform, cost, EngineOptions{});
   const double expected = 16e6 * 2.85 / 1e9;

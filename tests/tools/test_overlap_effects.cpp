@@ -110,21 +110,26 @@ TEST(OverlapEffects, Fp8AmaxReductionsWaitOnTheComputeStream) {
   EXPECT_GT(on.step.breakdown.exposed_comm_s, off.step.breakdown.exposed_comm_s);
 }
 
+// DeepSeek-V3's layers (MLA, 256 experts and one shared expert; 4 layers, the first dense) on 16
+// H100 of two nodes, tp 1, ep 16, with `extra` parallelism keys: the expert exchanges cross the
+// network.
+RunReport deepseek_run(const std::string& name, const std::string& extra,
+                       const SimulateOptions& options = SimulateOptions{}) {
+  const std::string path = ::testing::TempDir() + "/overlap_" + name + ".yaml";
+  std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 16}\n"
+                         "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1}\n"
+                         "parallelism: {tp: 1, ep: 16" + extra + "}\n"
+                         "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32, "
+                         "precision: bf16}\n";
+  return simulate_job(load_job(path), options);
+}
+
 // moe_shared_expert_overlap (docs/trace-format.md, "MoE"): DeepSeek-V3's layers (MLA, 256
 // experts and one shared expert) on 16 H100 of two nodes, ep 16, so the all-to-alls cross the
 // network. The shared experts run beside the exchanges: the same GPU work, a shorter step.
 TEST(OverlapEffects, SharedExpertsHideBehindTheExpertExchanges) {
-  auto moe_run = [](const std::string& name, const std::string& extra) {
-    const std::string path = ::testing::TempDir() + "/overlap_" + name + ".yaml";
-    std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 16}\n"
-                           "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1}\n"
-                           "parallelism: {tp: 1, ep: 16" + extra + "}\n"
-                           "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32, "
-                           "precision: bf16}\n";
-    return simulate_job(load_job(path), SimulateOptions{});
-  };
-  const RunReport off = moe_run("shared_off", "");
-  const RunReport on = moe_run("shared_on", ", moe_shared_expert_overlap: true");
+  const RunReport off = deepseek_run("shared_off", "");
+  const RunReport on = deepseek_run("shared_on", ", moe_shared_expert_overlap: true");
   const sim::Breakdown& a = off.step.breakdown;
   const sim::Breakdown& b = on.step.breakdown;
   // tp 1: the shared experts have no TP collectives to move, so every kernel is the same; only
@@ -149,24 +154,15 @@ TEST(OverlapEffects, SharedExpertsHideBehindTheExpertExchanges) {
 // each of its 8 copies bound there (4 on average): a quarter of the network bytes, the same GPU
 // work.
 TEST(OverlapEffects, DeepEpSendsEachTokenAcrossOnce) {
-  auto moe_run = [](const std::string& name, const std::string& dispatcher) {
-    const std::string path = ::testing::TempDir() + "/overlap_" + name + ".yaml";
-    std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 16}\n"
-                           "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1}\n"
-                           "parallelism: {tp: 1, ep: 16, moe_token_dispatcher: " + dispatcher + "}\n"
-                           "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32, "
-                           "precision: bf16}\n";
-    // Without the power state, whose clock boost follows the step's compute-bound share
-    // (docs/cost-model.md), and without interference, which slows the kernels that the
-    // data-parallel reductions overlap (and those overlap other kernels in a shorter step),
-    // every kernel keeps its table time in both runs.
-    SimulateOptions options;
-    options.power_state = false;
-    options.interference = false;
-    return simulate_job(load_job(path), options);
-  };
-  const RunReport a2a = moe_run("dispatch_a2a", "alltoall");
-  const RunReport deepep = moe_run("dispatch_deepep", "deepep");
+  // Without the power state, whose clock boost follows the step's compute-bound share
+  // (docs/cost-model.md), and without interference, which slows the kernels that the
+  // data-parallel reductions overlap (and those overlap other kernels in a shorter step),
+  // every kernel keeps its table time in both runs.
+  SimulateOptions options;
+  options.power_state = false;
+  options.interference = false;
+  const RunReport a2a = deepseek_run("dispatch_a2a", ", moe_token_dispatcher: alltoall", options);
+  const RunReport deepep = deepseek_run("dispatch_deepep", ", moe_token_dispatcher: deepep", options);
   const sim::Breakdown& a = a2a.step.breakdown;
   const sim::Breakdown& d = deepep.step.breakdown;
   EXPECT_NEAR(d.compute_s, a.compute_s, 1e-9 * a.compute_s);
