@@ -317,6 +317,8 @@ std::string describe(const WorkloadSpec& w) {
   if (p.tp_comm_overlap) out += " tp-overlap";
   if (p.tp_backward_comm == TpBackwardComm::Blocking && p.tp > 1) out += " tp-bwd-blocking";
   if (p.overlap_p2p_comm) out += " p2p-overlap";
+  if (p.moe_token_dispatcher == MoeDispatcher::DeepEp) out += " deepep";
+  if (p.moe_shared_expert_overlap) out += " shared-overlap";
   if (p.optimizer_offload == OptimizerOffload::Cpu) out += " cpu-offload";
   return out;
 }
