@@ -18,6 +18,10 @@ D=docs/studies
 # the ZeRO-2 8K point: simulated beside case s3_* (TFLOP/s, B200/H200 ratio, peak memory).
 "$B"/clustersim validate --case s3_llama31_8b_seq_sweep --case s3_llama31_8b_8k_zero2 \
   --plot "$D" --json "$D"/s3_llama31_8b.json
+# DeepSeek-V3 on 2,048 H100 (its report's layout): token dispatcher, FP8 recipe, recompute.
+"$B"/clustersim sweep "$D"/deepseek_v3_sweep.yaml --gpus 2048 \
+  --space dispatcher=alltoall,deepep fp8_recipe=delayed,blockwise recompute_method=uniform,block \
+  recompute_layers=1,2,4 --csv "$D"/deepseek_v3_sweep.csv
 # Which layout for Llama3-70B on 2,048 H100: a sweep pruned by the memory model.
 "$B"/clustersim sweep "$D"/llama3_70b_sweep.yaml --gpus 2048 --space tp=2,4,8 pp=2,4,8 vp=1,5 cp=1,2 \
   --csv "$D"/llama3_70b_sweep.csv
