@@ -325,9 +325,14 @@ bool deepep_applicable(const CollectiveCall& c) {
   return c.kind == CollectiveKind::TokenExchange && c.fanout != nullptr;
 }
 
+const TokenFanout& fanout_of(const CollectiveCall& c) {
+  if (c.fanout == nullptr) throw std::logic_error("token exchange without its fanout (token_fanout)");
+  return *c.fanout;
+}
+
 CollectivePlan deepep_plan(const CollectiveCall& c) {
   const Shape& s = *c.shape;
-  const TokenFanout& f = *c.fanout;
+  const TokenFanout& f = fanout_of(c);
   CollectivePlan plan;
   plan.algorithm = "deepep";
   FlowPhase ph;
@@ -345,7 +350,7 @@ CollectivePlan deepep_plan(const CollectiveCall& c) {
 }
 
 double deepep_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
-  const TokenFanout& f = *c.fanout;
+  const TokenFanout& f = fanout_of(c);
   double remote = 0.0;
   for (const auto& entry : f.remote) remote += entry.second;
   const double nvl = c.bytes * f.nvlink_copies / (c.nvl.bandwidth_efficiency * nvlink_bw);
