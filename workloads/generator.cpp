@@ -135,14 +135,8 @@ void forward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, Transfo
 void layers_backward(const Stage& st, int chunk, TransformerOps& ops, ParamSync& sync, GradSink* sink) {
   const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
   const std::vector<LayerRange> groups = recompute_groups(st.training, range);
-  auto group_of = [&](int layer) -> const LayerRange* {
-    for (const LayerRange& g : groups) {
-      if (layer >= g.begin && layer < g.end) return &g;
-    }
-    return nullptr;
-  };
   for (int layer = range.end; layer-- > range.begin;) {
-    const LayerRange* g = group_of(layer);
+    const LayerRange* g = recompute_group_of(groups, layer);
     if (g == nullptr) {
       ops.layer_backward(layer, sink, sync.backward_deps(layer));
     } else if (g->size() == 1) {

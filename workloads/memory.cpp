@@ -265,9 +265,8 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
     auto add_layer = [&](int l) {
       int first = l;  // first layer of l's recompute group; -1 when l is not recomputed
       if (l < spec.model.layers) {
-        const auto g = std::find_if(groups.begin(), groups.end(),
-                                    [l](const LayerRange& r) { return l >= r.begin && l < r.end; });
-        first = g != groups.end() ? g->begin : -1;
+        const LayerRange* g = recompute_group_of(groups, l);
+        first = g != nullptr ? g->begin : -1;
       } else if (recompute != Recompute::Full) {
         first = -1;
       }

@@ -47,10 +47,18 @@ std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const 
 std::uint32_t ProgramBuilder::gemm(const std::string& label, std::int64_t m, std::int64_t n,
                                    std::int64_t k, sim::DType dtype, double out_bytes,
                                    std::vector<std::uint32_t> deps) {
-  sim::GemmShape shape{m, n, k, dtype};
-  if (fp8_block_ && dtype == sim::DType::FP8) shape.fp8_scaling = sim::Fp8Scaling::Block2D1D;
+  return add_gemm(label, {m, n, k, dtype}, sim::Fp8Scaling::Block2D1D, out_bytes, std::move(deps));
+}
+
+// `block`: how Transformer Engine's Float8BlockScaling scales this GEMM's operands when the
+// builder runs FP8 GEMMs block-scaled (set_fp8_block_scaling).
+std::uint32_t ProgramBuilder::add_gemm(const std::string& label, sim::GemmShape shape,
+                                       sim::Fp8Scaling block, double out_bytes,
+                                       std::vector<std::uint32_t> deps) {
+  if (fp8_block_ && shape.dtype == sim::DType::FP8) shape.fp8_scaling = block;
+  const std::int64_t m = shape.m, n = shape.n, k = shape.k;
   const double md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
-  const double bytes = (md * kd + kd * nd) * sim::dtype_bytes(dtype) + md * nd * out_bytes;
+  const double bytes = (md * kd + kd * nd) * sim::dtype_bytes(shape.dtype) + md * nd * out_bytes;
   return add(shape, sim::Stream::Compute, label, gemm_flops(shape), bytes, std::move(deps));
 }
 
@@ -60,13 +68,11 @@ std::uint32_t ProgramBuilder::wgrad(const std::string& label, std::int64_t in, s
   // Output bytes per element: BF16 written; FP32 main_grad read and written; BF16 main_grad
   // read and written.
   const double out_bytes = accum == sim::GradAccum::F32 ? 8.0 : accum == sim::GradAccum::BF16 ? 4.0 : 2.0;
-  const std::uint32_t op = gemm(label, in, out, tokens, dtype, out_bytes, std::move(deps));
-  auto& g = std::get<sim::GemmShape>(program_.ops[op].shape);
-  g.grad_accum = accum;
+  sim::GemmShape shape{in, out, tokens, dtype};
+  shape.grad_accum = accum;
   // Transformer Engine's Float8BlockScaling quantizes the weight gradient's two operands (the
   // output gradient and the input, both activations) in 1x128 blocks.
-  if (g.fp8_scaling == sim::Fp8Scaling::Block2D1D) g.fp8_scaling = sim::Fp8Scaling::Block1D1D;
-  return op;
+  return add_gemm(label, shape, sim::Fp8Scaling::Block1D1D, out_bytes, std::move(deps));
 }
 
 void ProgramBuilder::set_gemm_groups(std::uint32_t op, int groups, sim::GroupAxis axis) {

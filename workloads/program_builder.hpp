@@ -81,6 +81,11 @@ class ProgramBuilder {
   std::size_t gemms_since(std::size_t first, sim::DType dtype) const;
 
  private:
+  /// A GEMM on the compute stream, its FP8 operands scaled as `block` when FP8 GEMMs are
+  /// block-scaled; bytes as gemm() says.
+  std::uint32_t add_gemm(const std::string& label, sim::GemmShape shape, sim::Fp8Scaling block,
+                         double out_bytes, std::vector<std::uint32_t> deps);
+
   sim::Program& program_;
   sim::Phase phase_ = sim::Phase::Forward;
   int layer_ = -1;

@@ -92,6 +92,13 @@ std::vector<LayerRange> recompute_groups(const TrainingSpec& t, const LayerRange
   return groups;
 }
 
+const LayerRange* recompute_group_of(const std::vector<LayerRange>& groups, int layer) {
+  for (const LayerRange& g : groups) {
+    if (layer >= g.begin && layer < g.end) return &g;
+  }
+  return nullptr;
+}
+
 std::vector<bool> recomputed_layers(const WorkloadSpec& spec) {
   std::vector<bool> out(static_cast<std::size_t>(spec.model.layers), false);
   if (spec.training.recompute != Recompute::Full) return out;

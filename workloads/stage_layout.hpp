@@ -36,6 +36,9 @@ std::vector<LayerRange> stage_chunks(const ModelSpec& model, const ParallelSpec&
 /// recomputed. Empty unless training.recompute is full.
 std::vector<LayerRange> recompute_groups(const TrainingSpec& training, const LayerRange& chunk);
 
+/// The group of `groups` (recompute_groups) holding `layer`, or nullptr when it is not recomputed.
+const LayerRange* recompute_group_of(const std::vector<LayerRange>& groups, int layer);
+
 /// Decoder layers full recompute re-runs, over every chunk of every stage (false for all
 /// unless training.recompute is full). @throws std::invalid_argument if the split is impossible.
 std::vector<bool> recomputed_layers(const WorkloadSpec& spec);
