@@ -9,6 +9,7 @@
 #include "workloads/dp_sync.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/job_checks.hpp"
+#include "workloads/passes.hpp"
 #include "workloads/program_builder.hpp"
 #include "workloads/schedule.hpp"
 #include "workloads/stage_layout.hpp"
@@ -37,146 +38,6 @@ void check_spec(const WorkloadSpec& w) {
   require(m.heads % m.kv_heads == 0, "heads must be a multiple of kv_heads");
   require(find_pipeline_schedule(p.schedule) != nullptr, "unknown schedule '" + p.schedule + "'");
   if (const auto v = find_violation(w)) require(false, v->section + "." + v->key + ": " + v->reason);
-}
-
-struct Stage {
-  int index = 0;
-  int pp = 1;
-  int vp = 1;
-  std::vector<LayerRange> chunks;
-  int layers = 0;      ///< the model's decoder layers: the index of the first MTP depth's layer
-  int mtp_layers = 0;  ///< MTP depths, after the decoder on the last chunk of the last stage
-  TrainingSpec training;  ///< recompute settings (recompute_groups)
-  bool first(int chunk) const { return index == 0 && chunk == 0; }
-  bool last(int chunk) const { return index == pp - 1 && chunk == vp - 1; }
-};
-
-void defer_all(ProgramBuilder& b, const std::vector<std::uint32_t>& deps) {
-  for (std::uint32_t d : deps) b.defer(d);
-}
-
-// The amax reductions of Transformer Engine's delayed-scaling FP8 recipe. TE reduces the amaxes
-// of every FP8 tensor of an fp8_autocast region over the region's fp8_group (MAX all-reduce)
-// when the region's forward ends and when its backward ends
-// (transformer_engine/pytorch/fp8.py, FP8GlobalStateManager.reduce_and_update_fp8_tensors;
-// DelayedScaling.reduce_amax defaults to True). Megatron-core puts each model chunk's layers in
-// one region (TransformerBlock.forward; the output layer is outside) with fp8_group = its amax
-// reduction group, the tp x cp x dp ranks of the pipeline stage (parallel_state.py,
-// get_amax_reduction_group). The buffer holds one FP32 amax per FP8 tensor: input, weight and
-// output of each FP8 GEMM in the forward (3), gradient in and out in the backward (2). TE
-// launches the all-reduce on the compute stream and the scale update waits for it, so the next
-// compute op depends on it; recomputed forwards reuse the saved scales and reduce nothing.
-class AmaxReductions {
- public:
-  AmaxReductions(ProgramBuilder& b, const WorkloadSpec& spec, int chunks)
-      : b_(b), on_(fp8_amax_reduced(spec)), gemms_(static_cast<std::size_t>(chunks), 0) {}
-  // Marks the start of a chunk's layers in the forward.
-  void begin_forward() { first_ = b_.size(); }
-  void forward_done(int chunk) {
-    if (!on_) return;
-    const std::size_t n = b_.gemms_since(first_, sim::DType::FP8);
-    gemms_[static_cast<std::size_t>(chunk)] = n;
-    emit("fp8_amax_fwd", 3.0 * static_cast<double>(n));
-  }
-  void backward_done(int chunk) {
-    if (on_) emit("fp8_amax_bwd", 2.0 * static_cast<double>(gemms_[static_cast<std::size_t>(chunk)]));
-  }
-
- private:
-  void emit(const char* label, double amaxes) {
-    if (amaxes <= 0.0) return;
-    std::vector<std::uint32_t> after;
-    if (auto last = b_.last_compute()) after.push_back(*last);
-    b_.defer(b_.collective(label, sim::CollectiveKind::AllReduce, sim::GroupKind::AMAX,
-                           sim::Stream::AmaxComm, amaxes * kAmaxBytes, std::move(after)));
-  }
-  static constexpr double kAmaxBytes = 4.0;  // FP32
-  ProgramBuilder& b_;
-  bool on_;
-  std::vector<std::size_t> gemms_;
-  std::size_t first_ = 0;
-};
-
-void forward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
-                  ParamSync& sync, AmaxReductions& amax) {
-  b.set_context(sim::Phase::Forward, -1, mb);
-  const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
-  if (st.first(chunk)) ops.embedding_forward(sync.forward_deps(kEmbeddingUnit, mb));
-  amax.begin_forward();
-  for (int layer = range.begin; layer < range.end; ++layer) {
-    ops.layer_forward(layer, sync.forward_deps(layer, mb));
-  }
-  const int depths = st.last(chunk) ? st.mtp_layers : 0;
-  if (depths > 0) {
-    // The depths' embedding reads this stage's embedding parameters, or with tied embeddings
-    // the output layer's.
-    std::vector<std::uint32_t> embedding = sync.forward_deps(kEmbeddingUnit, mb);
-    for (std::uint32_t d : sync.forward_deps(kHeadUnit, mb)) embedding.push_back(d);
-    std::sort(embedding.begin(), embedding.end());
-    embedding.erase(std::unique(embedding.begin(), embedding.end()), embedding.end());
-    for (int depth = 0; depth < depths; ++depth) {
-      ops.mtp_forward(depth, sync.forward_deps(st.layers + depth, mb), embedding);
-    }
-  }
-  amax.forward_done(chunk);
-  if (!st.last(chunk)) return;
-  const std::vector<std::uint32_t> head_deps = sync.forward_deps(kHeadUnit, mb);
-  ops.head_forward(head_deps);
-  for (int depth = 0; depth < depths; ++depth) {
-    b.set_layer(st.layers + depth);
-    ops.head_forward(head_deps, "mtp_");
-  }
-}
-
-// The decoder layers of a chunk backward, last first, each group of full recompute re-run from
-// its checkpoint before the backward of its last layer (recompute_groups: uniform groups of
-// recompute_num_layers layers forward together, block the first layers one by one). The
-// parameters of a group's layers are asked for in backward order, as without the group.
-void layers_backward(const Stage& st, int chunk, TransformerOps& ops, ParamSync& sync, GradSink* sink) {
-  const LayerRange& range = st.chunks[static_cast<std::size_t>(chunk)];
-  const std::vector<LayerRange> groups = recompute_groups(st.training, range);
-  for (int layer = range.end; layer-- > range.begin;) {
-    const LayerRange* g = recompute_group_of(groups, layer);
-    if (g == nullptr) {
-      ops.layer_backward(layer, sink, sync.backward_deps(layer));
-    } else if (g->size() == 1) {
-      ops.layer_backward(layer, sink, sync.backward_deps(layer), true);
-    } else {
-      if (layer == g->end - 1) {
-        std::vector<std::vector<std::uint32_t>> deps(static_cast<std::size_t>(g->size()));
-        for (int l = g->end; l-- > g->begin;) deps[static_cast<std::size_t>(l - g->begin)] = sync.backward_deps(l);
-        for (int l = g->begin; l < g->end; ++l) ops.layer_recompute(l, deps[static_cast<std::size_t>(l - g->begin)]);
-      }
-      ops.layer_backward(layer, sink);
-    }
-    sync.unit_backward_done(layer);
-  }
-}
-
-void backward_pass(const Stage& st, int chunk, int mb, ProgramBuilder& b, TransformerOps& ops,
-                   ParamSync& sync, GradSink* sink, AmaxReductions& amax) {
-  b.set_context(sim::Phase::Backward, -1, mb);
-  if (st.last(chunk)) {
-    defer_all(b, sync.backward_deps(kHeadUnit));
-    // The MTP depths, deepest first, each after its pass through the head; the shared head and
-    // embedding report their gradients once: at the main head's backward, and at the first
-    // stage's embedding backward when that is on this rank too (pp 1).
-    for (int depth = st.mtp_layers; depth-- > 0;) {
-      b.set_layer(st.layers + depth);
-      ops.head_backward(nullptr, "mtp_");
-      ops.mtp_backward(depth, sink, st.first(0) ? nullptr : sink);
-      sync.unit_backward_done(st.layers + depth);
-    }
-    ops.head_backward(sink);
-    sync.unit_backward_done(kHeadUnit);
-  }
-  layers_backward(st, chunk, ops, sync, sink);
-  amax.backward_done(chunk);
-  if (st.first(chunk)) {
-    defer_all(b, sync.backward_deps(kEmbeddingUnit));
-    ops.embedding_backward(sink);
-    sync.unit_backward_done(kEmbeddingUnit);
-  }
 }
 
 const char* exchange_label(StepKind kind) {
@@ -248,11 +109,12 @@ void pipeline_exchange(const ScheduleStep& step, ProgramBuilder& b, double bytes
 class OverlappedExchange {
  public:
   explicit OverlappedExchange(ProgramBuilder& b) : b_(b) {}
-  void forward_done() { last_fwd_ = b_.last_compute(); }
-  void backward_done() { last_bwd_ = b_.last_compute(); }
-  /// Before a forward (backward) pass: it waits for the transfers it consumes.
-  void before_forward() { take(pending_fwd_); }
-  void before_backward() { take(pending_bwd_); }
+  /// After a forward (backward) pass whose last compute op is `last`.
+  void forward_done(std::optional<std::uint32_t> last) { last_fwd_ = last; }
+  void backward_done(std::optional<std::uint32_t> last) { last_bwd_ = last; }
+  /// The transfers a forward (backward) pass waits for before it starts.
+  std::vector<std::uint32_t> take_forward() { return std::exchange(pending_fwd_, {}); }
+  std::vector<std::uint32_t> take_backward() { return std::exchange(pending_bwd_, {}); }
 
   void exchange(const ScheduleStep& step, double bytes) {
     if (step.transfers == 0) return;
@@ -275,11 +137,6 @@ class OverlappedExchange {
     if (after) launch.push_back(*after);
     return b_.p2p(label, send, recv, bytes, sim::Stream::PpComm, std::move(launch));
   }
-  void take(std::vector<std::uint32_t>& pending) {
-    for (std::uint32_t op : pending) b_.defer(op);
-    pending.clear();
-  }
-
   ProgramBuilder& b_;
   std::optional<std::uint32_t> last_fwd_, last_bwd_;
   std::vector<std::uint32_t> pending_fwd_, pending_bwd_;
@@ -313,6 +170,7 @@ std::string describe(const WorkloadSpec& w) {
   if (p.overlap_p2p_comm) out += " p2p-overlap";
   if (p.moe_token_dispatcher == MoeDispatcher::DeepEp) out += " deepep";
   if (p.moe_shared_expert_overlap) out += " shared-overlap";
+  if (p.overlap_moe_expert_parallel_comm) out += " ep-overlap";
   if (p.optimizer_offload == OptimizerOffload::Cpu) out += " cpu-offload";
   return out;
 }
@@ -327,7 +185,8 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
                  static_cast<int>(spec.model.layers), static_cast<int>(spec.model.mtp_layers),
                  spec.training};
   const int microbatches = static_cast<int>(spec.num_microbatches());
-  const auto steps = (*find_pipeline_schedule(p.schedule))(p.pp, stage, microbatches, p.vp);
+  const auto steps = pipeline_steps(p.schedule, p.pp, stage, microbatches, p.vp,
+                                    p.overlap_moe_expert_parallel_comm);
   // Gradients of a model chunk are reduced during (or after) its last backward of the step.
   std::vector<std::size_t> last_backward(static_cast<std::size_t>(p.vp), steps.size());
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -342,19 +201,38 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   std::optional<OverlappedExchange> overlapped;
   if (p.overlap_p2p_comm) overlapped.emplace(builder);
   AmaxReductions amax(builder, spec, p.vp);
+  const PassContext ctx{st, builder, ops, *sync, amax};
+  auto sink_of = [&](std::size_t i) {
+    return sync->backward_sink(i == last_backward[static_cast<std::size_t>(steps[i].chunk)]);
+  };
   sync->begin_step();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const ScheduleStep& step = steps[i];
-    if (step.kind == StepKind::Forward) {
-      if (overlapped) overlapped->before_forward();
-      forward_pass(st, step.chunk, step.microbatch, builder, ops, *sync, amax);
-      if (overlapped) overlapped->forward_done();
+    if (step.kind == StepKind::Forward && step.combined) {
+      // pipeline_steps puts the paired backward right after (schedule.hpp).
+      const ScheduleStep& paired = steps.at(i + 1);
+      PassPlan f = forward_plan(ctx, step.chunk, step.microbatch, true);
+      PassPlan b = backward_plan(ctx, paired.chunk, paired.microbatch, sink_of(i + 1), true);
+      if (overlapped) {
+        f.wait = overlapped->take_forward();
+        b.wait = overlapped->take_backward();
+      }
+      const PassEnds ends = run_combined(builder, f, b);
+      if (overlapped) {
+        overlapped->forward_done(ends.forward);
+        overlapped->backward_done(ends.backward);
+      }
+      ++i;
+    } else if (step.kind == StepKind::Forward) {
+      PassPlan f = forward_plan(ctx, step.chunk, step.microbatch, false);
+      if (overlapped) f.wait = overlapped->take_forward();
+      const auto last = run_pass(builder, f);
+      if (overlapped) overlapped->forward_done(last);
     } else if (step.kind == StepKind::Backward) {
-      const bool last = i == last_backward[static_cast<std::size_t>(step.chunk)];
-      if (overlapped) overlapped->before_backward();
-      backward_pass(st, step.chunk, step.microbatch, builder, ops, *sync, sync->backward_sink(last),
-                    amax);
-      if (overlapped) overlapped->backward_done();
+      PassPlan b = backward_plan(ctx, step.chunk, step.microbatch, sink_of(i), false);
+      if (overlapped) b.wait = overlapped->take_backward();
+      const auto last = run_pass(builder, b);
+      if (overlapped) overlapped->backward_done(last);
     } else if (overlapped) {
       overlapped->exchange(step, message_bytes);
     } else {

@@ -77,6 +77,40 @@ Found check_deepep(const WorkloadSpec& w) {
   return std::nullopt;
 }
 
+// Megatron-core's combined 1F1B (docs/user-guide/features/moe_a2a_overlap.md, "Requirements";
+// megatron/training/arguments.py): expert parallelism, the interleaved schedule under a
+// pipeline, no shared-expert overlap, at most one MTP layer, and no full recompute under
+// delayed-scaling FP8 (the replay would update the amax history twice). Megatron-FSDP's PP-1
+// path is not modelled here, so ZeRO-3 is refused.
+Found check_ep_overlap(const WorkloadSpec& w) {
+  const ParallelSpec& p = w.parallel;
+  const TrainingSpec& t = w.training;
+  const char* key = "overlap_moe_expert_parallel_comm";
+  if (w.model.experts == 0 || p.ep < 2) {
+    return par(key, "needs a MoE model with ep > 1 (it overlaps the expert-parallel exchanges)");
+  }
+  if (p.pp > 1 && p.schedule != "interleaved") {
+    return par(key, "with pp > 1 needs the interleaved schedule (vp >= 2): Megatron-core extends "
+                    "it, not 1f1b, to pair forwards and backwards");
+  }
+  if (p.moe_shared_expert_overlap) {
+    return par(key, "cannot run with moe_shared_expert_overlap (Megatron-core requires it off)");
+  }
+  if (w.model.mtp_layers > 1) {
+    return par(key, "supports at most one MTP layer (model.mtp_layers)");
+  }
+  if (p.zero_stage == 3) {
+    return par(key, "is not modelled with zero_stage 3 (Megatron-FSDP's combined schedule)");
+  }
+  if (t.recompute == Recompute::Full && t.precision == Precision::FP8 &&
+      t.fp8_recipe == Fp8Recipe::Delayed) {
+    return train("recompute", "full recompute under overlap_moe_expert_parallel_comm needs a "
+                              "current-scaling FP8 recipe (fp8_recipe: blockwise): the replay "
+                              "would update delayed scaling's amax history twice");
+  }
+  return std::nullopt;
+}
+
 // Megatron-core: num_moe_experts % expert_model_parallel_size == 0; expert and tensor
 // parallelism together need sequence parallelism (arguments.py); ep and etp carve tp*cp*dp.
 Found check_experts(const WorkloadSpec& w) {
@@ -97,6 +131,9 @@ Found check_experts(const WorkloadSpec& w) {
   }
   if (p.moe_token_dispatcher == MoeDispatcher::DeepEp) {
     if (auto v = check_deepep(w)) return v;
+  }
+  if (p.overlap_moe_expert_parallel_comm) {
+    if (auto v = check_ep_overlap(w)) return v;
   }
   if (m.experts == 0) return std::nullopt;
   if (auto v = not_divisible("ep", "model.experts", m.experts, "ep", p.ep)) return v;

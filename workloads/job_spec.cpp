@@ -189,6 +189,7 @@ void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
                                       "interleaved schedule (1f1b batches them)");
   }
   s.moe_shared_expert_overlap = p.get_bool_or("moe_shared_expert_overlap", false);
+  s.overlap_moe_expert_parallel_comm = p.get_bool_or("overlap_moe_expert_parallel_comm", false);
   if (p.has("moe_token_dispatcher")) {
     s.moe_token_dispatcher = read_enum(p, "moe_token_dispatcher", kMoeDispatcherNames);
   }
@@ -222,7 +223,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "overlap_p2p_comm",
                           "optimizer_offload", "offload_threads", "cp_comm_type",
                           "tp_backward_comm", "moe_shared_expert_overlap",
-                          "moe_token_dispatcher"});
+                          "moe_token_dispatcher", "overlap_moe_expert_parallel_comm"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));

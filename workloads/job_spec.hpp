@@ -215,6 +215,12 @@ struct ParallelSpec {
   /// tensor parallelism inside its exchange is not modelled) and no shared-expert overlap (the
   /// flex dispatcher raises NotImplementedError for it).
   MoeDispatcher moe_token_dispatcher = MoeDispatcher::AllToAll;
+  /// Megatron-core overlap_moe_expert_parallel_comm (combined 1F1B): the forward of one
+  /// microbatch and the backward of another run together, layer by layer, each one's expert
+  /// dispatch and combine exchanges on their own stream beside the other's compute
+  /// (workloads/schedule.hpp pipeline_steps). Needs a MoE model, ep > 1, the interleaved
+  /// schedule when pp > 1 and no shared-expert overlap (job_checks.cpp lists the rest).
+  bool overlap_moe_expert_parallel_comm = false;
 };
 
 /// Batch and precision.

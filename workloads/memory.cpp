@@ -88,8 +88,8 @@ struct InFlight {
 
 InFlight in_flight(const WorkloadSpec& spec, int stage, const std::vector<double>& per_chunk) {
   const ParallelSpec& p = spec.parallel;
-  const auto steps = (*find_pipeline_schedule(p.schedule))(p.pp, stage,
-                                                           static_cast<int>(spec.num_microbatches()), p.vp);
+  const auto steps = pipeline_steps(p.schedule, p.pp, stage, static_cast<int>(spec.num_microbatches()),
+                                    p.vp, p.overlap_moe_expert_parallel_comm);
   std::vector<int> held(per_chunk.size(), 0);
   InFlight peak;
   for (const auto& step : steps) {

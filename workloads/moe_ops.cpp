@@ -72,16 +72,21 @@ class SharedExpertComm {
 // Dispatch direction: all-to-all over EP, then all-gather over ETP; combine direction:
 // reduce-scatter over ETP, then all-to-all over EP. The backward of the combine is a dispatch
 // and the other way round. On a stream other than the compute stream the exchange starts after
-// the last compute op. Returns its ops (none when neither group has more than one rank).
+// the last compute op (or after `after`, when given). Returns its ops (none when neither group has more than one rank).
 std::vector<std::uint32_t> TransformerOps::expert_exchange(const std::string& label,
-                                                           bool dispatch, sim::Stream stream) {
+                                                           bool dispatch, sim::Stream stream,
+                                                           const std::vector<std::uint32_t>* after) {
   const double routed = act_bytes(s_.moe_tokens * spec_.model.top_k, s_.hidden) * s_.expert_load;
   const double gathered = act_bytes(s_.expert_rows, s_.hidden);
   std::vector<std::uint32_t> ops;
   auto deps = [&] {
     std::vector<std::uint32_t> d;
     if (stream != sim::Stream::Compute && ops.empty()) {
-      if (auto c = b_.last_compute()) d.push_back(*c);
+      if (after != nullptr) {
+        d = *after;
+      } else if (auto c = b_.last_compute()) {
+        d.push_back(*c);
+      }
     }
     return d;
   };
@@ -138,14 +143,24 @@ std::uint32_t TransformerOps::grouped(std::uint32_t op, sim::GroupAxis axis) {
 }
 
 void TransformerOps::moe_forward() {
+  moe_route_forward();
+  exchange_beside("ep_dispatch", true,
+                  [&] { mlp_fc1_forward("shared_", s_.shared_fc1_out, s_.shared_ffn); });
+  moe_experts_forward();
+  exchange_beside("ep_combine", false, [&] { linear_out("shared_fc2", s_.hidden, s_.shared_ffn); });
+  moe_output_forward(!s_.shared_overlap);
+}
+
+void TransformerOps::moe_route_forward() {
   const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
   const double logits = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.experts);
   // Megatron's router GEMM runs in the model dtype (BF16), outside the FP8 autocast.
   b_.gemm("router", s_.moe_tokens, s_.experts, s_.hidden, sim::DType::BF16, kOutBytes);
   b_.mem("router_topk", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
   b_.mem("permute", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
-  exchange_beside("ep_dispatch", true,
-                  [&] { mlp_fc1_forward("shared_", s_.shared_fc1_out, s_.shared_ffn); });
+}
+
+void TransformerOps::moe_experts_forward() {
   // With fp8 TE's grouped linears cast-transpose their BF16 inputs (transformer_constants.hpp).
   fp8_quantize("expert_fc1_fp8_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
   grouped(b_.gemm("expert_fc1", s_.expert_rows, s_.expert_fc1_out, s_.hidden, s_.linear_dtype,
@@ -155,27 +170,45 @@ void TransformerOps::moe_forward() {
   fp8_quantize("expert_fc2_fp8_cast", s_.expert_rows, s_.expert_ffn, kFp8CastTransposeBytes, s_.linear_dtype);
   grouped(b_.gemm("expert_fc2", s_.expert_rows, s_.hidden, s_.expert_ffn, s_.linear_dtype, kOutBytes),
           sim::GroupAxis::M);
-  exchange_beside("ep_combine", false, [&] { linear_out("shared_fc2", s_.hidden, s_.shared_ffn); });
+}
+
+void TransformerOps::moe_output_forward(bool shared_mlp) {
+  const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
   // Read the token copies and their routing probabilities, write the weighted sum.
   b_.mem("unpermute", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden));
   if (s_.shared_ffn > 0) {
-    if (!s_.shared_overlap) mlp_forward("shared_", s_.shared_fc1_out, s_.shared_ffn);
+    if (shared_mlp) mlp_forward("shared_", s_.shared_fc1_out, s_.shared_ffn);
     b_.mem("shared_add", MemKernel::Elementwise, 3.0 * act_bytes(s_.sp_tokens, s_.hidden));
   }
 }
 
 std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sink) {
-  const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
-  const double logits = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.experts);
   std::vector<std::uint32_t> comm;
-  if (s_.shared_ffn > 0 && !s_.shared_overlap) {
-    comm = mlp_backward("shared_", s_.shared_fc1_out, s_.shared_ffn, ParamGroup::SharedFc1,
-                        ParamGroup::SharedFc2, layer, sink);
-  }
-  b_.mem("unpermute_bwd", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden), std::move(comm));
+  if (s_.shared_ffn > 0 && !s_.shared_overlap) comm = shared_experts_backward(layer, sink);
+  moe_output_backward(std::move(comm));
   exchange_beside("ep_combine_bwd", true, [&] {
     mlp_fc2_backward("shared_", s_.shared_ffn, ParamGroup::SharedFc2, layer, sink);
   });
+  moe_experts_backward(layer, sink);
+  exchange_beside("ep_dispatch_bwd", false, [&] {
+    column_backward("shared_fc1", s_.hidden, s_.shared_fc1_out, s_.linear_dtype,
+                    ParamGroup::SharedFc1, layer, sink);
+  });
+  moe_route_backward(layer, sink);
+  return {};
+}
+
+std::vector<std::uint32_t> TransformerOps::shared_experts_backward(int layer, GradSink* sink) {
+  return mlp_backward("shared_", s_.shared_fc1_out, s_.shared_ffn, ParamGroup::SharedFc1,
+                      ParamGroup::SharedFc2, layer, sink);
+}
+
+void TransformerOps::moe_output_backward(std::vector<std::uint32_t> deps) {
+  const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
+  b_.mem("unpermute_bwd", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden), std::move(deps));
+}
+
+void TransformerOps::moe_experts_backward(int layer, GradSink* sink) {
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
   grouped(b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype,
@@ -195,18 +228,18 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   wgrad = grouped(b_.wgrad("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows,
                            s_.linear_dtype, s_.wgrad_accum), sim::GroupAxis::K);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc1, layer, wgrad);
-  exchange_beside("ep_dispatch_bwd", false, [&] {
-    column_backward("shared_fc1", s_.hidden, s_.shared_fc1_out, s_.linear_dtype,
-                    ParamGroup::SharedFc1, layer, sink);
-  });
+}
+
+void TransformerOps::moe_route_backward(int layer, GradSink* sink) {
+  const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
+  const double logits = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.experts);
   b_.mem("permute_bwd", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
   b_.mem("router_bwd", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
   b_.gemm("router_dgrad", s_.moe_tokens, s_.hidden, s_.experts, sim::DType::BF16, kOutBytes);
   // The router's weight is a plain parameter (torch linear): its gradient is a new tensor.
-  wgrad = b_.wgrad("router_wgrad", s_.hidden, s_.experts, s_.moe_tokens, sim::DType::BF16,
-                   sim::GradAccum::None);
+  const std::uint32_t wgrad = b_.wgrad("router_wgrad", s_.hidden, s_.experts, s_.moe_tokens,
+                                       sim::DType::BF16, sim::GradAccum::None);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::Router, layer, wgrad);
-  return {};
 }
 
 }  // namespace clustersim::workloads

@@ -74,13 +74,16 @@ std::vector<ScheduleStep> one_f_one_b(int pp, int stage, int num_microbatches, i
 // last stage and stage 0 wrap around the pipeline ring between chunks.
 class Interleaved {
  public:
-  Interleaved(int pp, int stage, int m, int vp)
-      : pp_(pp), vp_(vp), total_(m * vp), first_(stage == 0), last_(stage == pp - 1) {
+  // `combined`: Megatron-core's combined 1F1B adds one warmup forward on every stage
+  // (pipeline_steps) and pairs each steady-state forward with the backward after it.
+  Interleaved(int pp, int stage, int m, int vp, bool combined = false)
+      : pp_(pp), vp_(vp), total_(m * vp), first_(stage == 0), last_(stage == pp - 1),
+        combined_(combined) {
     if (m == pp) {
       warmup_ = total_;
       all_warmup_ = true;
     } else {
-      warmup_ = std::min((pp - stage - 1) * 2 + (vp - 1) * pp, total_);
+      warmup_ = std::min((pp - stage - 1) * 2 + (vp - 1) * pp + (combined ? 1 : 0), total_);
     }
   }
 
@@ -126,6 +129,7 @@ class Interleaved {
   void steady_step(int k, bool last_iteration) {
     const int fk = k + warmup_;
     compute(StepKind::Forward, fk);
+    steps_.back().combined = combined_;
     compute(StepKind::Backward, k);
     bool recv_prev = !first_ || chunk(fk - (pp_ - 1), true) != vp_ - 1;
     const bool recv_next = !last_ || chunk(k - (pp_ - 1), false) != 0;
@@ -144,7 +148,7 @@ class Interleaved {
   }
 
   int pp_, vp_, total_;
-  bool first_, last_;
+  bool first_, last_, combined_;
   int warmup_ = 0;
   bool all_warmup_ = false;
   std::vector<ScheduleStep> steps_;
@@ -152,6 +156,28 @@ class Interleaved {
 
 std::vector<ScheduleStep> interleaved(int pp, int stage, int num_microbatches, int vp) {
   return Interleaved(pp, stage, num_microbatches, vp).steps();
+}
+
+std::vector<ScheduleStep> interleaved_combined(int pp, int stage, int num_microbatches, int vp) {
+  return Interleaved(pp, stage, num_microbatches, vp, true).steps();
+}
+
+// Megatron-core's combined 1F1B without a pipeline (combined_1f1b.py, pp 1): the first
+// forward alone, then the forward of microbatch i+1 with the backward of microbatch i, then the
+// last backward alone. No P2P calls.
+std::vector<ScheduleStep> combined_no_pipelining(int pp, int /*stage*/, int num_microbatches, int /*vp*/) {
+  if (pp > 1) {
+    throw std::invalid_argument("combined 1F1B with a pipeline needs the interleaved schedule");
+  }
+  std::vector<ScheduleStep> steps;
+  steps.reserve(static_cast<std::size_t>(num_microbatches) * 2);
+  steps.push_back({StepKind::Forward, 0, -1, 0, 0});
+  for (int i = 1; i < num_microbatches; ++i) {
+    steps.push_back({StepKind::Forward, i, -1, 0, 0, true});
+    steps.push_back({StepKind::Backward, i - 1, -1, 0, 0});
+  }
+  steps.push_back({StepKind::Backward, num_microbatches - 1, -1, 0, 0});
+  return steps;
 }
 
 // 1F1B: stage s runs min(pp - s - 1, m) warmup forwards, so from m = pp on every stage has a
@@ -171,12 +197,13 @@ SteadyWindow interleaved_window(int pp, int /*vp*/) { return {2 * pp, 3 * pp}; }
 struct Entry {
   PipelineSchedule steps;
   SteadyWindow (*window)(int pp, int vp);
+  PipelineSchedule combined;  ///< the schedule as Megatron-core's combined 1F1B runs it
 };
 
 const std::map<std::string, Entry>& registry() {
   static const std::map<std::string, Entry> kSchedules = {
-      {"1f1b", {one_f_one_b, one_f_one_b_window}},
-      {"interleaved", {interleaved, interleaved_window}},
+      {"1f1b", {one_f_one_b, one_f_one_b_window, combined_no_pipelining}},
+      {"interleaved", {interleaved, interleaved_window, interleaved_combined}},
   };
   return kSchedules;
 }
@@ -187,6 +214,15 @@ const PipelineSchedule* find_pipeline_schedule(const std::string& name) {
   const auto& schedules = registry();
   auto it = schedules.find(name);
   return it == schedules.end() ? nullptr : &it->second.steps;
+}
+
+std::vector<ScheduleStep> pipeline_steps(const std::string& name, int pp, int stage,
+                                         int num_microbatches, int vp, bool combined) {
+  const auto& schedules = registry();
+  auto it = schedules.find(name);
+  if (it == schedules.end()) throw std::invalid_argument("unknown pipeline schedule '" + name + "'");
+  const Entry& e = it->second;
+  return (combined ? e.combined : e.steps)(pp, stage, num_microbatches, vp);
 }
 
 SteadyWindow steady_state_window(const std::string& name, int pp, int vp) {

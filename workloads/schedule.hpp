@@ -45,6 +45,10 @@ struct ScheduleStep {
   int recv_microbatch = -1;  ///< received microbatch; -1 when the step receives nothing
   int chunk = 0;             ///< model chunk of the computed microbatch (0 without vp)
   std::uint8_t transfers = 0;  ///< TransferBits of a P2P step that actually move data
+  /// Forward steps only: run together with the Backward step that follows it (Megatron-core's
+  /// combined 1F1B, `pipeline_steps` with `combined`): the two passes' layers interleave so
+  /// that each one's expert exchanges overlap the other's compute.
+  bool combined = false;
 };
 
 /// A schedule: the steps of pipeline stage `stage` of `pp`, for `num_microbatches` and `vp`
@@ -54,6 +58,18 @@ using PipelineSchedule =
 
 /// The schedule registered under `name`, or nullptr.
 const PipelineSchedule* find_pipeline_schedule(const std::string& name);
+
+/// The steps of schedule `name` for stage `stage` of `pp`, `num_microbatches` and `vp` chunks.
+/// With `combined`, Megatron-core's combined 1F1B (--overlap-moe-expert-parallel-comm,
+/// megatron/core/pipeline_parallel/combined_1f1b.py): without a pipeline (pp 1, schedule
+/// 1f1b) the forward of microbatch i+1 runs with the backward of microbatch i; with one
+/// (schedule interleaved) each stage runs one more warmup forward, so that every steady-state
+/// forward and backward are independent, and runs them together. The paired Forward step is
+/// marked `combined` and directly followed by its Backward step.
+/// @throws std::invalid_argument for an unregistered schedule, or `combined` with 1f1b at
+/// pp > 1 (Megatron needs virtual pipeline stages for it).
+std::vector<ScheduleStep> pipeline_steps(const std::string& name, int pp, int stage,
+                                         int num_microbatches, int vp, bool combined);
 
 /// Two microbatch counts per pipeline, first < second, from which a schedule's step grows by
 /// the same steady-state passes with every further microbatch: the step of m >= first

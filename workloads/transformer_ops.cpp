@@ -402,20 +402,22 @@ void TransformerOps::layer_forward(int layer, std::vector<std::uint32_t> param_d
 }
 
 void TransformerOps::layer_forward_ops(int layer, std::vector<std::uint32_t> param_deps) {
+  layer_attention_forward(layer, std::move(param_deps));
+  if (spec_.model.is_moe_layer(layer)) {
+    moe_forward();
+  } else {
+    mlp_forward("", s_.fc1_out, s_.ffn);
+  }
+  b_.mem("residual", MemKernel::Elementwise, 3.0 * act_bytes(s_.sp_tokens, s_.hidden));
+}
+void TransformerOps::layer_attention_forward(int layer, std::vector<std::uint32_t> param_deps) {
   b_.set_layer(layer);
   const double x = act_bytes(s_.sp_tokens, s_.hidden);  // one residual-stream tensor on this rank
   b_.mem("norm", s_.norm_kernel, 2.0 * x, std::move(param_deps));  // read x, write y
   attention_forward();
   b_.mem("residual", MemKernel::Elementwise, 3.0 * x);  // read two tensors, write one
   b_.mem("norm", s_.norm_kernel, 2.0 * x);
-  if (spec_.model.is_moe_layer(layer)) {
-    moe_forward();
-  } else {
-    mlp_forward("", s_.fc1_out, s_.ffn);
-  }
-  b_.mem("residual", MemKernel::Elementwise, 3.0 * x);
 }
-
 void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix) {
   if (prefix.empty()) b_.set_layer(-1);
   b_.mem(prefix + "final_norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden),
@@ -460,7 +462,6 @@ void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::
     param_deps.clear();
   }
   b_.set_layer(layer);
-  const double x = act_bytes(s_.sp_tokens, s_.hidden);
   std::vector<std::uint32_t> comm;
   for (std::uint32_t dep : param_deps) b_.defer(dep);  // parameters gathered for the backward
   if (spec_.model.is_moe_layer(layer)) {
@@ -468,6 +469,10 @@ void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::
   } else {
     comm = mlp_backward("", s_.fc1_out, s_.ffn, ParamGroup::Fc1, ParamGroup::Fc2, layer, sink);
   }
+  layer_attention_backward(layer, sink, std::move(comm));
+}
+void TransformerOps::layer_attention_backward(int layer, GradSink* sink, std::vector<std::uint32_t> comm) {
+  const double x = act_bytes(s_.sp_tokens, s_.hidden);
   const std::uint32_t norm2 = norm_backward("norm_bwd", std::move(comm));
   if (sink != nullptr) sink->gradient_ready(ParamGroup::Norm2, layer, norm2);
   b_.mem("residual_bwd", MemKernel::Elementwise, 3.0 * x);  // add the branch gradient

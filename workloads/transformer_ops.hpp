@@ -3,7 +3,7 @@
 // attention, with context-parallel ring attention; dense MLP or MoE block with expert
 // parallelism) and output head, forward and backward, with their tensor-parallel collectives
 // (internal to workloads/). Definitions are split over transformer_ops.cpp (embedding, head,
-// layers, MLP, TP helpers), attention_ops.cpp, moe_ops.cpp and mtp_ops.cpp.
+// layers, MLP, TP helpers), attention_ops.cpp, moe_ops.cpp, mtp_ops.cpp and layer_pieces.cpp.
 #pragma once
 
 #include <cstdint>
@@ -116,6 +116,26 @@ class TransformerOps {
   /// dgrad and wgrad GEMMs, attention backward, comm.
   void layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps = {},
                       bool recompute = false);
+  /// Megatron-core's fine-grained layer nodes (combined 1F1B, layer_pieces.cpp): a MoE layer
+  /// with expert exchanges runs as 3 compute pieces with an exchange after each of the first
+  /// two (forward: attention + router | dispatch | experts | combine | unpermutation; backward
+  /// the reverse); any other layer is one piece. Returns 3 or 1.
+  int layer_pieces(int layer) const;
+  /// Compute piece `piece` of layer `layer`'s forward; piece 0 waits for `param_deps`.
+  /// @throws std::logic_error for a piece the layer does not have.
+  void layer_forward_piece(int layer, int piece, std::vector<std::uint32_t> param_deps);
+  /// Compute piece `piece` of layer `layer`'s backward. Piece 0 waits for `deps` (parameter
+  /// gathers) and, with `recompute`, first re-runs the layer's forward (its exchanges in line);
+  /// piece 1 returns the shared experts' input-gradient reduction, which piece 2 takes as
+  /// `deps` (its norm backward waits for it). A one-piece layer is layer_backward.
+  /// @throws std::logic_error for a piece the layer does not have.
+  std::vector<std::uint32_t> layer_backward_piece(int layer, int piece, GradSink* sink,
+                                                  std::vector<std::uint32_t> deps, bool recompute);
+  /// The expert exchange after compute piece `after_piece` (0 or 1) of layer `layer`'s forward
+  /// (dispatch, combine) or backward (the combine's backward, the dispatch's) on the ep_comm
+  /// stream, its first op after `after`. Returns its ops.
+  std::vector<std::uint32_t> layer_exchange(int layer, bool backward, int after_piece,
+                                            const std::vector<std::uint32_t>& after);
   /// Backward of the embeddings (first stage; `prefix` as above).
   void embedding_backward(GradSink* sink, const std::string& prefix = "");
   /// Forward of MTP depth `depth` (Megatron-core MultiTokenPredictionLayer, mtp_ops.cpp): its
@@ -170,6 +190,10 @@ class TransformerOps {
                                           std::int64_t ffn, ParamGroup fc1, ParamGroup fc2,
                                           int layer, GradSink* sink);
   void layer_forward_ops(int layer, std::vector<std::uint32_t> param_deps);
+  /// Norm, attention block, residual and the MLP's norm of a layer's forward.
+  void layer_attention_forward(int layer, std::vector<std::uint32_t> param_deps);
+  /// From the MLP's norm backward (after `comm`) through the attention block's backward.
+  void layer_attention_backward(int layer, GradSink* sink, std::vector<std::uint32_t> comm);
   // attention_ops.cpp
   void attention_forward();
   void attention_core_forward();
@@ -183,9 +207,24 @@ class TransformerOps {
   void mtp_projection_forward();
   // moe_ops.cpp
   void moe_forward();
+  /// Router, top-k and permutation of the token copies (before the dispatch).
+  void moe_route_forward();
+  /// The routed experts' grouped linears and activation (between dispatch and combine).
+  void moe_experts_forward();
+  /// Unpermutation after the combine; with `shared_mlp` the shared experts run here too.
+  void moe_output_forward(bool shared_mlp);
   std::vector<std::uint32_t> moe_backward(int layer, GradSink* sink);
+  /// Backward of the shared experts as a TP-sharded MLP; returns its input-gradient reduction.
+  std::vector<std::uint32_t> shared_experts_backward(int layer, GradSink* sink);
+  /// Backward of the unpermutation, after `deps` (before the combine's backward exchange).
+  void moe_output_backward(std::vector<std::uint32_t> deps);
+  /// Backward of the routed experts (between the two backward exchanges).
+  void moe_experts_backward(int layer, GradSink* sink);
+  /// Backward of the permutation and the router (after the dispatch's backward exchange).
+  void moe_route_backward(int layer, GradSink* sink);
   std::vector<std::uint32_t> expert_exchange(const std::string& label, bool dispatch,
-                                             sim::Stream stream);
+                                             sim::Stream stream,
+                                             const std::vector<std::uint32_t>* after = nullptr);
   /// The exchange `label`; with moe_shared_expert_overlap on the ep_comm stream with `shared`
   /// (the shared experts' part it overlaps) emitted beside it, else on the compute stream.
   void exchange_beside(const std::string& label, bool dispatch, const std::function<void()>& shared);

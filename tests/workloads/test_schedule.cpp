@@ -12,6 +12,7 @@
 
 #include "workloads/generator.hpp"
 #include "workloads/schedule.hpp"
+#include "p2p_check.hpp"
 #include "workload_test_util.hpp"
 
 namespace clustersim::workloads {
@@ -158,73 +159,11 @@ TEST(OneFOneB, SendsAndReceivesOfNeighboursMatchInOrder) {
   }
 }
 
-// Plays the generated programs' batched P2P ops (compute ignored): a batch is posted when the
-// previous one of its stage completed, and completes once every transfer's partner batch (the
-// k-th send on a link and direction matches the k-th receive) is posted. A P2P op on the
-// pp_comm stream forms one batch with the P2P op that follows it (the generator splits a call
-// that sends both ways). Links wrap around the ring (the last stage's next is stage 0). Returns
-// true when every stage reaches its end, false on a deadlock or an unmatched transfer.
-bool exchanges_complete(const sim::Workload& w) {
-  struct Xfer {
-    int channel;  // 2*sender for activations, 2*sender+1 for gradients
-    int index;
-    bool send;
-  };
-  const int pp = w.layout.size(sim::GroupKind::PP);
-  auto next = [pp](int s) { return (s + 1) % pp; };
-  auto prev = [pp](int s) { return (s + pp - 1) % pp; };
-  std::vector<std::vector<std::vector<Xfer>>> ops(static_cast<std::size_t>(pp));
-  std::map<std::tuple<int, int, bool>, std::pair<int, std::size_t>> where;
-  for (int s = 0; s < pp; ++s) {
-    auto& list = ops[static_cast<std::size_t>(s)];
-    std::map<int, int> count;
-    bool open_batch = false;
-    for (const auto& op : w.programs[static_cast<std::size_t>(s)].ops) {
-      const auto* x = std::get_if<sim::P2PSpec>(&op.shape);
-      if (x == nullptr) continue;
-      if (!open_batch) list.emplace_back();
-      auto add = [&](int channel, bool send) {
-        const Xfer xfer{channel, count[channel]++, send};
-        where[{xfer.channel, xfer.index, send}] = {s, list.size() - 1};
-        list.back().push_back(xfer);
-      };
-      if (x->send_to == sim::Peer::NextStage) add(2 * s, true);
-      if (x->send_to == sim::Peer::PrevStage) add(2 * s + 1, true);
-      if (x->recv_from == sim::Peer::PrevStage) add(2 * prev(s), false);
-      if (x->recv_from == sim::Peer::NextStage) add(2 * next(s) + 1, false);
-      open_batch = op.stream == sim::Stream::PpComm;
-    }
-  }
-  std::vector<std::size_t> pos(static_cast<std::size_t>(pp), 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < pp; ++s) {
-      auto& p = pos[static_cast<std::size_t>(s)];
-      const auto& list = ops[static_cast<std::size_t>(s)];
-      if (p >= list.size()) continue;
-      bool ready = true;
-      for (const auto& x : list[p]) {
-        auto partner = where.find({x.channel, x.index, !x.send});
-        ready = ready && partner != where.end() &&
-                pos[static_cast<std::size_t>(partner->second.first)] >= partner->second.second;
-      }
-      if (ready) {
-        ++p;
-        progress = true;
-      }
-    }
-  }
-  for (int s = 0; s < pp; ++s) {
-    if (pos[static_cast<std::size_t>(s)] != ops[static_cast<std::size_t>(s)].size()) return false;
-  }
-  return true;
-}
-
 TEST(OneFOneB, GeneratedExchangesPairUpAndNeverDeadlock) {
   for (auto [pp, m] : std::vector<std::pair<int, int>>{{2, 1}, {2, 5}, {4, 2}, {4, 8}}) {
     const auto spec = testing::parse_job(testing::small_llama_job(1, pp, 1, false, m, 1), pp);
     const sim::Workload w = generate_workload(spec);
-    EXPECT_TRUE(exchanges_complete(w)) << pp << "/" << m;
+    EXPECT_TRUE(testing::exchanges_complete(w)) << pp << "/" << m;
     for (int s = 0; s + 1 < pp; ++s) {
       int sends = 0, recvs = 0;
       for (const auto& op : w.programs[static_cast<std::size_t>(s)].ops) {
@@ -252,7 +191,7 @@ TEST(OneFOneB, ASwappedExchangeIsCaughtAsADeadlock) {
   }
   ASSERT_GE(p2p.size(), 2u);
   std::swap(ops[p2p.front()].shape, ops[p2p.back()].shape);
-  EXPECT_FALSE(exchanges_complete(w));
+  EXPECT_FALSE(testing::exchanges_complete(w));
 }
 
 // ----- Megatron's interleaved schedule (vp model chunks per stage) -----
@@ -309,7 +248,7 @@ TEST(Interleaved, GeneratedExchangesPairUpAcrossTheRingWrapAndNeverDeadlock) {
     const auto spec = testing::parse_job(yaml, pp);
     ASSERT_EQ(spec.parallel.schedule, "interleaved");
     const sim::Workload w = generate_workload(spec);
-    EXPECT_TRUE(exchanges_complete(w)) << pp << "/" << vp << "/" << m;
+    EXPECT_TRUE(testing::exchanges_complete(w)) << pp << "/" << vp << "/" << m;
     // The last stage hands its activations to stage 0 for the next chunk: (vp - 1) * m times.
     int wraps = 0;
     for (const auto& op : w.programs[static_cast<std::size_t>(pp - 1)].ops) {
@@ -334,7 +273,7 @@ TEST(Interleaved, ASwappedExchangeIsCaughtAsADeadlock) {
   }
   ASSERT_GE(p2p.size(), 2u);
   std::swap(ops[p2p.front()].shape, ops[p2p.back()].shape);
-  EXPECT_FALSE(exchanges_complete(w));
+  EXPECT_FALSE(testing::exchanges_complete(w));
 }
 
 TEST(Interleaved, OverlappedP2pIsTheDefaultAndLeavesTheComputeStream) {
@@ -349,8 +288,8 @@ TEST(Interleaved, OverlappedP2pIsTheDefaultAndLeavesTheComputeStream) {
   EXPECT_FALSE(testing::parse_job(testing::small_llama_job(1, 2, 1, false, 4, 1), 2)
                    .parallel.overlap_p2p_comm);  // 1f1b batches its transfers
   const sim::Workload w = generate_workload(on);
-  EXPECT_TRUE(exchanges_complete(w));
-  EXPECT_TRUE(exchanges_complete(generate_workload(off)));
+  EXPECT_TRUE(testing::exchanges_complete(w));
+  EXPECT_TRUE(testing::exchanges_complete(generate_workload(off)));
   for (const auto& prog : w.programs) {
     int posted = 0;
     for (std::size_t i = 0; i < prog.ops.size(); ++i) {
