@@ -67,6 +67,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"fp8_recipe", "training", "fp8_recipe", {"delayed", "blockwise"}},
       {"shared_overlap", "parallelism", "moe_shared_expert_overlap", {"false", "true"}},
       {"dispatcher", "parallelism", "moe_token_dispatcher", {"alltoall", "deepep"}},
+      {"ep_overlap", "parallelism", "overlap_moe_expert_parallel_comm", {"false", "true"}},
   };
   return kDims;
 }

@@ -31,7 +31,7 @@ TEST(SweepSpace, MapsNamesToJobKeys) {
   const auto axes = parse_space({"mbs=1,2", "zero=0,3", "vp=1,2", "attention=cudnn,flash2",
                                  "shared_overlap=false,true", "dispatcher=alltoall,deepep",
                                  "recompute_method=uniform,block", "recompute_layers=1,2,4",
-                                 "fp8_recipe=delayed,blockwise"});
+                                 "fp8_recipe=delayed,blockwise", "ep_overlap=false,true"});
   EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "training.micro_batch_size");
   EXPECT_EQ(axes[1].dim.section + "." + axes[1].dim.key, "parallelism.zero_stage");
   EXPECT_EQ(axes[2].dim.section + "." + axes[2].dim.key, "parallelism.vp");
@@ -41,6 +41,7 @@ TEST(SweepSpace, MapsNamesToJobKeys) {
   EXPECT_EQ(axes[6].dim.section + "." + axes[6].dim.key, "training.recompute_method");
   EXPECT_EQ(axes[7].dim.section + "." + axes[7].dim.key, "training.recompute_num_layers");
   EXPECT_EQ(axes[8].dim.section + "." + axes[8].dim.key, "training.fp8_recipe");
+  EXPECT_EQ(axes[9].dim.section + "." + axes[9].dim.key, "parallelism.overlap_moe_expert_parallel_comm");
 }
 
 TEST(SweepSpace, RejectsMalformedSpaces) {
@@ -55,6 +56,7 @@ TEST(SweepSpace, RejectsMalformedSpaces) {
   EXPECT_THROW(parse_space({"attention=flash3"}), std::invalid_argument);
   EXPECT_THROW(parse_space({"shared_overlap=yes"}), std::invalid_argument);
   EXPECT_THROW(parse_space({"dispatcher=nccl"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"ep_overlap=yes"}), std::invalid_argument);
   try {
     parse_space({"tpp=1"});
     FAIL();
