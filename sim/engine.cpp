@@ -77,16 +77,41 @@ std::string replica_reduction_problem(const Workload& workload) {
   return detail::replica_reduction_problem(workload);
 }
 
+namespace {
+
+// A DeepEP token exchange on the ep_comm stream runs beside compute (combined 1F1B).
+bool has_side_token_exchange(const Program& program) {
+  for (const Op& op : program.ops) {
+    const auto* c = std::get_if<CollectiveSpec>(&op.shape);
+    if (c != nullptr && c->kind == CollectiveKind::TokenExchange && op.stream == Stream::EpComm) return true;
+  }
+  return false;
+}
+
+void check_held(double slowdown) {
+  if (!(slowdown >= 1.0)) {
+    throw std::invalid_argument("cost model returned a held-SM slowdown below 1 (" +
+                                std::to_string(slowdown) + ")");
+  }
+}
+
+}  // namespace
+
 void cost_workload(Workload& workload, const CostModel& cost) {
   for (Program& program : workload.programs) {
+    const bool deepep_beside = has_side_token_exchange(program);
     for (Op& op : program.ops) {
       if (!op.is_compute()) continue;
       op.duration_s = cost.compute_time(op);
       const auto* g = std::get_if<GemmShape>(&op.shape);
       if (g != nullptr && g->busy_sms > 0) op.held_slowdown = cost.held_sm_slowdown(op);
-      if (!(op.held_slowdown >= 1.0)) {
-        throw std::invalid_argument("cost model returned a held-SM slowdown below 1 (" +
-                                    std::to_string(op.held_slowdown) + ")");
+      check_held(op.held_slowdown);
+      if (g != nullptr && deepep_beside) {
+        // The same GEMM with DeepEP's SMs held instead (its own plan and margin kept).
+        Op held = op;
+        std::get<GemmShape>(held.shape).busy_sms = kDeepEpSms;
+        op.ep_held_slowdown = cost.held_sm_slowdown(held);
+        check_held(op.ep_held_slowdown);
       }
     }
   }

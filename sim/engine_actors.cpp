@@ -206,10 +206,15 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   // A TP communication kernel holds the SMs that overlapped GEMMs name (GemmShape::busy_sms).
   const bool holds = sh_->held_sms && stream == Stream::TpComm && !r.mirror;
   if (holds) set_tp_in_flight(r, true);
+  // DeepEP's kernels hold their SMs while an exchange beside compute runs (combined 1F1B).
+  const bool ep_holds = sh_->ep_held_sms && stream == Stream::EpComm &&
+                        spec.kind == CollectiveKind::TokenExchange && !r.mirror;
+  if (ep_holds) set_ep_in_flight(r, true);
   if (sh_->costed(spec.group)) {
     sg4::this_actor::sleep_for(
         algo.estimate(call, sh_->platform->nvlink_bandwidth, sh_->platform->network_bandwidth));
     if (holds) set_tp_in_flight(r, false);
+    if (ep_holds) set_ep_in_flight(r, false);
     last_algorithm_ = algo.name;
     return;
   }
@@ -221,6 +226,7 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
   if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
   if (holds) set_tp_in_flight(r, false);
+  if (ep_holds) set_ep_in_flight(r, false);
   last_algorithm_ = plan.algorithm;
 }
 
@@ -403,9 +409,13 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   sh.plans.reserve(workload.programs.size());
   for (const Program& p : workload.programs) {
     sh.plans.push_back(plan_program(p));
-    for (const Op& op : p.ops) sh.held_sms = sh.held_sms || op.held_slowdown > 1.0;
+    for (const Op& op : p.ops) {
+      sh.held_sms = sh.held_sms || op.held_slowdown > 1.0;
+      sh.ep_held_sms = sh.ep_held_sms || op.ep_held_slowdown > 1.0;
+    }
   }
   sh.held_sms = sh.held_sms && options.interference;
+  sh.ep_held_sms = sh.ep_held_sms && options.interference;
   // The estimate needs the platform's NVLink rate (test platforms may leave it unstated).
   sh.tp_costed = options.cost_isolated_tp && platform.nvlink_bandwidth > 0.0 &&
                  tp_isolated(workload, platform.nvlink_domain_size);

@@ -22,12 +22,14 @@ struct Progress {
 };
 
 // The collective's factor for the op's class times, while a TP communication kernel holds SMs,
-// the op's own held-SM factor (1 unless it is a GEMM with busy SMs). Both were measured alone;
-// the product for both at once is an assumption (docs/engine.md).
+// the op's own held-SM factor (1 unless it is a GEMM with busy SMs), times, while a DeepEP
+// exchange holds SMs, its factor for that. Each was measured alone; the product for several at
+// once is an assumption (docs/engine.md).
 double slowdown(const Rate& f, const Op& op) {
-  const double comm =
-      f.comm == nullptr ? 1.0 : f.comm->overlap[static_cast<size_t>(compute_class(op))].compute_slowdown;
-  return f.held ? comm * op.held_slowdown : comm;
+  double s = f.comm == nullptr ? 1.0 : f.comm->overlap[static_cast<size_t>(compute_class(op))].compute_slowdown;
+  if (f.held) s *= op.held_slowdown;
+  if (f.ep_held) s *= op.ep_held_slowdown;
+  return s;
 }
 
 /// Wall time the rest of the unit takes at the rate `f` leaves.
@@ -62,7 +64,7 @@ void advance(Progress& p, const RankState& r, const StreamPlan& sp, const Unit& 
 /// bytes (lowest slot on ties; several concurrent collectives are not measured, the largest
 /// stands for them), and whether a TP communication op is in flight.
 Rate strongest(const OverlapState& st) {
-  Rate best{nullptr, st.tp_in_flight > 0};
+  Rate best{nullptr, st.tp_in_flight > 0, st.ep_in_flight > 0};
   double bytes = -1.0;
   for (size_t s = 0; s < st.in_flight.size(); ++s) {
     const CommParams* c = st.in_flight[s];
@@ -100,6 +102,12 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes) 
 void set_tp_in_flight(RankState& r, bool start) {
   OverlapState& st = r.overlap;
   st.tp_in_flight += start ? 1 : -1;
+  update_rate(st);
+}
+
+void set_ep_in_flight(RankState& r, bool start) {
+  OverlapState& st = r.overlap;
+  st.ep_in_flight += start ? 1 : -1;
   update_rate(st);
 }
 

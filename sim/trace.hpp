@@ -173,6 +173,11 @@ struct MemBoundShape {
 /// routing (Megatron-core moe_router_num_groups / moe_router_group_topk; DeepSeek-V3 8 / 4) the
 /// experts form `groups` contiguous router groups and a token's experts lie in `group_topk` of
 /// them, chosen uniformly. groups == 0: no group limit.
+/// SMs DeepEP's normal dispatch and combine kernels run on (Megatron-core TransformerConfig
+/// moe_deepep_num_sms, default 20, passed to DeepEP's Buffer.set_num_sms): a GEMM beside such an
+/// exchange has the others.
+inline constexpr int kDeepEpSms = 20;
+
 struct TokenRouting {
   std::int32_t experts = 0;
   std::int32_t top_k = 0;
@@ -217,6 +222,11 @@ struct Op {
   /// Slowdown while a TP communication kernel holds GemmShape::busy_sms SMs
   /// (CostModel::held_sm_slowdown); 1 until costed and for ops without busy SMs.
   double held_slowdown = 1.0;
+  /// Slowdown of a GEMM while a DeepEP token exchange of its rank runs on the ep_comm stream
+  /// beside it, its kernels holding kDeepEpSms SMs (CostModel::held_sm_slowdown of the GEMM
+  /// with that many busy SMs); 1 until costed, for other ops, and in programs without such
+  /// exchanges.
+  double ep_held_slowdown = 1.0;
 
   bool is_compute() const { return shape.index() <= 2; }
   bool is_collective() const { return std::holds_alternative<CollectiveSpec>(shape); }

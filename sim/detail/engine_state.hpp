@@ -52,9 +52,10 @@ struct CommParams {
 struct Rate {
   const CommParams* comm = nullptr;
   bool held = false;
+  bool ep_held = false;  ///< a DeepEP token exchange holds SMs (GEMMs at 1/Op::ep_held_slowdown)
   bool operator==(const Rate&) const = default;
   /// True when compute runs at full rate.
-  bool full() const { return comm == nullptr && !held; }
+  bool full() const { return comm == nullptr && !held && !ep_held; }
 };
 
 /// Compute/communication interference bookkeeping of one rank (docs/engine.md).
@@ -64,6 +65,8 @@ struct OverlapState {
   std::array<double, kStreamCount> in_flight_bytes{};
   /// Tensor-parallel communication ops in flight (their kernels hold SMs of overlapped GEMMs).
   int tp_in_flight = 0;
+  /// DeepEP token exchanges in flight on the ep_comm stream (their kernels hold kDeepEpSms SMs).
+  int ep_in_flight = 0;
   /// The rate now: the in-flight op with the most bytes among those that interfere, and
   /// whether tp_in_flight > 0.
   Rate in_force;
@@ -121,6 +124,9 @@ struct Shared {
   /// Some compute op runs slower while a TP communication kernel holds SMs (held_slowdown > 1):
   /// only then do TP communication ops change the compute rate (saves the wake-ups otherwise).
   bool held_sms = false;
+  /// Some GEMM runs slower while a DeepEP token exchange holds SMs beside it (ep_held_slowdown >
+  /// 1): only then do those exchanges change the compute rate.
+  bool ep_held_sms = false;
   /// TP collectives are charged their estimate instead of played (EngineOptions::cost_isolated_tp
   /// and only TP traffic on NVLink).
   bool tp_costed = false;
@@ -185,6 +191,10 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes);
 /// Counts a tensor-parallel communication op of rank `r` starting (`start` true) or ending;
 /// updates the rate in force as set_in_flight does.
 void set_tp_in_flight(RankState& r, bool start);
+
+/// Counts a DeepEP token exchange of rank `r` on the ep_comm stream starting (`start` true) or
+/// ending; updates the rate in force as set_in_flight does.
+void set_ep_in_flight(RankState& r, bool start);
 
 /// Plays compute unit `u` of stream plan `sp` on rank `r`, at full rate while no interfering
 /// communication is in flight and at 1/compute_slowdown of each op's rate while some is, times

@@ -172,6 +172,32 @@ TEST(Interference, HeldSmsAndNcclInterferenceMultiply) {
   EXPECT_NEAR(both.breakdown.compute_s, kGemmSlow * kHeldSlow * 1e-3, 1e-12);
 }
 
+// A DeepEP token exchange over 4 ranks (16 experts, top 2) on `s`.
+Op token_exchange(double bytes, Stream s) {
+  Op op;
+  op.shape = CollectiveSpec{CollectiveKind::TokenExchange, GroupKind::TP, {16, 2, 0, 0}};
+  op.bytes = bytes;
+  op.stream = s;
+  return op;
+}
+
+TEST(Interference, DeepEpExchangesBesideComputeHoldSmsOfEveryGemm) {
+  // A token exchange on ep_comm (combined 1F1B) beside a 1 ms plain GEMM: the GEMM runs with
+  // DeepEP's SMs held, at the cost model's held-SM factor (1.6 here); attention is not slowed.
+  const auto side = run({token_exchange(8e6, Stream::EpComm), gemm(1e12)}, true);
+  EXPECT_NEAR(side.breakdown.compute_s, kHeldSlow * 1e-3, 1e-12);
+  const auto attn = run({token_exchange(8e6, Stream::EpComm), attention(1e12)}, true);
+  EXPECT_NEAR(attn.breakdown.compute_s, 1e-3, 1e-12);
+  // NCCL's all-to-all on ep_comm carries no measured factor; on the compute stream nothing runs
+  // beside the exchange; without interference nothing is slowed.
+  Op a2a = token_exchange(8e6, Stream::EpComm);
+  std::get<CollectiveSpec>(a2a.shape) = CollectiveSpec{CollectiveKind::AllToAll, GroupKind::TP, {}};
+  EXPECT_NEAR(run({a2a, gemm(1e12)}, true).breakdown.compute_s, 1e-3, 1e-12);
+  const std::vector<Op> inline_ops{token_exchange(8e6, Stream::Compute), gemm(1e12)};
+  EXPECT_NEAR(run(inline_ops, true).breakdown.compute_s, 1e-3, 1e-12);
+  EXPECT_NEAR(run({token_exchange(8e6, Stream::EpComm), gemm(1e12)}, false).breakdown.compute_s, 1e-3, 1e-12);
+}
+
 TEST(Interference, HeldSlowdownBelowOneIsRejected) {
   class Faster : public test::SimpleCost {
    public:
