@@ -111,6 +111,24 @@ void BM_DeepSeekV3DeepEpStep(benchmark::State& state) {
 }
 BENCHMARK(BM_DeepSeekV3DeepEpStep)->Unit(benchmark::kSecond)->Iterations(1);
 
+// Combined 1F1B (overlap_moe_expert_parallel_comm, docs/trace-format.md): DeepSeek-V3 on 1,536
+// H200 in an interleaved layout (PP3 VP7, embedding and loss counted in the split, EP64 over 8
+// nodes, DeepEP, blockwise FP8, full recompute), 12 microbatches per pipeline: every paired
+// pass's token exchanges run beside the other pass's GEMMs, which DeepEP's held SMs slow.
+void BM_DeepSeekV3CombinedStep(benchmark::State& state) {
+  const std::string path = "/tmp/clustersim_bench_deepseek_combined.yaml";
+  std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: 1536}\n"
+                      << "model: deepseek_v3\n"
+                      << "parallelism: {tp: 1, pp: 3, vp: 7, schedule: interleaved, ep: 64, "
+                         "account_for_embedding_in_pipeline_split: true, "
+                         "account_for_loss_in_pipeline_split: true, moe_token_dispatcher: deepep, "
+                         "overlap_moe_expert_parallel_comm: true}\n"
+                      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 6144, "
+                         "precision: fp8, fp8_recipe: blockwise, recompute: full}\n";
+  run_steps(state, clustersim::tools::load_job(path));
+}
+BENCHMARK(BM_DeepSeekV3CombinedStep)->Unit(benchmark::kSecond)->Iterations(1);
+
 // The same at the report's own batch (15,360 sequences: 120 microbatches per pipeline), played as
 // the steady-state windows of 16 and 17 microbatches (`simulation.microbatches: auto`,
 // docs/engine.md); playing all 120 takes about 4-5 minutes and 46 M events.
