@@ -190,6 +190,12 @@ void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
   }
   s.moe_shared_expert_overlap = p.get_bool_or("moe_shared_expert_overlap", false);
   s.overlap_moe_expert_parallel_comm = p.get_bool_or("overlap_moe_expert_parallel_comm", false);
+  s.delay_wgrad_compute = p.get_bool_or("delay_wgrad_compute", false);
+  if (s.delay_wgrad_compute && !s.overlap_moe_expert_parallel_comm) {
+    // Megatron-LM's arguments: --delay-wgrad-compute is for the combined 1F1B schedule.
+    throw p.error("delay_wgrad_compute", "needs overlap_moe_expert_parallel_comm: true (it adds "
+                                         "overlap windows to the combined 1F1B schedule)");
+  }
   if (p.has("moe_token_dispatcher")) {
     s.moe_token_dispatcher = read_enum(p, "moe_token_dispatcher", kMoeDispatcherNames);
   }
@@ -223,7 +229,8 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "overlap_p2p_comm",
                           "optimizer_offload", "offload_threads", "cp_comm_type",
                           "tp_backward_comm", "moe_shared_expert_overlap",
-                          "moe_token_dispatcher", "overlap_moe_expert_parallel_comm"});
+                          "moe_token_dispatcher", "overlap_moe_expert_parallel_comm",
+                          "delay_wgrad_compute"});
   ParallelSpec s;
   s.tp = static_cast<int>(p.get_int_or("tp", 1, 1, kMaxParallel));
   s.pp = static_cast<int>(p.get_int_or("pp", 1, 1, kMaxParallel));

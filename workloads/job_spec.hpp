@@ -221,6 +221,11 @@ struct ParallelSpec {
   /// (workloads/schedule.hpp pipeline_steps). Needs a MoE model, ep > 1, the interleaved
   /// schedule when pp > 1 and no shared-expert overlap (job_checks.cpp lists the rest).
   bool overlap_moe_expert_parallel_comm = false;
+  /// Megatron-core delay_wgrad_compute (Transformer Engine's delayed weight gradients) under the
+  /// combined 1F1B: a paired backward launches the dispatch's backward exchange after the routed
+  /// experts' data gradients and computes their weight gradients beside it. Needs
+  /// overlap_moe_expert_parallel_comm.
+  bool delay_wgrad_compute = false;
 };
 
 /// Batch and precision.

@@ -6,7 +6,10 @@
 // shared experts when they are not overlapped), `moe_combine` (the combine exchange), then the
 // combine's postprocessing (unpermutation, the shared experts' sum, the residual), which runs
 // before the next layer's `attn` work. The backward runs the same nodes in reverse. A dense
-// layer has no-op exchanges, so it is one piece here.
+// layer has no-op exchanges, so it is one piece here. With --delay-wgrad-compute Transformer
+// Engine's grouped linears defer their weight gradients (backward_dw), which the schedule runs
+// after launching the dispatch's backward exchange: the exchange waits for the data gradients
+// only, and the weight gradients run beside it.
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -62,13 +65,19 @@ std::vector<std::uint32_t> TransformerOps::layer_backward_piece(int layer, int p
   }
   b_.set_layer(layer);
   if (piece == 1) {
-    moe_experts_backward(layer, sink);
+    moe_experts_backward(layer, sink, true, !s_.delay_wgrad);
     if (s_.shared_ffn > 0) return shared_experts_backward(layer, sink);
     return {};
   }
   moe_route_backward(layer, sink);
   layer_attention_backward(layer, sink, std::move(deps));
   return {};
+}
+
+void TransformerOps::layer_backward_tail(int layer, int piece, GradSink* sink) {
+  if (layer_pieces(layer) != 3 || piece != 1 || !s_.delay_wgrad) return;
+  b_.set_layer(layer);
+  moe_experts_backward(layer, sink, false, true);
 }
 
 std::vector<std::uint32_t> TransformerOps::layer_exchange(int layer, bool backward, int after_piece,

@@ -208,16 +208,30 @@ void TransformerOps::moe_output_backward(std::vector<std::uint32_t> deps) {
   b_.mem("unpermute_bwd", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden), std::move(deps));
 }
 
-void TransformerOps::moe_experts_backward(int layer, GradSink* sink) {
+void TransformerOps::moe_experts_backward(int layer, GradSink* sink, bool dgrad, bool wgrad) {
+  auto fc2_wgrad = [&] {
+    // Transformer Engine's GroupedLinear fuses the accumulation as its Linear does.
+    const std::uint32_t op = grouped(b_.wgrad("expert_fc2_wgrad", s_.expert_ffn, s_.hidden, s_.expert_rows,
+                                              s_.linear_dtype, s_.wgrad_accum), sim::GroupAxis::K);
+    if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc2, layer, op);
+  };
+  auto fc1_wgrad = [&] {
+    const std::uint32_t op = grouped(b_.wgrad("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows,
+                                              s_.linear_dtype, s_.wgrad_accum), sim::GroupAxis::K);
+    if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc1, layer, op);
+  };
+  if (!dgrad) {
+    if (wgrad) {
+      fc2_wgrad();
+      fc1_wgrad();
+    }
+    return;
+  }
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
   grouped(b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype,
                   kOutBytes), sim::GroupAxis::M);
-  // Transformer Engine's GroupedLinear fuses the accumulation as its Linear does.
-  std::uint32_t wgrad = grouped(b_.wgrad("expert_fc2_wgrad", s_.expert_ffn, s_.hidden,
-                                         s_.expert_rows, s_.linear_dtype, s_.wgrad_accum),
-                                sim::GroupAxis::K);
-  if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc2, layer, wgrad);
+  if (wgrad) fc2_wgrad();
   const double act_passes = spec_.model.activation == Activation::Swiglu ? 5.0 : 3.0;
   b_.mem("expert_act_bwd", MemKernel::Activation,
          act_passes * act_bytes(s_.expert_rows, s_.expert_ffn));
@@ -225,9 +239,7 @@ void TransformerOps::moe_experts_backward(int layer, GradSink* sink) {
                s_.linear_dtype);
   grouped(b_.gemm("expert_fc1_dgrad", s_.expert_rows, s_.hidden, s_.expert_fc1_out,
                   s_.linear_dtype, kOutBytes), sim::GroupAxis::M);
-  wgrad = grouped(b_.wgrad("expert_fc1_wgrad", s_.hidden, s_.expert_fc1_out, s_.expert_rows,
-                           s_.linear_dtype, s_.wgrad_accum), sim::GroupAxis::K);
-  if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc1, layer, wgrad);
+  if (wgrad) fc1_wgrad();
 }
 
 void TransformerOps::moe_route_backward(int layer, GradSink* sink) {

@@ -14,15 +14,26 @@ class PlanWriter {
  public:
   explicit PlanWriter(PassPlan& plan) : plan_(plan) {}
   void compute(std::function<void()> emit) {
-    if (plan_.compute.size() == plan_.exchanges.size()) plan_.compute.emplace_back();
+    open_piece();
     plan_.compute.back().push_back(std::move(emit));
   }
+  /// Runs after the current piece without gating the exchange after it.
+  void tail(std::function<void()> emit) {
+    open_piece();
+    plan_.tails.back().push_back(std::move(emit));
+  }
   void exchange(PassPlan::Exchange emit) {
-    if (plan_.compute.size() == plan_.exchanges.size()) plan_.compute.emplace_back();
+    open_piece();
     plan_.exchanges.push_back(std::move(emit));
   }
 
  private:
+  void open_piece() {
+    if (plan_.compute.size() > plan_.exchanges.size()) return;
+    plan_.compute.emplace_back();
+    plan_.tails.emplace_back();
+  }
+
   PassPlan& plan_;
 };
 
@@ -39,8 +50,10 @@ class PassRunner {
     b_.set_context(plan_.phase, -1, plan_.microbatch);
     for (std::uint32_t op : pending_) b_.defer(op);
     pending_.clear();
-    for (const auto& emit : plan_.compute[next_compute_++]) emit();
+    for (const auto& emit : plan_.compute[next_compute_]) emit();
     if (auto op = b_.last_compute()) last_ = op;
+    for (const auto& emit : plan_.tails[next_compute_]) emit();
+    ++next_compute_;
   }
   void exchange() {
     b_.set_context(plan_.phase, -1, plan_.microbatch);
@@ -116,6 +129,7 @@ void layer_backward_plan(const PassContext& c, PlanWriter& w, const Groups& grou
   });
   w.exchange([&c, layer](const std::vector<std::uint32_t>& after) { return c.ops.layer_exchange(layer, true, 0, after); });
   w.compute([&c, layer, sink, comm] { *comm = c.ops.layer_backward_piece(layer, 1, sink, {}, false); });
+  w.tail([&c, layer, sink] { c.ops.layer_backward_tail(layer, 1, sink); });
   w.exchange([&c, layer](const std::vector<std::uint32_t>& after) { return c.ops.layer_exchange(layer, true, 1, after); });
   w.compute([&c, layer, sink, comm] {
     c.ops.layer_backward_piece(layer, 2, sink, std::move(*comm), false);

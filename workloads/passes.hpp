@@ -64,13 +64,16 @@ struct PassContext {
 };
 
 /// One microbatch's pass through a chunk: compute pieces with an expert exchange between each
-/// two (compute.size() == exchanges.size() + 1). An exchange takes the ops it starts after and
-/// returns its ops, which the next compute piece waits for.
+/// two (compute.size() == exchanges.size() + 1). An exchange takes the ops it starts after (the
+/// last op of the piece before it, its tail excluded) and returns its ops, which the next
+/// compute piece waits for. A piece's tail runs right after it on the compute stream without
+/// gating the exchange (delayed weight gradients).
 struct PassPlan {
   using Exchange = std::function<std::vector<std::uint32_t>(const std::vector<std::uint32_t>& after)>;
   sim::Phase phase = sim::Phase::Forward;
   int microbatch = 0;
   std::vector<std::vector<std::function<void()>>> compute;
+  std::vector<std::vector<std::function<void()>>> tails;  ///< one list per compute piece
   std::vector<Exchange> exchanges;
   std::vector<std::uint32_t> wait;  ///< ops the first compute piece waits for (P2P receives)
 };

@@ -70,6 +70,7 @@ void moe_shapes(const WorkloadSpec& spec, std::int64_t gate, RankShapes& s) {
   s.shared_fc1_out = s.shared_ffn * gate;
   s.shared_overlap = p.moe_shared_expert_overlap && s.shared_ffn > 0;
   s.deepep = p.moe_token_dispatcher == MoeDispatcher::DeepEp;
+  s.delay_wgrad = p.delay_wgrad_compute;
   s.routing = sim::TokenRouting{static_cast<std::int32_t>(m.experts), static_cast<std::int32_t>(m.top_k),
                                 static_cast<std::int32_t>(m.router_groups),
                                 static_cast<std::int32_t>(m.router_group_topk)};

@@ -55,6 +55,9 @@ struct RankShapes {
   /// routed as `routing` (sim::CollectiveKind::TokenExchange) instead of an all-to-all of copies.
   bool deepep = false;
   sim::TokenRouting routing;
+  /// delay_wgrad_compute: a split layer's backward runs the routed experts' weight gradients
+  /// after the dispatch's backward exchange is launched (layer_backward_tail).
+  bool delay_wgrad = false;
   int cp = 1;
   bool ep_comm = false;        ///< ep > 1
   bool etp_comm = false;       ///< etp > 1
@@ -131,6 +134,10 @@ class TransformerOps {
   /// @throws std::logic_error for a piece the layer does not have.
   std::vector<std::uint32_t> layer_backward_piece(int layer, int piece, GradSink* sink,
                                                   std::vector<std::uint32_t> deps, bool recompute);
+  /// What runs after compute piece `piece` of layer `layer`'s backward without gating the exchange
+  /// after it: with delay_wgrad_compute the routed experts' weight gradients after piece 1 (the
+  /// dispatch's backward exchange starts after their data gradients); nothing otherwise.
+  void layer_backward_tail(int layer, int piece, GradSink* sink);
   /// The expert exchange after compute piece `after_piece` (0 or 1) of layer `layer`'s forward
   /// (dispatch, combine) or backward (the combine's backward, the dispatch's) on the ep_comm
   /// stream, its first op after `after`. Returns its ops.
@@ -218,8 +225,10 @@ class TransformerOps {
   std::vector<std::uint32_t> shared_experts_backward(int layer, GradSink* sink);
   /// Backward of the unpermutation, after `deps` (before the combine's backward exchange).
   void moe_output_backward(std::vector<std::uint32_t> deps);
-  /// Backward of the routed experts (between the two backward exchanges).
-  void moe_experts_backward(int layer, GradSink* sink);
+  /// Backward of the routed experts (between the two backward exchanges): data and weight
+  /// gradients in autograd order, or only the data (`wgrad` false) or weight (`dgrad` false)
+  /// gradients.
+  void moe_experts_backward(int layer, GradSink* sink, bool dgrad = true, bool wgrad = true);
   /// Backward of the permutation and the router (after the dispatch's backward exchange).
   void moe_route_backward(int layer, GradSink* sink);
   std::vector<std::uint32_t> expert_exchange(const std::string& label, bool dispatch,

@@ -156,6 +156,46 @@ TEST(EpOverlapGenerator, TheGpuWorkIsTheSameOnlyReordered) {
   }
 }
 
+// delay_wgrad_compute: the dispatch's backward exchange of a paired backward starts after the
+// routed experts' data gradients, and their weight gradients follow it on the compute stream.
+TEST(EpOverlapGenerator, DelayedWeightGradientsRunBesideTheDispatchBackward) {
+  auto mixtral = [](const std::string& extra) {
+    return generate_workload(testing::parse_job(
+        "model: {catalog: mixtral_8x7b, layers: 2}\n"
+        "parallelism: {tp: 1, ep: 8, overlap_moe_expert_parallel_comm: true" + extra + "}\n"
+        "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 64, precision: bf16}\n",
+        16));
+  };
+  auto check = [](const sim::Program& p, const std::string& gate) {
+    int seen = 0;
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+      const sim::Op& op = p.ops[i];
+      if (op.stream != sim::Stream::EpComm || p.labels[op.label] != "ep_dispatch_bwd_a2a") continue;
+      ++seen;
+      ASSERT_EQ(op.deps.size(), 1u);
+      EXPECT_EQ(p.labels[p.ops[op.deps[0]].label], gate);
+      // Both expert weight gradients of the layer lie between the gate and the exchange's waiter.
+      int wgrads = 0;
+      for (std::size_t j = op.deps[0] + 1; j < p.ops.size(); ++j) {
+        const std::string& l = p.labels[p.ops[j].label];
+        if (l == "permute_bwd") break;
+        wgrads += l == "expert_fc1_wgrad" || l == "expert_fc2_wgrad";
+      }
+      EXPECT_EQ(wgrads, gate == "expert_fc1_dgrad" ? 2 : 0);
+    }
+    EXPECT_EQ(seen, 2 * 3);  // 2 layers x the 3 paired backwards of 4 microbatches
+  };
+  const sim::Workload off = mixtral("");
+  const sim::Workload on = mixtral(", delay_wgrad_compute: true");
+  check(off.programs[0], "expert_fc1_wgrad");
+  check(on.programs[0], "expert_fc1_dgrad");
+  EXPECT_EQ(off.programs[0].ops.size(), on.programs[0].ops.size());
+  testing::expect_spec_error(
+      "model: {catalog: mixtral_8x7b}\nparallelism: {tp: 1, ep: 8, delay_wgrad_compute: true}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 64, precision: bf16}\n",
+      16, "parallelism.delay_wgrad_compute", "overlap_moe_expert_parallel_comm");
+}
+
 TEST(EpOverlapMemory, ThePairedForwardHoldsOneMoreMicrobatch) {
   // Without a pipeline: two microbatches in flight instead of one.
   auto held = [](const WorkloadSpec& spec, int stage) {
