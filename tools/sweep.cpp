@@ -68,6 +68,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"shared_overlap", "parallelism", "moe_shared_expert_overlap", {"false", "true"}},
       {"dispatcher", "parallelism", "moe_token_dispatcher", {"alltoall", "deepep"}},
       {"ep_overlap", "parallelism", "overlap_moe_expert_parallel_comm", {"false", "true"}},
+      {"delay_wgrad", "parallelism", "delay_wgrad_compute", {"false", "true"}},
   };
   return kDims;
 }

@@ -31,7 +31,8 @@ TEST(SweepSpace, MapsNamesToJobKeys) {
   const auto axes = parse_space({"mbs=1,2", "zero=0,3", "vp=1,2", "attention=cudnn,flash2",
                                  "shared_overlap=false,true", "dispatcher=alltoall,deepep",
                                  "recompute_method=uniform,block", "recompute_layers=1,2,4",
-                                 "fp8_recipe=delayed,blockwise", "ep_overlap=false,true"});
+                                 "fp8_recipe=delayed,blockwise", "ep_overlap=false,true",
+                                 "delay_wgrad=false,true"});
   EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "training.micro_batch_size");
   EXPECT_EQ(axes[1].dim.section + "." + axes[1].dim.key, "parallelism.zero_stage");
   EXPECT_EQ(axes[2].dim.section + "." + axes[2].dim.key, "parallelism.vp");
@@ -42,6 +43,7 @@ TEST(SweepSpace, MapsNamesToJobKeys) {
   EXPECT_EQ(axes[7].dim.section + "." + axes[7].dim.key, "training.recompute_num_layers");
   EXPECT_EQ(axes[8].dim.section + "." + axes[8].dim.key, "training.fp8_recipe");
   EXPECT_EQ(axes[9].dim.section + "." + axes[9].dim.key, "parallelism.overlap_moe_expert_parallel_comm");
+  EXPECT_EQ(axes[10].dim.section + "." + axes[10].dim.key, "parallelism.delay_wgrad_compute");
 }
 
 TEST(SweepSpace, RejectsMalformedSpaces) {
