@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <variant>
@@ -16,6 +17,7 @@
 #include "workloads/generator.hpp"
 #include "workloads/memory.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/trace_io.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -194,6 +196,21 @@ TEST(EpOverlapGenerator, DelayedWeightGradientsRunBesideTheDispatchBackward) {
       "model: {catalog: mixtral_8x7b}\nparallelism: {tp: 1, ep: 8, delay_wgrad_compute: true}\n"
       "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 64, precision: bf16}\n",
       16, "parallelism.delay_wgrad_compute", "overlap_moe_expert_parallel_comm");
+}
+
+TEST(EpOverlapGenerator, TheInterleavedProgramSurvivesTheTraceFormat) {
+  const sim::Workload w = generate_workload(job(kPipe + kOn, 16));
+  std::ostringstream out;
+  write_rank_trace(out, w, 0);
+  std::istringstream in(out.str());
+  const RankTrace t = read_rank_trace(in, "trace.jsonl");
+  const sim::Program& p = w.programs[0];
+  ASSERT_EQ(t.program.ops.size(), p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    EXPECT_EQ(t.program.ops[i].stream, p.ops[i].stream) << i;
+    EXPECT_EQ(t.program.ops[i].deps, p.ops[i].deps) << i;
+    EXPECT_EQ(t.program.ops[i].microbatch, p.ops[i].microbatch) << i;
+  }
 }
 
 TEST(EpOverlapMemory, ThePairedForwardHoldsOneMoreMicrobatch) {
