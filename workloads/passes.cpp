@@ -50,8 +50,10 @@ class PassRunner {
     b_.set_context(plan_.phase, -1, plan_.microbatch);
     for (std::uint32_t op : pending_) b_.defer(op);
     pending_.clear();
+    const std::size_t first = b_.size();
     for (const auto& emit : plan_.compute[next_compute_]) emit();
-    if (auto op = b_.last_compute()) last_ = op;
+    // The piece's own last compute op (a piece that added none leaves the previous one).
+    if (auto op = b_.last_compute(); op && *op >= first) last_ = op;
     for (const auto& emit : plan_.tails[next_compute_]) emit();
     ++next_compute_;
   }
@@ -183,9 +185,7 @@ void AmaxReductions::emit(const char* label, double amaxes) {
 }
 
 PassPlan forward_plan(const PassContext& c, int chunk, int mb, bool split) {
-  PassPlan plan;
-  plan.phase = sim::Phase::Forward;
-  plan.microbatch = mb;
+  PassPlan plan{sim::Phase::Forward, mb, {}, {}, {}, {}};
   PlanWriter w(plan);
   const Stage& st = c.stage;
   w.compute([&c, &st, chunk, mb] {
@@ -221,9 +221,7 @@ PassPlan forward_plan(const PassContext& c, int chunk, int mb, bool split) {
 }
 
 PassPlan backward_plan(const PassContext& c, int chunk, int mb, GradSink* sink, bool split) {
-  PassPlan plan;
-  plan.phase = sim::Phase::Backward;
-  plan.microbatch = mb;
+  PassPlan plan{sim::Phase::Backward, mb, {}, {}, {}, {}};
   PlanWriter w(plan);
   const Stage& st = c.stage;
   w.compute([&c, &st, chunk, sink] {
