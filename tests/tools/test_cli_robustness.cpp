@@ -21,7 +21,7 @@ using clustersim::cli_test::run_cli;
 // Small jobs (16-72 GPUs, 4 layers) that together touch every section: MoE with FP8, TP overlap,
 // shared experts beside the exchanges, an MTP depth, node-limited routing and the simulation
 // options; an inline model with ZeRO-3 CPU offload, full recompute in groups of 2, energy and economics on
-// B200; a GB200 NVL72 rack with reliability.
+// B200; a GB200 NVL72 rack with reliability; DeepEP under the combined 1F1B schedule.
 const std::vector<std::string>& bases() {
   static const std::vector<std::string> kBases = {
       "cluster: {platform: hgx_h100, gpus: 16, overrides: {name: H100-SXM, nic_bandwidth: 400Gbps}}\n"
@@ -46,6 +46,12 @@ const std::vector<std::string>& bases() {
       "parallelism: {tp: 2, pp: 2, dp: 18, sequence_parallel: true}\n"
       "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 36, precision: bf16}\n"
       "reliability: {domain_mtbf: 5000h, domain_repair: 24h, trials: 20}\n",
+      "cluster: {platform: hgx_h100, gpus: 16}\n"
+      "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1, mtp_layers: 0}\n"
+      "parallelism: {tp: 1, pp: 2, vp: 2, ep: 8, moe_token_dispatcher: deepep, "
+      "overlap_moe_expert_parallel_comm: true, delay_wgrad_compute: true}\n"
+      "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 32, precision: fp8, "
+      "fp8_recipe: blockwise, recompute: full}\n",
   };
   return kBases;
 }
