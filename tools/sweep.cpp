@@ -64,7 +64,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"recompute_method", "training", "recompute_method", {"uniform", "block"}},
       {"recompute_layers", "training", "recompute_num_layers", {}},
       {"attention", "training", "attention_backend", {"cudnn", "flash2"}},
-      {"fp8_recipe", "training", "fp8_recipe", {"delayed", "blockwise"}},
+      {"fp8_recipe", "training", "fp8_recipe", {"delayed", "blockwise", "tensorwise"}},
       {"shared_overlap", "parallelism", "moe_shared_expert_overlap", {"false", "true"}},
       {"dispatcher", "parallelism", "moe_token_dispatcher", {"alltoall", "deepep"}},
       {"ep_overlap", "parallelism", "overlap_moe_expert_parallel_comm", {"false", "true"}},

@@ -27,7 +27,8 @@ inline constexpr Named<Recompute> kRecomputeNames[] = {{"none", Recompute::None}
                                                        {"selective", Recompute::Selective},
                                                        {"full", Recompute::Full}};
 inline constexpr Named<Fp8Recipe> kFp8RecipeNames[] = {{"delayed", Fp8Recipe::Delayed},
-                                                       {"blockwise", Fp8Recipe::Blockwise}};
+                                                       {"blockwise", Fp8Recipe::Blockwise},
+                                                       {"tensorwise", Fp8Recipe::Tensorwise}};
 inline constexpr Named<RecomputeMethod> kRecomputeMethodNames[] = {
     {"uniform", RecomputeMethod::Uniform}, {"block", RecomputeMethod::Block}};
 inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEntropy::Unfused},

@@ -153,7 +153,9 @@ std::string describe(const WorkloadSpec& w) {
   if (w.model.experts > 0 && p.etp != p.tp) out += n("etp", p.etp);
   out += std::string(p.sequence_parallel ? " sp" : "") + n("mbs", static_cast<int>(t.micro_batch_size)) +
          n("gbs", static_cast<int>(t.global_batch_size)) + n("seq", static_cast<int>(t.seq_length)) +
-         " " + to_string(t.precision) + (t.fp8_recipe == Fp8Recipe::Blockwise ? "-blockwise" : "") +
+         " " + to_string(t.precision) +
+         (t.precision == Precision::FP8 && t.fp8_recipe != Fp8Recipe::Delayed
+              ? std::string("-") + to_string(t.fp8_recipe) : std::string()) +
          " " + p.schedule;
   if (w.dp_cp() > 1 || p.zero_stage == 3) {
     static const char* kZero[] = {" ddp", " distopt", " zero2", " zero3"};

@@ -105,8 +105,8 @@ Found check_ep_overlap(const WorkloadSpec& w) {
   if (t.recompute == Recompute::Full && t.precision == Precision::FP8 &&
       t.fp8_recipe == Fp8Recipe::Delayed) {
     return train("recompute", "full recompute under overlap_moe_expert_parallel_comm needs a "
-                              "current-scaling FP8 recipe (fp8_recipe: blockwise): the replay "
-                              "would update delayed scaling's amax history twice");
+                              "current-scaling FP8 recipe (fp8_recipe: tensorwise or blockwise): "
+                              "the replay would update delayed scaling's amax history twice");
   }
   return std::nullopt;
 }
@@ -148,6 +148,12 @@ Found check_experts(const WorkloadSpec& w) {
     // Megatron-LM asserts sequence parallelism for MoE with tensor parallelism (arguments.py);
     // the token dispatchers route each rank's sequence-parallel shard.
     return par("sequence_parallel", "a MoE model with tp > 1 needs sequence_parallel: true");
+  }
+  if (p.etp > 1 && t.precision == Precision::FP8 && t.fp8_recipe == Fp8Recipe::Tensorwise) {
+    // Transformer Engine's GroupedLinear asserts tp_size 1 under Float8CurrentScaling (the TP
+    // communication of the experts happens outside it, so it cannot share their scales).
+    return train("fp8_recipe", "tensorwise needs etp: 1 for the experts (Transformer Engine's "
+                               "GroupedLinear supports no expert TP with current scaling)");
   }
   if (t.moe_imbalance > p.ep) {
     return train("moe_imbalance", "cannot exceed ep (" + str(p.ep) +

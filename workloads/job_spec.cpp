@@ -248,18 +248,20 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
 }
 
 // Megatron-LM --fp8-recipe (with --fp8-format): Transformer Engine's DelayedScaling by default,
-// or Float8BlockScaling (blockwise). Block scales are computed locally per block: there is no
-// amax history to reduce, and TE's FP8 attention runs with delayed or current scaling only.
+// Float8BlockScaling (blockwise) or Float8CurrentScaling (tensorwise). Both compute their scales
+// from the tensor being cast: there is no amax history to reduce; FP8 attention is modelled
+// with the delayed recipe only.
 void read_fp8_recipe(YamlMap& t, TrainingSpec& s) {
   if (!t.has("fp8_recipe")) return;
   if (s.precision != Precision::FP8) throw t.error("fp8_recipe", "needs precision: fp8");
   s.fp8_recipe = read_enum(t, "fp8_recipe", kFp8RecipeNames);
-  if (s.fp8_recipe != Fp8Recipe::Blockwise) return;
+  if (s.fp8_recipe == Fp8Recipe::Delayed) return;
+  const std::string recipe = to_string(s.fp8_recipe);
   if (t.has("fp8_reduce_amax")) {
-    throw t.error("fp8_reduce_amax", "blockwise scaling keeps no amax history to reduce");
+    throw t.error("fp8_reduce_amax", recipe + " scaling keeps no amax history to reduce");
   }
   if (s.fp8_attention) {
-    throw t.error("fp8_attention", "Transformer Engine's FP8 attention needs the delayed recipe");
+    throw t.error("fp8_attention", "FP8 attention is modelled with the delayed recipe only");
   }
   s.fp8_reduce_amax = false;
 }

@@ -32,10 +32,11 @@ enum class Precision : std::uint8_t { BF16, FP8 };
 /// input and recomputes the whole layer forward before its backward (uniform method, 1 layer).
 enum class Recompute : std::uint8_t { None, Selective, Full };
 /// Transformer Engine's FP8 recipe (Megatron-LM --fp8-recipe): delayed scaling (per-tensor
-/// scales from an amax history, reduced over the amax group), or blockwise (Float8BlockScaling:
+/// scales from an amax history, reduced over the amax group), blockwise (Float8BlockScaling:
 /// 128x128 weight blocks and 1x128 activation and gradient blocks, scales computed locally, no
-/// amax reduction; DeepSeek-V3's fine-grained FP8).
-enum class Fp8Recipe : std::uint8_t { Delayed, Blockwise };
+/// amax reduction; DeepSeek-V3's fine-grained FP8), or tensorwise (Float8CurrentScaling: one
+/// scale per tensor from its own amax, computed before each cast; no amax history).
+enum class Fp8Recipe : std::uint8_t { Delayed, Blockwise, Tensorwise };
 /// Which layers full recompute checkpoints (Megatron-LM --recompute-method): uniform, every layer
 /// of a chunk, in consecutive groups of recompute_num_layers recomputed together; block, only
 /// the first recompute_num_layers layers of each chunk, one by one, the rest kept whole.
@@ -302,7 +303,7 @@ const char* to_string(ZeroImpl v);
 const char* to_string(CpCommType v);
 /// "overlapped" or "blocking".
 const char* to_string(TpBackwardComm v);
-/// "delayed" or "blockwise".
+/// "delayed", "blockwise" or "tensorwise".
 const char* to_string(Fp8Recipe v);
 /// "uniform" or "block".
 const char* to_string(RecomputeMethod v);

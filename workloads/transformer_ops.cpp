@@ -126,6 +126,8 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
     s.q_up_out = s.heads * m.head_dim;
     s.kv_up_out = s.heads * (m.head_dim - m.rope_head_dim + s.v_head_dim);
   }
+  s.fp8_current_scaling = spec.training.precision == Precision::FP8 &&
+                          spec.training.fp8_recipe == Fp8Recipe::Tensorwise;
   if (m.experts > 0) moe_shapes(spec, gate, s);
   return s;
 }
@@ -198,7 +200,7 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
     gather_sequence(k);
   }
   tp_overlap_gemm(b_.gemm(label, s_.tokens, n, k, dtype, kOutBytes), label, LinearPass::Fprop);
-  fp8_quantize(label + "_fp8_transpose", s_.tokens, k, kFp8TransposeBytes, dtype);
+  fp8_quantize(label + "_fp8_transpose", s_.tokens, k, kFp8TransposeBytes, dtype, true);
   if (overlapped) b_.defer(*overlapped);
 }
 
@@ -224,14 +226,6 @@ void TransformerOps::tp_overlap_gemm(std::uint32_t gemm, const std::string& labe
 // attention output, read and written.
 void TransformerOps::attn_out_transpose(const std::string& label) {
   if (s_.transpose_attn_out) b_.mem(label, MemKernel::Copy, 2.0 * act_bytes(s_.tokens, s_.attn_out));
-}
-
-// The FP8 quantization kernel of a GEMM operand [rows, cols] (transformer_constants.hpp);
-// nothing for a BF16 GEMM.
-void TransformerOps::fp8_quantize(const std::string& label, std::int64_t rows, std::int64_t cols,
-                                  double bytes_per_element, sim::DType dtype) {
-  if (dtype != sim::DType::FP8) return;
-  b_.mem(label, MemKernel::Copy, static_cast<double>(rows) * static_cast<double>(cols) * bytes_per_element);
 }
 
 // A row-parallel GEMM followed by the reduction of its output; with tp_comm_overlap the
@@ -325,7 +319,7 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
   } else {
     gather_sequence();
   }
-  fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, s_.linear_dtype);
+  fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, s_.linear_dtype, true);
   tp_overlap_gemm(b_.gemm(name + "_dgrad", s_.tokens, in, out, s_.linear_dtype, kOutBytes), name,
                   LinearPass::Dgrad);
   if (overlapped) b_.defer(*overlapped);

@@ -3,7 +3,7 @@
 // attention, with context-parallel ring attention; dense MLP or MoE block with expert
 // parallelism) and output head, forward and backward, with their tensor-parallel collectives
 // (internal to workloads/). Definitions are split over transformer_ops.cpp (embedding, head,
-// layers, MLP, TP helpers), attention_ops.cpp, moe_ops.cpp, mtp_ops.cpp and layer_pieces.cpp.
+// layers, MLP, TP helpers), attention_ops.cpp, moe_ops.cpp, mtp_ops.cpp, layer_pieces.cpp and fp8_ops.cpp.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +58,9 @@ struct RankShapes {
   /// delay_wgrad_compute: a split layer's backward runs the routed experts' weight gradients
   /// after the dispatch's backward exchange is launched (layer_backward_tail).
   bool delay_wgrad = false;
+  /// fp8_recipe tensorwise (Transformer Engine's Float8CurrentScaling): every cast computes its
+  /// tensor's amax first (fp8_ops.cpp).
+  bool fp8_current_scaling = false;
   int cp = 1;
   bool ep_comm = false;        ///< ep > 1
   bool etp_comm = false;       ///< etp > 1
@@ -175,8 +178,11 @@ class TransformerOps {
   void tp_overlap_gemm(std::uint32_t gemm, const std::string& label, LinearPass pass);
   /// With transpose_attn_out, the attention output's (or its gradient's) copy to contiguous.
   void attn_out_transpose(const std::string& label);
+  /// The FP8 quantization of a GEMM operand [rows, cols] (fp8_ops.cpp); `tp_amax`: its scale
+  /// is shared over the TP group (Transformer Engine's current scaling of an operand gathered
+  /// for sequence parallelism).
   void fp8_quantize(const std::string& label, std::int64_t rows, std::int64_t cols,
-                    double bytes_per_element, sim::DType dtype);
+                    double bytes_per_element, sim::DType dtype, bool tp_amax = false);
   std::vector<std::uint32_t> column_backward(const std::string& name, std::int64_t in,
                                              std::int64_t out, sim::DType dtype, ParamGroup group,
                                              int layer, GradSink* sink);
