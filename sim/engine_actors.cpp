@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -203,18 +204,22 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
       !r.mirror) {
     ++sh_->algorithm_fallbacks[{spec.kind, spec.group, g.shape.domains, algo.name}];
   }
-  // A TP communication kernel holds the SMs that overlapped GEMMs name (GemmShape::busy_sms).
-  const bool holds = sh_->held_sms && stream == Stream::TpComm && !r.mirror;
-  if (holds) set_tp_in_flight(r, true);
-  // DeepEP's kernels hold their SMs while an exchange beside compute runs (combined 1F1B).
-  const bool ep_holds = sh_->ep_held_sms && stream == Stream::EpComm &&
-                        spec.kind == CollectiveKind::TokenExchange && !r.mirror;
-  if (ep_holds) set_ep_in_flight(r, true);
+  // A TP communication kernel holds the SMs that overlapped GEMMs name (GemmShape::busy_sms);
+  // DeepEP's kernels hold theirs while an exchange beside compute runs (combined 1F1B).
+  std::optional<SmHolder> holder;
+  if (!r.mirror && sh_->held_sms && stream == Stream::TpComm) holder = SmHolder::Tp;
+  if (!r.mirror && sh_->ep_held_sms && stream == Stream::EpComm &&
+      spec.kind == CollectiveKind::TokenExchange) {
+    holder = SmHolder::DeepEp;
+  }
+  if (holder) set_holding(r, *holder, true);
+  auto release = [&] {
+    if (holder) set_holding(r, *holder, false);
+  };
   if (sh_->costed(spec.group)) {
     sg4::this_actor::sleep_for(
         algo.estimate(call, sh_->platform->nvlink_bandwidth, sh_->platform->network_bandwidth));
-    if (holds) set_tp_in_flight(r, false);
-    if (ep_holds) set_ep_in_flight(r, false);
+    release();
     last_algorithm_ = algo.name;
     return;
   }
@@ -225,8 +230,7 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   const double wire = play_phases(plan, spec.group, stream, slow);
   sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
   if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
-  if (holds) set_tp_in_flight(r, false);
-  if (ep_holds) set_ep_in_flight(r, false);
+  release();
   last_algorithm_ = plan.algorithm;
 }
 

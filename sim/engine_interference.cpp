@@ -62,9 +62,10 @@ void advance(Progress& p, const RankState& r, const StreamPlan& sp, const Unit& 
 
 /// The rate in force: the in-flight op whose factors apply, the interfering one with the most
 /// bytes (lowest slot on ties; several concurrent collectives are not measured, the largest
-/// stands for them), and whether a TP communication op is in flight.
+/// stands for them), and which SM holders have an op in flight.
 Rate strongest(const OverlapState& st) {
-  Rate best{nullptr, st.tp_in_flight > 0, st.ep_in_flight > 0};
+  Rate best{nullptr, st.holding[static_cast<size_t>(SmHolder::Tp)] > 0,
+            st.holding[static_cast<size_t>(SmHolder::DeepEp)] > 0};
   double bytes = -1.0;
   for (size_t s = 0; s < st.in_flight.size(); ++s) {
     const CommParams* c = st.in_flight[s];
@@ -99,15 +100,9 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes) 
   update_rate(st);
 }
 
-void set_tp_in_flight(RankState& r, bool start) {
+void set_holding(RankState& r, SmHolder holder, bool start) {
   OverlapState& st = r.overlap;
-  st.tp_in_flight += start ? 1 : -1;
-  update_rate(st);
-}
-
-void set_ep_in_flight(RankState& r, bool start) {
-  OverlapState& st = r.overlap;
-  st.ep_in_flight += start ? 1 : -1;
+  st.holding[static_cast<size_t>(holder)] += start ? 1 : -1;
   update_rate(st);
 }
 

@@ -166,6 +166,11 @@ struct MemBoundShape {
   HostThreads host_threads = HostThreads::PerRank;
 };
 
+/// SMs DeepEP's normal dispatch and combine kernels run on (Megatron-core TransformerConfig
+/// moe_deepep_num_sms, default 20, passed to DeepEP's Buffer.set_num_sms): a GEMM beside such an
+/// exchange has the others.
+inline constexpr int kDeepEpSms = 20;
+
 /// Top-k routing of a MoE layer's tokens, for a TokenExchange: `experts` routed experts spread
 /// evenly and contiguously over the group's members in group order (member i holds experts
 /// [i e, (i+1) e), e = experts / group size, as Megatron-core numbers local experts), each token
@@ -173,11 +178,6 @@ struct MemBoundShape {
 /// routing (Megatron-core moe_router_num_groups / moe_router_group_topk; DeepSeek-V3 8 / 4) the
 /// experts form `groups` contiguous router groups and a token's experts lie in `group_topk` of
 /// them, chosen uniformly. groups == 0: no group limit.
-/// SMs DeepEP's normal dispatch and combine kernels run on (Megatron-core TransformerConfig
-/// moe_deepep_num_sms, default 20, passed to DeepEP's Buffer.set_num_sms): a GEMM beside such an
-/// exchange has the others.
-inline constexpr int kDeepEpSms = 20;
-
 struct TokenRouting {
   std::int32_t experts = 0;
   std::int32_t top_k = 0;

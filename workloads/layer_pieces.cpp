@@ -54,18 +54,13 @@ std::vector<std::uint32_t> TransformerOps::layer_backward_piece(int layer, int p
     return {};
   }
   if (piece == 0) {
-    if (recompute) {
-      layer_recompute(layer, std::move(deps));  // the replay's exchanges in line
-      deps.clear();
-    }
-    b_.set_layer(layer);
-    for (std::uint32_t dep : deps) b_.defer(dep);  // parameters gathered for the backward
+    begin_layer_backward(layer, std::move(deps), recompute);  // the replay's exchanges in line
     moe_output_backward({});
     return {};
   }
   b_.set_layer(layer);
   if (piece == 1) {
-    moe_experts_backward(layer, sink, true, !s_.delay_wgrad);
+    moe_experts_backward(layer, sink, s_.delay_wgrad ? ExpertGrads::Data : ExpertGrads::All);
     if (s_.shared_ffn > 0) return shared_experts_backward(layer, sink);
     return {};
   }
@@ -77,7 +72,7 @@ std::vector<std::uint32_t> TransformerOps::layer_backward_piece(int layer, int p
 void TransformerOps::layer_backward_tail(int layer, int piece, GradSink* sink) {
   if (layer_pieces(layer) != 3 || piece != 1 || !s_.delay_wgrad) return;
   b_.set_layer(layer);
-  moe_experts_backward(layer, sink, false, true);
+  moe_experts_backward(layer, sink, ExpertGrads::Weight);
 }
 
 std::vector<std::uint32_t> TransformerOps::layer_exchange(int layer, bool backward, int after_piece,

@@ -189,7 +189,7 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
   exchange_beside("ep_combine_bwd", true, [&] {
     mlp_fc2_backward("shared_", s_.shared_ffn, ParamGroup::SharedFc2, layer, sink);
   });
-  moe_experts_backward(layer, sink);
+  moe_experts_backward(layer, sink, ExpertGrads::All);
   exchange_beside("ep_dispatch_bwd", false, [&] {
     column_backward("shared_fc1", s_.hidden, s_.shared_fc1_out, s_.linear_dtype,
                     ParamGroup::SharedFc1, layer, sink);
@@ -208,7 +208,7 @@ void TransformerOps::moe_output_backward(std::vector<std::uint32_t> deps) {
   b_.mem("unpermute_bwd", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden), std::move(deps));
 }
 
-void TransformerOps::moe_experts_backward(int layer, GradSink* sink, bool dgrad, bool wgrad) {
+void TransformerOps::moe_experts_backward(int layer, GradSink* sink, ExpertGrads grads) {
   auto fc2_wgrad = [&] {
     // Transformer Engine's GroupedLinear fuses the accumulation as its Linear does.
     const std::uint32_t op = grouped(b_.wgrad("expert_fc2_wgrad", s_.expert_ffn, s_.hidden, s_.expert_rows,
@@ -220,13 +220,12 @@ void TransformerOps::moe_experts_backward(int layer, GradSink* sink, bool dgrad,
                                               s_.linear_dtype, s_.wgrad_accum), sim::GroupAxis::K);
     if (sink != nullptr) sink->gradient_ready(ParamGroup::ExpertFc1, layer, op);
   };
-  if (!dgrad) {
-    if (wgrad) {
-      fc2_wgrad();
-      fc1_wgrad();
-    }
+  if (grads == ExpertGrads::Weight) {
+    fc2_wgrad();
+    fc1_wgrad();
     return;
   }
+  const bool wgrad = grads == ExpertGrads::All;
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
   grouped(b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype,

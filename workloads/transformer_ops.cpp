@@ -450,6 +450,17 @@ void TransformerOps::layer_recompute(int layer, std::vector<std::uint32_t> param
 
 void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::uint32_t> param_deps,
                                     bool recompute) {
+  begin_layer_backward(layer, std::move(param_deps), recompute);
+  std::vector<std::uint32_t> comm;
+  if (spec_.model.is_moe_layer(layer)) {
+    comm = moe_backward(layer, sink);
+  } else {
+    comm = mlp_backward("", s_.fc1_out, s_.ffn, ParamGroup::Fc1, ParamGroup::Fc2, layer, sink);
+  }
+  layer_attention_backward(layer, sink, std::move(comm));
+}
+void TransformerOps::begin_layer_backward(int layer, std::vector<std::uint32_t> param_deps,
+                                          bool recompute) {
   if (recompute) {
     // Megatron's full recompute re-runs the layer forward from its checkpointed input,
     // collectives included, right before its backward.
@@ -457,14 +468,7 @@ void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::
     param_deps.clear();
   }
   b_.set_layer(layer);
-  std::vector<std::uint32_t> comm;
   for (std::uint32_t dep : param_deps) b_.defer(dep);  // parameters gathered for the backward
-  if (spec_.model.is_moe_layer(layer)) {
-    comm = moe_backward(layer, sink);
-  } else {
-    comm = mlp_backward("", s_.fc1_out, s_.ffn, ParamGroup::Fc1, ParamGroup::Fc2, layer, sink);
-  }
-  layer_attention_backward(layer, sink, std::move(comm));
 }
 void TransformerOps::layer_attention_backward(int layer, GradSink* sink, std::vector<std::uint32_t> comm) {
   const double x = act_bytes(s_.sp_tokens, s_.hidden);

@@ -205,6 +205,9 @@ class TransformerOps {
   void layer_forward_ops(int layer, std::vector<std::uint32_t> param_deps);
   /// Norm, attention block, residual and the MLP's norm of a layer's forward.
   void layer_attention_forward(int layer, std::vector<std::uint32_t> param_deps);
+  /// Start of a layer's backward: with `recompute` its forward re-run from its checkpoint (after
+  /// `param_deps`), else the next compute op waits for `param_deps`.
+  void begin_layer_backward(int layer, std::vector<std::uint32_t> param_deps, bool recompute);
   /// From the MLP's norm backward (after `comm`) through the attention block's backward.
   void layer_attention_backward(int layer, GradSink* sink, std::vector<std::uint32_t> comm);
   // attention_ops.cpp
@@ -231,10 +234,14 @@ class TransformerOps {
   std::vector<std::uint32_t> shared_experts_backward(int layer, GradSink* sink);
   /// Backward of the unpermutation, after `deps` (before the combine's backward exchange).
   void moe_output_backward(std::vector<std::uint32_t> deps);
-  /// Backward of the routed experts (between the two backward exchanges): data and weight
-  /// gradients in autograd order, or only the data (`wgrad` false) or weight (`dgrad` false)
-  /// gradients.
-  void moe_experts_backward(int layer, GradSink* sink, bool dgrad = true, bool wgrad = true);
+  /// Which gradients of the routed experts a backward emits.
+  enum class ExpertGrads : std::uint8_t {
+    All,     ///< data and weight gradients in autograd order
+    Data,    ///< the data gradients only (their weight gradients deferred)
+    Weight   ///< the deferred weight gradients only
+  };
+  /// Backward of the routed experts (between the two backward exchanges).
+  void moe_experts_backward(int layer, GradSink* sink, ExpertGrads grads);
   /// Backward of the permutation and the router (after the dispatch's backward exchange).
   void moe_route_backward(int layer, GradSink* sink);
   std::vector<std::uint32_t> expert_exchange(const std::string& label, bool dispatch,

@@ -58,17 +58,22 @@ struct Rate {
   bool full() const { return comm == nullptr && !held && !ep_held; }
 };
 
+/// Communication kernels that hold SMs of the GEMMs beside them while they run (docs/engine.md):
+/// Transformer Engine's TP userbuffers kernels (GEMMs with GemmShape::busy_sms, at
+/// Op::held_slowdown) and DeepEP's token exchanges on ep_comm (every GEMM, at
+/// Op::ep_held_slowdown).
+enum class SmHolder : std::uint8_t { Tp, DeepEp };
+inline constexpr std::size_t kSmHolderCount = 2;
+
 /// Compute/communication interference bookkeeping of one rank (docs/engine.md).
 struct OverlapState {
   /// Per stream slot: the communication op in flight (null: none) and its bytes.
   std::array<const CommParams*, kStreamCount> in_flight{};
   std::array<double, kStreamCount> in_flight_bytes{};
-  /// Tensor-parallel communication ops in flight (their kernels hold SMs of overlapped GEMMs).
-  int tp_in_flight = 0;
-  /// DeepEP token exchanges in flight on the ep_comm stream (their kernels hold kDeepEpSms SMs).
-  int ep_in_flight = 0;
+  /// Ops in flight whose kernels hold SMs, per SmHolder.
+  std::array<int, kSmHolderCount> holding{};
   /// The rate now: the in-flight op with the most bytes among those that interfere, and
-  /// whether tp_in_flight > 0.
+  /// which holders hold SMs.
   Rate in_force;
   bool computing = false;  ///< the compute stream is inside a compute unit
   bool logging = false;    ///< ... asleep for its full-rate duration: changes go to `log`
@@ -188,13 +193,9 @@ void unfold_timeline(Shared& sh);
 /// when `prm` is null; updates the factors in force and wakes (or logs for) the compute stream.
 void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes);
 
-/// Counts a tensor-parallel communication op of rank `r` starting (`start` true) or ending;
-/// updates the rate in force as set_in_flight does.
-void set_tp_in_flight(RankState& r, bool start);
-
-/// Counts a DeepEP token exchange of rank `r` on the ep_comm stream starting (`start` true) or
+/// Counts an op of rank `r` whose kernels hold SMs as `holder` starting (`start` true) or
 /// ending; updates the rate in force as set_in_flight does.
-void set_ep_in_flight(RankState& r, bool start);
+void set_holding(RankState& r, SmHolder holder, bool start);
 
 /// Plays compute unit `u` of stream plan `sp` on rank `r`, at full rate while no interfering
 /// communication is in flight and at 1/compute_slowdown of each op's rate while some is, times
