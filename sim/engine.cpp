@@ -18,7 +18,7 @@ namespace detail {
 
 ProgramPlan plan_program(const Program& program) {
   const auto n = static_cast<std::uint32_t>(program.ops.size());
-  std::vector<std::uint8_t> waiters(n, 0);  // streams (bit mask) awaiting each op
+  std::vector<std::uint16_t> waiters(n, 0);  // streams (bit mask) awaiting each op
   for (std::uint32_t i = 0; i < n; ++i) {
     for (std::uint32_t d : program.ops[i].deps) {
       if (d >= i) {
@@ -26,7 +26,7 @@ ProgramPlan plan_program(const Program& program) {
                                     std::to_string(d) + ", which is not earlier in the program");
       }
       if (program.ops[d].stream != program.ops[i].stream) {
-        waiters[d] |= static_cast<std::uint8_t>(1u << static_cast<unsigned>(program.ops[i].stream));
+        waiters[d] |= static_cast<std::uint16_t>(1u << static_cast<unsigned>(program.ops[i].stream));
       }
     }
   }

@@ -162,9 +162,13 @@ void StreamActor::charge_exposed(RankState& r, const Op* gating, double seconds)
   }
 }
 
+// Compute units of the compute stream play the rank's interference and held-SM factors; those
+// of the copy streams (host copies of activation offloading, on the GPU's copy engines) are
+// plain sleeps that neither slow nor are slowed by the rank's kernels.
 void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u) {
   const double start = sg4::Engine::get_clock();
-  if (!sh_->options->interference) {
+  const bool plain = !sh_->options->interference || sp.stream != Stream::Compute;
+  if (plain) {
     sg4::this_actor::sleep_for(u.duration_s);
   } else {
     play_compute(r, sp, u, r.record ? &op_ends_ : nullptr);
@@ -174,7 +178,7 @@ void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u)
   double t = start;
   for (std::uint32_t pos = u.begin; pos < u.end; ++pos) {
     const Op& op = r.program->ops[sp.ops[pos]];
-    const double end = sh_->options->interference ? op_ends_[pos - u.begin] : t + op.duration_s;
+    const double end = plain ? t + op.duration_s : op_ends_[pos - u.begin];
     record(sp.stream, op, t, end);
     t = end;
   }

@@ -33,6 +33,8 @@ const char* to_string(Stream v) {
     case Stream::CpComm: return "cp_comm";
     case Stream::AmaxComm: return "amax_comm";
     case Stream::EpComm: return "ep_comm";
+    case Stream::D2H: return "d2h";
+    case Stream::H2D: return "h2d";
   }
   return "?";
 }

@@ -27,8 +27,10 @@ enum class DType : std::uint8_t { BF16, FP8, FP32 };
 /// Megatron-core's moe_shared_expert_overlap runs the shared experts beside them (the
 /// dispatcher's collectives stay on the main CUDA stream, the shared experts move to a side
 /// stream; here the roles are swapped, which orders the same work the same way).
-enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, CpComm, AmaxComm, EpComm };
-inline constexpr int kStreamCount = 7;
+enum class Stream : std::uint8_t { Compute, TpComm, PpComm, DpComm, CpComm, AmaxComm, EpComm, D2H, H2D };
+/// Number of Stream values. D2H and H2D are copy-engine streams (activation offloading): their
+/// ops are host copies that run beside compute without taking SMs.
+inline constexpr int kStreamCount = 9;
 
 /// Training phase an op belongs to (for breakdowns and the timeline).
 enum class Phase : std::uint8_t { Forward, Backward, Optimizer };

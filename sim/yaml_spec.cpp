@@ -1,5 +1,6 @@
 #include "sim/yaml_spec.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -237,6 +238,26 @@ std::vector<std::int64_t> YamlMap::get_int_list(const std::string& key, std::int
                           std::to_string(max) + "]");
     }
     out.push_back(parsed);
+  }
+  return out;
+}
+
+std::vector<std::string> YamlMap::get_enum_list(const std::string& key,
+                                                const std::vector<std::string>& allowed) {
+  YAML::Node value = require(key);
+  if (!value.IsSequence()) throw error(key, "expected a list of: " + join(allowed));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string at = field(key) + "[" + std::to_string(i) + "]";
+    const std::string item = value[i].IsScalar() ? value[i].Scalar() : std::string();
+    if (std::find(allowed.begin(), allowed.end(), item) == allowed.end()) {
+      throw SpecError(file_, node_line(value[i]), at,
+                      "'" + item + "' is not one of: " + join(allowed));
+    }
+    if (std::find(out.begin(), out.end(), item) != out.end()) {
+      throw SpecError(file_, node_line(value[i]), at, "'" + item + "' is listed twice");
+    }
+    out.push_back(item);
   }
   return out;
 }

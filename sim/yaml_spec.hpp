@@ -72,6 +72,9 @@ class YamlMap {
   /// Sequence of integers. @throws SpecError.
   std::vector<std::int64_t> get_int_list(const std::string& key, std::int64_t min,
                                          std::int64_t max);
+  /// Sequence of strings, each one of `allowed`, none twice. @throws SpecError at the
+  /// offending element (its line and index) or at the key when it is not a sequence.
+  std::vector<std::string> get_enum_list(const std::string& key, const std::vector<std::string>& allowed);
   /// True if the value at key is a scalar (and marks it known); false if absent.
   bool is_scalar(const std::string& key);
   /// All keys, in file order (marks none).

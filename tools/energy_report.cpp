@@ -66,7 +66,8 @@ double memory_bound_share(const sim::Workload& w) {
   std::vector<double> mem(w.programs.size(), 0.0), all(w.programs.size(), 0.0);
   for (std::size_t p = 0; p < w.programs.size(); ++p) {
     for (const auto& op : w.programs[p].ops) {
-      if (!op.is_compute()) continue;
+      // Copy-stream ops (activation offloading) run beside the compute stream on copy engines.
+      if (!op.is_compute() || op.stream == sim::Stream::D2H || op.stream == sim::Stream::H2D) continue;
       all[p] += op.duration_s;
       if (std::holds_alternative<sim::MemBoundShape>(op.shape)) mem[p] += op.duration_s;
     }

@@ -29,6 +29,10 @@ inline constexpr Named<Recompute> kRecomputeNames[] = {{"none", Recompute::None}
 inline constexpr Named<Fp8Recipe> kFp8RecipeNames[] = {{"delayed", Fp8Recipe::Delayed},
                                                        {"blockwise", Fp8Recipe::Blockwise},
                                                        {"tensorwise", Fp8Recipe::Tensorwise}};
+inline constexpr Named<OffloadModule> kOffloadModuleNames[] = {
+    {"qkv_linear", OffloadModule::QkvLinear}, {"core_attn", OffloadModule::CoreAttn},
+    {"attn_proj", OffloadModule::AttnProj},   {"mlp_norm", OffloadModule::MlpNorm},
+    {"expert_fc1", OffloadModule::ExpertFc1}, {"moe_act", OffloadModule::MoeAct}};
 inline constexpr Named<RecomputeMethod> kRecomputeMethodNames[] = {
     {"uniform", RecomputeMethod::Uniform}, {"block", RecomputeMethod::Block}};
 inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEntropy::Unfused},

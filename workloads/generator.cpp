@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "workloads/activation_offload.hpp"
 #include "workloads/dp_sync.hpp"
 #include "workloads/flops.hpp"
 #include "workloads/job_checks.hpp"
@@ -174,6 +175,12 @@ std::string describe(const WorkloadSpec& w) {
   if (p.moe_shared_expert_overlap) out += " shared-overlap";
   if (p.overlap_moe_expert_parallel_comm) out += " ep-overlap";
   if (p.optimizer_offload == OptimizerOffload::Cpu) out += " cpu-offload";
+  if (!t.offload_modules.empty()) {
+    out += " offload:";
+    for (std::size_t i = 0; i < t.offload_modules.size(); ++i) {
+      out += std::string(i ? "," : "") + to_string(t.offload_modules[i]);
+    }
+  }
   return out;
 }
 
@@ -242,6 +249,7 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
     }
   }
   sync->end_step();
+  add_activation_offload(spec, stage, program);
   return program;
 }
 

@@ -296,9 +296,45 @@ Found check_batch(const WorkloadSpec& w) {
   return std::nullopt;
 }
 
+// Megatron-core's fine-grained activation offloading, as modelled: Megatron's TE layers without
+// recomputation, the per-microbatch schedules, and modules the model has.
+Found check_activation_offload(const WorkloadSpec& w) {
+  const TrainingSpec& t = w.training;
+  const ParallelSpec& p = w.parallel;
+  if (t.offload_modules.empty()) return std::nullopt;
+  const char* key = "offload_modules";
+  if (t.recompute != Recompute::None) {
+    return train(key, "is modelled without recompute (recompute: none): what a recomputed module "
+                      "saves under offloading is not modelled");
+  }
+  if (t.elementwise == Elementwise::Eager) {
+    return train(key, "is Megatron-core's; elementwise: eager is the Hugging Face family");
+  }
+  if (p.zero_stage == 3 || p.optimizer_offload == OptimizerOffload::Cpu) {
+    return train(key, "is not modelled with zero_stage 3 or optimizer_offload: cpu");
+  }
+  if (p.overlap_moe_expert_parallel_comm) {
+    return train(key, "is not modelled under overlap_moe_expert_parallel_comm (the combined 1F1B)");
+  }
+  if (t.offloads(OffloadModule::QkvLinear) && w.model.attention == AttentionKind::Mla) {
+    return train(key, "qkv_linear is not modelled for MLA (its down and up projections)");
+  }
+  if (t.offloads(OffloadModule::CoreAttn) && p.cp > 1) {
+    return train(key, "core_attn is not modelled with context parallelism (cp > 1)");
+  }
+  const bool moe_module = t.offloads(OffloadModule::MlpNorm) || t.offloads(OffloadModule::ExpertFc1) ||
+                          t.offloads(OffloadModule::MoeAct);
+  if (moe_module && w.model.experts == 0) {
+    return train(key, "mlp_norm, expert_fc1 and moe_act offload MoE layers' tensors; the model has "
+                      "no MoE layers");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<SpecViolation> find_violation(const WorkloadSpec& spec) {
+  if (auto v = check_activation_offload(spec)) return v;
   if (auto v = check_tensor_parallel(spec)) return v;
   if (auto v = check_experts(spec)) return v;
   if (auto v = check_sequence(spec)) return v;

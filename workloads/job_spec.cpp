@@ -282,6 +282,27 @@ void read_recompute_layers(YamlMap& t, TrainingSpec& s) {
 // absent), as Megatron-LM derives it (arguments.py); recompute none, cross entropy unfused and
 // the megatron MFU convention are Megatron-LM's defaults; dropless MoE routing (no capacity
 // factor) is Megatron-core's default (moe_expert_capacity_factor None).
+// Megatron-core's --offload-modules choices. attn_norm is named only to say why it is refused:
+// Transformer Engine's layer spec fuses the input norm into linear_qkv, and Megatron skips an
+// attn_norm offload when input_layernorm is that IdentityOp (TransformerLayer.offload_attn_norm).
+void read_offload_modules(YamlMap& t, TrainingSpec& s) {
+  if (!t.has("offload_modules")) return;
+  std::vector<std::string> names;
+  for (const auto& entry : kOffloadModuleNames) names.emplace_back(entry.name);
+  names.emplace_back("attn_norm");
+  for (const std::string& name : t.get_enum_list("offload_modules", names)) {
+    if (name == "attn_norm") {
+      throw t.error("offload_modules",
+                    "attn_norm offloads nothing here: Transformer Engine's layer spec fuses the input "
+                    "norm into linear_qkv (Megatron skips it); offload qkv_linear instead");
+    }
+    for (const auto& entry : kOffloadModuleNames) {
+      if (name == entry.name) s.offload_modules.push_back(entry.value);
+    }
+  }
+  std::sort(s.offload_modules.begin(), s.offload_modules.end());
+}
+
 TrainingSpec read_training(YamlMap& t, int dp) {
   reject_unknown_keys(t, {"seq_length", "micro_batch_size", "global_batch_size",
                           "gradient_accumulation_steps", "precision", "fp8_attention",
@@ -289,7 +310,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
                           "fp8_reduce_amax", "fp8_recipe", "recompute", "recompute_method",
                           "recompute_num_layers",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
-                          "moe_capacity_factor", "expandable_segments"});
+                          "moe_capacity_factor", "expandable_segments", "offload_modules"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
   s.micro_batch_size = t.get_int("micro_batch_size", 1, kMaxBatch);
@@ -321,6 +342,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   s.moe_imbalance = t.get_double_or("moe_imbalance", 1.0, 1.0, 1e6);
   s.moe_capacity_factor = t.get_double_or("moe_capacity_factor", 0.0, 0.0, 1e6);
   s.expandable_segments = t.get_bool_or("expandable_segments", false);
+  read_offload_modules(t, s);
   if (t.has("moe_capacity_factor") && s.moe_capacity_factor <= 0.0) {
     throw t.error("moe_capacity_factor", "must be > 0 (omit it for dropless routing)");
   }
@@ -364,6 +386,11 @@ const char* to_string(TpBackwardComm v) { return name_of(v, kTpBackwardCommNames
 const char* to_string(MoeDispatcher v) { return name_of(v, kMoeDispatcherNames); }
 const char* to_string(RecomputeMethod v) { return name_of(v, kRecomputeMethodNames); }
 const char* to_string(Fp8Recipe v) { return name_of(v, kFp8RecipeNames); }
+const char* to_string(OffloadModule v) { return name_of(v, kOffloadModuleNames); }
+
+bool TrainingSpec::offloads(OffloadModule m) const {
+  return std::find(offload_modules.begin(), offload_modules.end(), m) != offload_modules.end();
+}
 
 sim::RankLayout rank_layout(const WorkloadSpec& spec) {
   const ParallelSpec& p = spec.parallel;

@@ -37,6 +37,12 @@ enum class Recompute : std::uint8_t { None, Selective, Full };
 /// amax reduction; DeepSeek-V3's fine-grained FP8), or tensorwise (Float8CurrentScaling: one
 /// scale per tensor from its own amax, computed before each cast; no amax history).
 enum class Fp8Recipe : std::uint8_t { Delayed, Blockwise, Tensorwise };
+/// A module whose saved activations Megatron-core's fine-grained activation offloading copies to
+/// pinned host memory after its forward and back before its backward (--offload-modules; in
+/// the order a layer's forward runs them): linear_qkv (the input norm fused into it by
+/// Transformer Engine's layer spec), the core attention, the attention projection, the MoE
+/// layers' pre-MLP norm, the routed experts' FC1 and their activation function.
+enum class OffloadModule : std::uint8_t { QkvLinear, CoreAttn, AttnProj, MlpNorm, ExpertFc1, MoeAct };
 /// Which layers full recompute checkpoints (Megatron-LM --recompute-method): uniform, every layer
 /// of a chunk, in consecutive groups of recompute_num_layers recomputed together; block, only
 /// the first recompute_num_layers layers of each chunk, one by one, the rest kept whole.
@@ -253,6 +259,12 @@ struct TrainingSpec {
   double moe_capacity_factor = 0.0;     ///< expert capacity / average load; 0: dropless
   bool expandable_segments = false;     ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
                                         ///< (memory model: less fragmentation)
+  /// Megatron-core --fine-grained-activation-offloading --offload-modules: the modules whose
+  /// saved activations go to the host (docs/memory-model.md, "Activation offloading"); in
+  /// OffloadModule order, none twice; empty: no offloading.
+  std::vector<OffloadModule> offload_modules;
+  /// True if `m` is offloaded.
+  bool offloads(OffloadModule m) const;
 };
 
 /// A validated workload: model, parallel layout and training settings.
@@ -305,6 +317,7 @@ const char* to_string(CpCommType v);
 const char* to_string(TpBackwardComm v);
 /// "delayed", "blockwise" or "tensorwise".
 const char* to_string(Fp8Recipe v);
+const char* to_string(OffloadModule v);
 /// "uniform" or "block".
 const char* to_string(RecomputeMethod v);
 /// "alltoall" or "deepep".

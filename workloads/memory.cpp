@@ -1,11 +1,13 @@
 #include "workloads/memory.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <utility>
 #include <stdexcept>
 
+#include "workloads/activation_offload.hpp"
 #include "workloads/dp_buckets.hpp"
 #include "workloads/dp_sync.hpp"
 #include "workloads/flops.hpp"
@@ -247,6 +249,28 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
 }
 
 // Activations in flight, the working set of the layer in backward, logits and buffers.
+// What activation offloading leaves on the GPU beyond the resident activations (Megatron's
+// manager, workloads/activation_offload.hpp): the last group of each offloaded module in a chunk
+// whose backward runs next (for one chunk: the step's first backward chunk, or the current one
+// on the last stage) and the one group reloaded ahead of its backward.
+double offload_on_gpu(const WorkloadSpec& spec, const std::vector<LayerRange>& chunks) {
+  double kept = 0.0, ahead = 0.0;
+  for (const LayerRange& r : chunks) {
+    std::array<double, kOffloadModuleCount> last{};
+    for (int l = r.begin; l < r.end; ++l) {
+      const LayerOffload o = layer_offload(spec, l);
+      for (std::size_t m = 0; m < last.size(); ++m) {
+        if (o.copied[m] > 0.0) last[m] = o.copied[m];
+        ahead = std::max(ahead, o.copied[m]);
+      }
+    }
+    double sum = 0.0;
+    for (double b : last) sum += b;
+    kept = std::max(kept, sum);
+  }
+  return kept + ahead;
+}
+
 void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out,
                      int& in_flight_count) {
   const ParallelSpec& p = spec.parallel;
@@ -290,12 +314,21 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
         bytes += kBf16 * x.tsp * x.h * (recompute == Recompute::Full ? 2.0 : 4.0);
       }
     }
+    for (int l = chunks[c].begin; l < chunks[c].end; ++l) bytes -= layer_offload(spec, l).freed;
     per_chunk.push_back(bytes);
   }
   const InFlight flight = in_flight(spec, stage, per_chunk);
   in_flight_count = flight.count;
   out.push_back({"activations", flight.bytes,
-                 "per-layer activations (Korthikanti et al.) x microbatch-chunks in flight"});
+                 spec.training.offload_modules.empty()
+                     ? "per-layer activations (Korthikanti et al.) x microbatch-chunks in flight"
+                     : "per-layer activations (Korthikanti et al.) less the offloaded modules' x "
+                       "microbatch-chunks in flight"});
+  if (!spec.training.offload_modules.empty()) {
+    out.push_back({"activation_offload", offload_on_gpu(spec, chunks),
+                   "offloaded groups kept on the GPU: the last of each module of one chunk, and "
+                   "one group reloaded ahead"});
+  }
   out.push_back({"activation_working_set", working,
                  recompute == Recompute::Full
                      ? "recomputed layer + gradient tensors at the peak of its backward"

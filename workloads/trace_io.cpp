@@ -31,7 +31,7 @@ constexpr std::array kFp8Scalings{sim::Fp8Scaling::Tensor, sim::Fp8Scaling::Bloc
 constexpr std::array kAttentionKernels{sim::AttentionKernel::Cudnn, sim::AttentionKernel::Flash2};
 constexpr std::array kStreams{sim::Stream::Compute, sim::Stream::TpComm, sim::Stream::PpComm,
                               sim::Stream::DpComm, sim::Stream::CpComm, sim::Stream::AmaxComm,
-                              sim::Stream::EpComm};
+                              sim::Stream::EpComm, sim::Stream::D2H, sim::Stream::H2D};
 constexpr std::array kPhases{sim::Phase::Forward, sim::Phase::Backward, sim::Phase::Optimizer};
 // Every group kind (op lines); the first four plus EP are the layout's dimensions.
 constexpr std::array kGroups{sim::GroupKind::TP,  sim::GroupKind::CP,  sim::GroupKind::DP,

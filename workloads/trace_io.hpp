@@ -21,8 +21,10 @@ namespace clustersim::workloads {
 /// `busy_sms`; version 6 the host kernels host_elementwise, host_cast and host_copy_pageable and
 /// the optional `host_threads` of mem ops; version 7 the optional GEMM `grad_accum`; version 8
 /// the optional attention `kernel`; version 9 the optional GEMM `groups` and `group_axis`;
-/// version 10 the ep_comm stream. The reader accepts versions 1 to 10 (version 1: ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 12;
+/// version 10 the ep_comm stream; version 11 the token_exchange collective; version 12 the GEMM
+/// `fp8_scaling`; version 13 the d2h and h2d copy streams (activation offloading). The reader
+/// accepts versions 1 to 13 (version 1: ep = etp = 1).
+inline constexpr int kTraceFormatVersion = 13;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

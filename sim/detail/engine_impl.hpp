@@ -18,7 +18,7 @@ struct Unit {
   bool compute = true;          ///< compute run (else one communication op)
   double duration_s = 0.0;      ///< sum of op durations (compute runs)
   std::vector<std::uint32_t> deps;  ///< ops on other streams that must be done before the unit
-  std::uint8_t waiters = 0;     ///< bit s set: an op of stream s depends on this unit's last op
+  std::uint16_t waiters = 0;    ///< bit s set: an op of stream s depends on this unit's last op
 };
 
 /// The ops of one stream of a program, grouped into units.

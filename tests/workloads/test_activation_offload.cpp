@@ -1,0 +1,155 @@
+// Megatron-core's fine-grained activation offloading (training.offload_modules): what each module
+// moves and frees, the memory model's resident activations, the copies and waits added to the
+// programs, and the job checks.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "workload_test_util.hpp"
+#include "workloads/activation_offload.hpp"
+#include "workloads/generator.hpp"
+#include "workloads/memory.hpp"
+
+namespace clustersim::workloads {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Llama 3 8B's layer (h 4096, 32 heads, 8 KV heads of 128), 4 layers, seq 4096, mbs 1.
+std::string job(int pp, const std::string& precision, const std::string& modules, int gbs = 8) {
+  return "model: {catalog: llama3_8b, layers: 4}\n"
+         "parallelism: {tp: 1, pp: " + std::to_string(pp) + ", dp: 1}\n"
+         "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: " + std::to_string(gbs) +
+         ", precision: " + precision + ", offload_modules: [" + modules + "]}\n";
+}
+
+WorkloadSpec spec_of(int pp, const std::string& precision, const std::string& modules, int gbs = 8) {
+  return testing::parse_job(job(pp, precision, modules, gbs), pp);
+}
+
+double copied(const LayerOffload& o, OffloadModule m) { return o.copied[static_cast<std::size_t>(m)]; }
+
+TEST(ActivationOffload, EachModuleMovesWhatItSaves) {
+  // BF16: linear_qkv saves the norm input and the norm output, 32 MiB each (4096 x 4096 x 2 B);
+  // the core attention q (32 MiB), k and v (8 MiB each) and its output (32 MiB); its FP32
+  // log-sum-exp, 4096 x 32 elements, is under Megatron's 1M-element minimum and stays.
+  const LayerOffload all = layer_offload(spec_of(1, "bf16", "qkv_linear, core_attn, attn_proj"), 0);
+  EXPECT_DOUBLE_EQ(copied(all, OffloadModule::QkvLinear), 64 * kMiB);
+  EXPECT_DOUBLE_EQ(copied(all, OffloadModule::CoreAttn), 80 * kMiB);
+  // The projection's input is the attention output itself: copied by both groups, freed once.
+  EXPECT_DOUBLE_EQ(copied(all, OffloadModule::AttnProj), 32 * kMiB);
+  EXPECT_DOUBLE_EQ(all.freed, (64 + 80) * kMiB);
+  // Without the projection's group the output stays referenced by it: copied, not freed.
+  const LayerOffload core = layer_offload(spec_of(1, "bf16", "core_attn"), 0);
+  EXPECT_DOUBLE_EQ(copied(core, OffloadModule::CoreAttn), 80 * kMiB);
+  EXPECT_DOUBLE_EQ(core.freed, 48 * kMiB);
+  EXPECT_DOUBLE_EQ(copied(core, OffloadModule::QkvLinear), 0.0);
+  // FP8: the projection keeps its own FP8 cast (16 MiB), so the BF16 output leaves with the core
+  // attention's group; linear_qkv's norm output is FP8 (16 MiB).
+  const LayerOffload fp8 = layer_offload(spec_of(1, "fp8", "qkv_linear, core_attn, attn_proj"), 0);
+  EXPECT_DOUBLE_EQ(copied(fp8, OffloadModule::QkvLinear), 48 * kMiB);
+  EXPECT_DOUBLE_EQ(copied(fp8, OffloadModule::AttnProj), 16 * kMiB);
+  EXPECT_DOUBLE_EQ(fp8.freed, (48 + 80 + 16) * kMiB);
+  EXPECT_DOUBLE_EQ(layer_offload(spec_of(1, "bf16", "core_attn"), 4).freed, 0.0);  // no such layer
+}
+
+TEST(ActivationOffload, ResidentActivationsLoseTheFreedBytesOfEveryChunkInFlight) {
+  const WorkloadSpec base = testing::parse_job(
+      "model: {catalog: llama3_8b, layers: 4}\nparallelism: {tp: 1, pp: 2, dp: 1}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 8, precision: bf16}\n", 2);
+  const WorkloadSpec off = spec_of(2, "bf16", "qkv_linear, core_attn, attn_proj");
+  const MemoryReport a = estimate_memory(base, 80e9);
+  const MemoryReport b = estimate_memory(off, 80e9);
+  const StageMemory& s0 = a.stages[0];
+  const StageMemory& t0 = b.stages[0];
+  ASSERT_EQ(s0.microbatches_in_flight, 2);  // stage 0 of 2 under 1F1B
+  const double per_chunk = 2 * layer_offload(off, 0).freed;  // the stage's two layers
+  EXPECT_DOUBLE_EQ(t0.bytes("activations"), s0.bytes("activations") - 2 * per_chunk);
+  // Kept on the GPU: one chunk's last layer (144 MiB of groups) and one group reloaded ahead.
+  EXPECT_DOUBLE_EQ(t0.bytes("activation_offload"), (64 + 80 + 32) * kMiB + 80 * kMiB);
+  EXPECT_DOUBLE_EQ(s0.bytes("activation_offload"), 0.0);
+  EXPECT_LT(t0.total(), s0.total());
+}
+
+// The copies of one stage's program, by (microbatch, layer, module label).
+struct Copies {
+  std::map<std::tuple<int, int, std::string>, std::uint32_t> offload, reload;
+};
+
+Copies copies_of(const sim::Program& p) {
+  Copies c;
+  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+    const sim::Op& op = p.ops[i];
+    const std::string& label = p.labels[op.label];
+    if (op.stream == sim::Stream::D2H) c.offload[{op.microbatch, op.layer, label.substr(8)}] = i;
+    if (op.stream == sim::Stream::H2D) c.reload[{op.microbatch, op.layer, label.substr(7)}] = i;
+  }
+  return c;
+}
+
+TEST(ActivationOffload, CopiesRunBesideComputeAndTheBackwardWaitsForTheReload) {
+  const WorkloadSpec spec = spec_of(2, "bf16", "qkv_linear, core_attn, attn_proj");
+  for (int stage = 0; stage < 2; ++stage) {
+    const sim::Program p = generate_stage_program(spec, stage);
+    const Copies c = copies_of(p);
+    ASSERT_EQ(c.offload.size(), c.reload.size());
+    for (const auto& [key, off] : c.offload) {
+      const auto [mb, layer, module] = key;
+      const sim::Op& o = p.ops[off];
+      EXPECT_EQ(o.phase, sim::Phase::Forward);
+      ASSERT_EQ(o.deps.size(), 1u);
+      EXPECT_EQ(p.ops[o.deps[0]].stream, sim::Stream::Compute);
+      EXPECT_EQ(p.ops[o.deps[0]].layer, layer);
+      const std::uint32_t back = c.reload.at(key);
+      const sim::Op& r = p.ops[back];
+      EXPECT_DOUBLE_EQ(r.bytes, o.bytes);
+      EXPECT_EQ(r.phase, sim::Phase::Backward);
+      // Issued after another group's backward, and after its own offload.
+      ASSERT_EQ(r.deps.size(), 2u);
+      EXPECT_EQ(r.deps[1], off);
+      EXPECT_EQ(p.ops[r.deps[0]].phase, sim::Phase::Backward);
+      // The module's backward waits for it.
+      int waiting = 0;
+      for (std::uint32_t i = back + 1; i < p.ops.size(); ++i) {
+        for (std::uint32_t dep : p.ops[i].deps) {
+          if (dep != back) continue;
+          ++waiting;
+          EXPECT_EQ(p.ops[i].layer, layer);
+          EXPECT_EQ(p.ops[i].stream, sim::Stream::Compute);
+          const std::string prefix = module == "core_attn" ? "attn" : module == "attn_proj" ? "proj" : "qkv";
+          EXPECT_EQ(p.labels[p.ops[i].label].rfind(prefix, 0), 0u) << p.labels[p.ops[i].label];
+        }
+      }
+      EXPECT_EQ(waiting, 1);
+    }
+    // Megatron keeps the last group of each module on the GPU in the step's first backward
+    // chunk (stage 0: microbatch 0) and in every chunk whose backward comes right after its
+    // forward (the last stage: all of them); the stage's layers are 2*stage and 2*stage + 1.
+    const int last = 2 * stage + 1;
+    for (int mb = 0; mb < 8; ++mb) {
+      const bool kept = stage == 1 || mb == 0;
+      EXPECT_EQ(c.offload.count({mb, last, "core_attn"}), kept ? 0u : 1u) << stage << " " << mb;
+      EXPECT_EQ(c.offload.count({mb, last - 1, "qkv_linear"}), 1u);
+    }
+  }
+}
+
+TEST(ActivationOffload, ChecksNameTheField) {
+  const auto bad = [](const std::string& modules, const std::string& extra, const std::string& reason) {
+    testing::expect_spec_error("model: {catalog: llama3_8b, layers: 4}\nparallelism: {tp: 1, pp: 1, dp: 1}\n"
+                               "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 8, "
+                               "precision: bf16, offload_modules: [" + modules + "]" + extra + "}\n",
+                               1, "training.offload_modules" + std::string(reason == "one of" || reason == "twice" ? "[1]" : ""),
+                               reason);
+  };
+  bad("attn_norm", "", "fuses the input norm into linear_qkv");
+  bad("core_attn, mlp_normm", "", "one of");
+  bad("core_attn, core_attn", "", "twice");
+  bad("expert_fc1", "", "no MoE layers");
+  bad("core_attn", ", recompute: full", "without recompute");
+}
+
+}  // namespace
+}  // namespace clustersim::workloads
