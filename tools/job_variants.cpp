@@ -54,7 +54,12 @@ Job JobTemplate::derive(const std::vector<Override>& overrides) const {
       if (block.IsMap()) block.remove(key);
       continue;
     }
-    block[key] = value;
+    // A flow list ("[a, b]", set-valued sweep dimensions) goes in as a YAML sequence.
+    if (value.front() == '[') {
+      block[key] = YAML::Load(value);
+    } else {
+      block[key] = value;
+    }
   }
   return parse_job(YamlMap(root, impl_->file, ""));
 }

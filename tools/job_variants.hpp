@@ -13,7 +13,8 @@
 namespace clustersim::tools {
 
 /// One replaced key: a dotted path of two levels ("parallelism.tp", "cluster.gpus") and its
-/// YAML scalar text ("4"); an empty value removes the key.
+/// YAML scalar text ("4"), or a flow list ("[core_attn, attn_proj]"); an empty value removes the
+/// key.
 using Override = std::pair<std::string, std::string>;
 
 /// A job file kept for deriving variants.

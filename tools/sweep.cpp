@@ -48,6 +48,28 @@ double number_or(const std::string& text, double fallback) {
   }
 }
 
+// A set value: "none", or distinct members of the dimension's allowed names joined by '+'.
+void check_set_value(const SweepDimension& dim, const std::string& value, const std::string& token) {
+  if (value == "none") return;
+  std::set<std::string> members;
+  for (const auto& m : split(value, '+')) {
+    if (std::find(dim.allowed.begin(), dim.allowed.end(), m) == dim.allowed.end() || !members.insert(m).second) {
+      std::string known;
+      for (const auto& a : dim.allowed) known += (known.empty() ? "" : ", ") + a;
+      throw std::invalid_argument("--space '" + token + "': bad value '" + value + "' for " + dim.name +
+                                  " (none, or distinct names of " + known + " joined by '+')");
+    }
+  }
+}
+
+// The YAML list a set value stands for.
+std::string set_value_yaml(const std::string& value) {
+  if (value == "none") return "[]";
+  std::string out;
+  for (const auto& m : split(value, '+')) out += (out.empty() ? "" : ", ") + m;
+  return "[" + out + "]";
+}
+
 }  // namespace
 
 const std::vector<SweepDimension>& sweep_dimensions() {
@@ -69,6 +91,8 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"dispatcher", "parallelism", "moe_token_dispatcher", {"alltoall", "deepep"}},
       {"ep_overlap", "parallelism", "overlap_moe_expert_parallel_comm", {"false", "true"}},
       {"delay_wgrad", "parallelism", "delay_wgrad_compute", {"false", "true"}},
+      {"offload", "training", "offload_modules",
+       {"qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"}, true},
   };
   return kDims;
 }
@@ -95,6 +119,11 @@ std::vector<SweepAxis> parse_space(const std::vector<std::string>& tokens) {
     SweepAxis axis{*dim, split(token.substr(eq + 1), ',')};
     std::set<std::string> seen;
     for (const auto& v : axis.values) {
+      if (dim->set_valued) {
+        check_set_value(*dim, v, token);
+        if (!seen.insert(v).second) throw std::invalid_argument("--space '" + token + "': '" + v + "' twice");
+        continue;
+      }
       const bool ok = dim->allowed.empty()
                           ? is_count(v) && std::stoll(v) >= 1
                           : std::find(dim->allowed.begin(), dim->allowed.end(), v) != dim->allowed.end();
@@ -154,7 +183,7 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
       o.emplace_back("parallelism.fsdp", "");
       o.emplace_back("parallelism.distributed_optimizer", "");
     }
-    o.emplace_back(d.section + "." + d.key, values[i]);
+    o.emplace_back(d.section + "." + d.key, d.set_valued ? set_value_yaml(values[i]) : values[i]);
   }
   return o;
 }

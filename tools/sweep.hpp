@@ -19,6 +19,9 @@ struct SweepDimension {
   std::string section;               ///< job section: "parallelism" or "training"
   std::string key;                   ///< job key, e.g. "micro_batch_size"
   std::vector<std::string> allowed;  ///< allowed values for enumerations; empty: integers >= 0
+  /// Values are sets: `none`, or members of `allowed` joined by '+' ("core_attn+attn_proj"),
+  /// written to the job as a YAML list.
+  bool set_valued = false;
 };
 
 /// The registry of sweepable dimensions: tp, pp, vp, cp, ep, etp, mbs, zero, recompute.

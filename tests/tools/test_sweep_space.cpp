@@ -46,6 +46,25 @@ TEST(SweepSpace, MapsNamesToJobKeys) {
   EXPECT_EQ(axes[10].dim.section + "." + axes[10].dim.key, "parallelism.delay_wgrad_compute");
 }
 
+// Activation offloading's module sets: "none" or names joined by '+', written as YAML lists.
+TEST(SweepSpace, OffloadValuesAreModuleSets) {
+  const auto axes = parse_space({"offload=none,core_attn,core_attn+attn_proj"});
+  EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "training.offload_modules");
+  const auto find = [](const std::vector<Override>& o, const std::string& key) {
+    for (const auto& [k, v] : o) {
+      if (k == key) return v;
+    }
+    return std::string("(absent)");
+  };
+  EXPECT_EQ(find(sweep_overrides(axes, {"none"}, 8, 8), "training.offload_modules"), "[]");
+  EXPECT_EQ(find(sweep_overrides(axes, {"core_attn+attn_proj"}, 8, 8), "training.offload_modules"),
+            "[core_attn, attn_proj]");
+  EXPECT_THROW(parse_space({"offload=core_attn+core_attn"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"offload=attn_norm"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"offload=none,none"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"offload=core_attn+"}), std::invalid_argument);
+}
+
 TEST(SweepSpace, RejectsMalformedSpaces) {
   EXPECT_THROW(parse_space({"tp"}), std::invalid_argument);
   EXPECT_THROW(parse_space({"dp=1,2"}), std::invalid_argument);  // dp is derived
