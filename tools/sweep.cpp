@@ -245,8 +245,13 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
 std::string top_table(const CsvTable& table, std::size_t n) {
   const std::size_t first_axis = table.column("config") + 1;
   const std::size_t dp = table.column("dp");
-  // Axis columns at least 10 wide, wider for a longer name (shared_overlap).
-  auto width = [&](std::size_t c) { return static_cast<int>(std::max<std::size_t>(10, table.header[c].size() + 2)); };
+  // Axis columns at least 10 wide, wider for a longer name (shared_overlap) or value (module
+  // sets of offload) among the rows shown.
+  auto width = [&](std::size_t c) {
+    std::size_t w = std::max<std::size_t>(10, table.header[c].size() + 2);
+    for (std::size_t r = 0; r < std::min(n, table.rows.size()); ++r) w = std::max(w, table.rows[r][c].size() + 2);
+    return static_cast<int>(w);
+  };
   std::ostringstream out;
   out << std::setw(5) << "rank";
   for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(width(c)) << table.header[c];

@@ -25,3 +25,11 @@ D=docs/studies
 # Which layout for Llama3-70B on 2,048 H100: a sweep pruned by the memory model.
 "$B"/clustersim sweep "$D"/llama3_70b_sweep.yaml --gpus 2048 --space tp=2,4,8 pp=2,4,8 vp=1,5 cp=1,2 \
   --csv "$D"/llama3_70b_sweep.csv
+# DeepSeek-V3 on 1,536 H200 (PP3 VP7 EP64): Megatron-core's combined 1F1B and delayed wgrads.
+"$B"/clustersim sweep "$D"/deepseek_v3_combined.yaml --gpus 1536 \
+  --space dispatcher=alltoall,deepep ep_overlap=false,true delay_wgrad=false,true \
+  -j 2 --csv "$D"/deepseek_v3_combined.csv
+# The same layout: full recompute, or no recompute with fine-grained activation offloading.
+"$B"/clustersim sweep "$D"/deepseek_v3_offload.yaml --gpus 1536 \
+  --space recompute=none,full offload=none,expert_fc1+moe_act,core_attn+attn_proj+mlp_norm+expert_fc1+moe_act \
+  -j 2 --csv "$D"/deepseek_v3_offload.csv
