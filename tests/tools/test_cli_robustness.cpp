@@ -21,7 +21,8 @@ using clustersim::cli_test::run_cli;
 // Small jobs (16-72 GPUs, 4 layers) that together touch every section: MoE with FP8, TP overlap,
 // shared experts beside the exchanges, an MTP depth, node-limited routing and the simulation
 // options; an inline model with ZeRO-3 CPU offload, full recompute in groups of 2, energy and economics on
-// B200; a GB200 NVL72 rack with reliability; DeepEP under the combined 1F1B schedule.
+// B200; a GB200 NVL72 rack with reliability; DeepEP under the combined 1F1B schedule; activation
+// offloading of every module under the interleaved schedule with MoE layers.
 const std::vector<std::string>& bases() {
   static const std::vector<std::string> kBases = {
       "cluster: {platform: hgx_h100, gpus: 16, overrides: {name: H100-SXM, nic_bandwidth: 400Gbps}}\n"
@@ -52,6 +53,11 @@ const std::vector<std::string>& bases() {
       "overlap_moe_expert_parallel_comm: true, delay_wgrad_compute: true}\n"
       "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 32, precision: fp8, "
       "fp8_recipe: blockwise, recompute: full}\n",
+      "cluster: {platform: hgx_h100, gpus: 16}\n"
+      "model: {catalog: mixtral_8x7b, layers: 4}\n"
+      "parallelism: {tp: 2, pp: 2, vp: 2, ep: 4, sequence_parallel: true}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 16, precision: fp8, "
+      "offload_modules: [qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act]}\n",
   };
   return kBases;
 }

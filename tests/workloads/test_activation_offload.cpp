@@ -136,6 +136,41 @@ TEST(ActivationOffload, CopiesRunBesideComputeAndTheBackwardWaitsForTheReload) {
   }
 }
 
+// Under the interleaved schedule with MoE layers (every module listed, FP8): every offload has
+// one reload after it, which one op of the same layer and microbatch waits for, and the
+// program's dependencies still point backwards.
+TEST(ActivationOffload, InterleavedMoeCopiesPairUp) {
+  const WorkloadSpec spec = testing::parse_job(
+      "model: {catalog: mixtral_8x7b, layers: 4}\n"
+      "parallelism: {tp: 2, pp: 2, vp: 2, ep: 4, sequence_parallel: true}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 16, precision: fp8, "
+      "offload_modules: [qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act]}\n", 16);
+  for (int stage = 0; stage < 2; ++stage) {
+    const sim::Program p = generate_stage_program(spec, stage);
+    const Copies c = copies_of(p);
+    EXPECT_EQ(c.offload.size(), c.reload.size());
+    // 4 microbatches x 2 one-layer chunks x 6 modules per stage. Stage 0 keeps only the step's
+    // first backward chunk (its groups are each the last of their module); on the last stage
+    // every pass of the last virtual stage is followed by its own backward and keeps its groups.
+    EXPECT_EQ(c.offload.size(), stage == 0 ? 7u * 6u : 4u * 6u);
+    std::map<std::uint32_t, int> waiters;
+    for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+      for (std::uint32_t dep : p.ops[i].deps) {
+        ASSERT_LT(dep, i);
+        if (p.ops[dep].stream == sim::Stream::H2D) {
+          ++waiters[dep];
+          EXPECT_EQ(p.ops[i].layer, p.ops[dep].layer);
+          EXPECT_EQ(p.ops[i].microbatch, p.ops[dep].microbatch);
+        }
+      }
+    }
+    for (const auto& [key, back] : c.reload) {
+      EXPECT_EQ(waiters[back], 1);
+      EXPECT_LT(c.offload.at(key), back);
+    }
+  }
+}
+
 TEST(ActivationOffload, ChecksNameTheField) {
   const auto bad = [](const std::string& modules, const std::string& extra, const std::string& reason) {
     testing::expect_spec_error("model: {catalog: llama3_8b, layers: 4}\nparallelism: {tp: 1, pp: 1, dp: 1}\n"
