@@ -93,6 +93,9 @@ const std::vector<Field>& fields() {
       {"host_link_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_link_bandwidth = m.get_bandwidth(k); }},
       {"host_cpu_cores", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_cpu_cores = read_count(m, k); }},
       {"host_memory_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_memory_bandwidth = m.get_bandwidth(k); }},
+      {"host_memory_capacity", S::Node, [](YamlMap& m, const char* k, P& s, bool) {
+         if (m.has(k)) s.node.host_memory_capacity = m.get_bytes(k);
+       }},
       {"kind", S::Fabric, read_kind},
       {"domains_per_su", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.domains_per_su = read_count(m, k); }},
       {"tiers", S::Fabric, read_tiers},
@@ -200,6 +203,7 @@ void share_host(PlatformSpec& s) {
   s.gpu.host_cores_per_gpu = s.node.host_cpu_cores / gpus;
   s.gpu.host_memory_bandwidth_per_gpu = BytesPerSecond{s.node.host_memory_bandwidth.value / gpus};
   s.gpu.gpus_per_host = s.node.gpus_per_node;
+  s.gpu.host_memory_per_gpu = Bytes{s.node.host_memory_capacity.value / gpus};
 }
 
 }  // namespace

@@ -31,6 +31,9 @@ struct NodeSpec {
   BytesPerSecond host_link_bandwidth;  ///< GPU <-> CPU link per GPU per direction, bytes/s
   int host_cpu_cores = 0;              ///< physical CPU cores of the node's host (all sockets)
   BytesPerSecond host_memory_bandwidth;  ///< host DRAM peak of the node (all sockets), bytes/s
+  /// Host DRAM of the node (all sockets), bytes; optional, 0 when not given (then the pinned
+  /// host memory of activation offloading is not checked).
+  Bytes host_memory_capacity;
 };
 
 /// Oversubscription (downlink : uplink capacity) of a switch tier; 1 = non-blocking.

@@ -26,6 +26,7 @@ struct GpuSpec {
   double host_cores_per_gpu = 0.0;     ///< host CPU cores per GPU (node cores / GPUs per node)
   BytesPerSecond host_memory_bandwidth_per_gpu;  ///< host DRAM peak per GPU (node peak / GPUs)
   int gpus_per_host = 0;  ///< GPUs (one rank each) sharing that host
+  Bytes host_memory_per_gpu;  ///< host DRAM per GPU (node capacity / GPUs); 0 when not given
 
   /// Dense peak for a dtype. FP32 maps to peak_fp32.
   double peak(DType dtype) const;

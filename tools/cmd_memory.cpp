@@ -51,6 +51,14 @@ std::string report_text(const workloads::MemoryReport& r, const std::string& job
   out << std::left << std::setw(24) << "reserved" << std::right << std::setw(10)
       << gib(r.reserved_bytes())
       << "  PyTorch's max_memory_reserved: total less cuda_context and nccl\n\n";
+  const auto& h = r.host_worst();
+  if (h.host_bytes > 0.0) {
+    out << std::left << std::setw(24) << "host (pinned)" << std::right << std::setw(10) << gib(h.host_bytes)
+        << "  offloaded activations per GPU (pipeline stage " << h.stage << "), of "
+        << (r.host_capacity_bytes > 0.0 ? gib(r.host_capacity_bytes) + " GiB, the GPU's share of its host"
+                                         : std::string("an unknown host capacity (not checked)"))
+        << "\n\n";
+  }
   if (r.stages.size() > 1) {
     out << "per stage:";
     for (const auto& s : r.stages) out << " " << s.stage << ":" << gib(s.total());
@@ -68,6 +76,7 @@ std::string report_json(const workloads::MemoryReport& r) {
   j["worst_rank"] = r.worst_rank;
   j["peak_bytes"] = r.peak_bytes();
   j["reserved_bytes"] = r.reserved_bytes();
+  j["host_capacity_bytes"] = r.host_capacity_bytes;
   if (!r.fits()) j["oom"] = r.oom_message();
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
   for (const auto& s : r.stages) {
@@ -75,6 +84,7 @@ std::string report_json(const workloads::MemoryReport& r) {
     st["stage"] = s.stage;
     st["total_bytes"] = s.total();
     st["microbatches_in_flight"] = s.microbatches_in_flight;
+    st["host_pinned_bytes"] = s.host_bytes;
     for (const auto& c : s.components) st["components"][c.name] = c.bytes;
     stages.push_back(st);
   }
@@ -85,8 +95,8 @@ std::string report_json(const workloads::MemoryReport& r) {
 int memory_command(const MemoryArgs& args) {
   const Job job = load_job(args.job);
   const auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
-  const auto report =
-      workloads::estimate_memory(job.workload, platform->gpu().hbm_capacity.value);
+  const auto report = workloads::estimate_memory(job.workload, platform->gpu().hbm_capacity.value,
+                                                 platform->gpu().host_memory_per_gpu.value);
   std::cout << report_text(report, job.origin);
   if (!args.json.empty()) write_text_file(args.json, report_json(report));
   return 0;

@@ -46,7 +46,8 @@ StepFigures parse_figures(const std::string& text) {
 
 MemoryFit memory_fit(const Job& job) {
   const double capacity = job.cluster.platform.gpu.hbm_capacity.value;
-  const workloads::MemoryReport report = workloads::estimate_memory(job.workload, capacity);
+  const workloads::MemoryReport report = workloads::estimate_memory(
+      job.workload, capacity, job.cluster.platform.gpu.host_memory_per_gpu.value);
   const auto& largest = report.worst().dominant();
   return MemoryFit{report.peak_bytes(), capacity,          report.fits(),
                    report.oom_message(), report.worst_rank, report.worst_stage,

@@ -249,6 +249,22 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
 }
 
 // Activations in flight, the working set of the layer in backward, logits and buffers.
+// Pinned host memory of activation offloading at the stage's peak: the offloaded groups' bytes
+// of every chunk-microbatch held, by the same play of the schedule as the activations (the
+// groups Megatron keeps on the GPU are counted too: a slight overcount).
+double host_offload_bytes(const WorkloadSpec& spec, int stage) {
+  if (spec.training.offload_modules.empty()) return 0.0;
+  std::vector<double> per_chunk;
+  for (const LayerRange& r : stage_chunks(spec.model, spec.parallel, stage)) {
+    double bytes = 0.0;
+    for (int l = r.begin; l < r.end; ++l) {
+      for (double b : layer_offload(spec, l).copied) bytes += b;
+    }
+    per_chunk.push_back(bytes);
+  }
+  return in_flight(spec, stage, per_chunk).bytes;
+}
+
 // What activation offloading leaves on the GPU beyond the resident activations (Megatron's
 // manager, workloads/activation_offload.hpp): the last group of each offloaded module in a chunk
 // whose backward runs next (for one chunk: the step's first backward chunk, or the current one
@@ -401,10 +417,30 @@ double MemoryReport::reserved_bytes() const {
   return w.total() - w.bytes("cuda_context") - w.bytes("nccl");
 }
 
+const StageMemory& MemoryReport::host_worst() const {
+  const auto it = std::max_element(stages.begin(), stages.end(), [](const StageMemory& a, const StageMemory& b) {
+    return a.host_bytes < b.host_bytes;
+  });
+  return it == stages.end() ? worst() : *it;
+}
+
+bool MemoryReport::host_fits() const {
+  return host_capacity_bytes <= 0.0 || stages.empty() || host_worst().host_bytes <= host_capacity_bytes;
+}
+
 std::string MemoryReport::oom_message() const {
   if (fits()) return {};
-  const StageMemory& w = worst();
   char text[320];
+  if (peak_bytes() <= capacity_bytes) {
+    const StageMemory& h = host_worst();
+    std::snprintf(text, sizeof text,
+                  "pipeline stage %d pins %.1f GiB of host memory per GPU for offloaded activations "
+                  "but a GPU's share of its host is %.1f GiB: over by %.1f GiB",
+                  h.stage, h.host_bytes / kGiB, host_capacity_bytes / kGiB,
+                  (h.host_bytes - host_capacity_bytes) / kGiB);
+    return text;
+  }
+  const StageMemory& w = worst();
   std::snprintf(text, sizeof text,
                 "rank %d (pipeline stage %d) needs %.1f GiB but the GPU has %.1f GiB: over by %.1f "
                 "GiB; the largest component is %s (%.1f GiB)",
@@ -414,18 +450,21 @@ std::string MemoryReport::oom_message() const {
   return text;
 }
 
-MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes) {
+MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes,
+                             double host_capacity_bytes) {
   if (const auto v = find_violation(spec)) {
     throw std::invalid_argument("invalid workload spec: " + v->section + "." + v->key + ": " + v->reason);
   }
   MemoryReport report;
   report.capacity_bytes = hbm_capacity_bytes;
+  report.host_capacity_bytes = host_capacity_bytes;
   const sim::RankLayout layout = rank_layout(spec);
   for (int stage = 0; stage < spec.parallel.pp; ++stage) {
     StageMemory m;
     m.stage = stage;
     add_states(spec, stage, m.components);
     add_activations(spec, stage, m.components, m.microbatches_in_flight);
+    m.host_bytes = host_offload_bytes(spec, stage);
     const double tensors = m.total();
     const bool expandable = spec.training.expandable_segments;
     m.components.push_back({"fragmentation",

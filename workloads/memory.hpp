@@ -27,6 +27,9 @@ struct StageMemory {
   int stage = 0;
   int microbatches_in_flight = 0;  ///< peak number of (microbatch, model chunk) activations held
   std::vector<MemoryComponent> components;
+  /// Pinned host memory of activation offloading at the stage's peak (the groups of every
+  /// chunk-microbatch in flight on the host), bytes per GPU; 0 without offloading.
+  double host_bytes = 0.0;
 
   /// Sum of the components, bytes.
   double total() const;
@@ -42,6 +45,9 @@ struct MemoryReport {
   int worst_stage = 0;              ///< stage with the largest total
   int worst_rank = 0;               ///< first rank of that stage (rank layout of the spec)
   double capacity_bytes = 0.0;      ///< HBM capacity of one GPU
+  /// A GPU's share of its host's DRAM (node capacity / GPUs per node), bytes; 0 when the
+  /// platform does not give it (then host_bytes is not checked).
+  double host_capacity_bytes = 0.0;
 
   /// The worst stage.
   const StageMemory& worst() const { return stages.at(static_cast<std::size_t>(worst_stage)); }
@@ -51,10 +57,16 @@ struct MemoryReport {
   /// the peak less the memory outside its caching allocator (CUDA context, cuBLAS's kernel
   /// images, NCCL). Benchmarks that print max_memory_reserved compare against this.
   double reserved_bytes() const;
-  /// True if the worst stage fits in capacity.
-  bool fits() const { return peak_bytes() <= capacity_bytes; }
+  /// The stage pinning the most host memory for activation offloading.
+  const StageMemory& host_worst() const;
+  /// True if every stage's pinned host memory fits its GPU's share of the host (or the share
+  /// is not known).
+  bool host_fits() const;
+  /// True if the worst stage fits in HBM and the offloaded activations in the host's DRAM.
+  bool fits() const { return peak_bytes() <= capacity_bytes && host_fits(); }
   /// "rank R (pipeline stage S) needs X GiB but the GPU has Y GiB: over by Z GiB; the largest
-  /// component is C (W GiB)" -- empty when it fits.
+  /// component is C (W GiB)", or when only the host is short, which stage pins how much of its
+  /// share of the host -- empty when it fits.
   std::string oom_message() const;
 };
 
@@ -73,9 +85,11 @@ struct ActivationOptions {
 double layer_activation_bytes(const WorkloadSpec& spec, int layer, Recompute recompute,
                               const ActivationOptions& options = {});
 
-/// Peak memory of every pipeline stage of `spec` on GPUs of `hbm_capacity_bytes`.
+/// Peak memory of every pipeline stage of `spec` on GPUs of `hbm_capacity_bytes`, each GPU with
+/// `host_capacity_bytes` of its host's DRAM for offloaded activations (0: not checked).
 /// Deterministic. @throws std::invalid_argument for a spec the generator rejects.
-MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes);
+MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes,
+                             double host_capacity_bytes = 0.0);
 
 /// Parameter counts of a model: all weights, and those one token passes through (MoE: top_k
 /// routed experts). Embedding and output head included (once when tied).

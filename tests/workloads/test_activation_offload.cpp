@@ -73,6 +73,25 @@ TEST(ActivationOffload, ResidentActivationsLoseTheFreedBytesOfEveryChunkInFlight
   EXPECT_LT(t0.total(), s0.total());
 }
 
+// The host pins every chunk-microbatch's groups in flight; a GPU's share of the host bounds it.
+TEST(ActivationOffload, PinnedHostMemoryIsCheckedAgainstTheHostShare) {
+  const WorkloadSpec off = spec_of(2, "bf16", "qkv_linear, core_attn, attn_proj");
+  const LayerOffload o = layer_offload(off, 0);
+  const double per_layer = copied(o, OffloadModule::QkvLinear) + copied(o, OffloadModule::CoreAttn) +
+                           copied(o, OffloadModule::AttnProj);  // 176 MiB
+  const MemoryReport unknown = estimate_memory(off, 80e9);
+  // Stage 0: 2 chunk-microbatches of 2 layers in flight.
+  EXPECT_DOUBLE_EQ(unknown.stages[0].host_bytes, 2 * 2 * per_layer);
+  EXPECT_TRUE(unknown.fits());
+  EXPECT_TRUE(estimate_memory(off, 80e9, 250e9).fits());
+  const MemoryReport tight = estimate_memory(off, 80e9, 0.5e9);
+  EXPECT_FALSE(tight.fits());
+  EXPECT_NE(tight.oom_message().find("pins"), std::string::npos) << tight.oom_message();
+  EXPECT_NE(tight.oom_message().find("share of its host"), std::string::npos);
+  EXPECT_EQ(estimate_memory(spec_of(2, "bf16", "core_attn"), 80e9, 0.5e9).stages[1].host_bytes,
+            1 * 2 * copied(layer_offload(spec_of(2, "bf16", "core_attn"), 0), OffloadModule::CoreAttn));
+}
+
 // The copies of one stage's program, by (microbatch, layer, module label).
 struct Copies {
   std::map<std::tuple<int, int, std::string>, std::uint32_t> offload, reload;
