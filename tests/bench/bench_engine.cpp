@@ -3,7 +3,8 @@
 // microbatches per pipeline: global batch 2,048 at 16,384 GPUs) at growing GPU counts, Mixtral
 // 8x22B with expert parallelism at 2,048 and 16,384 GPUs, DeepSeek-V3 with EP64 across 8 nodes
 // at 2,048 GPUs (also at its report's batch, as steady-state windows) and on GB200 NVL72 racks
-// at 1,024 and 16,384 GPUs, and the default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
+// at 1,024 and 16,384 GPUs (on 1,536 H200 also under the combined 1F1B and with activation
+// offloading), and the default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
 // per second and the simulation process's peak RSS. Replicas "auto": above 256 GPUs the
 // identical-replica reduction (docs/engine.md).
 #include <benchmark/benchmark.h>
@@ -128,6 +129,23 @@ void BM_DeepSeekV3CombinedStep(benchmark::State& state) {
   run_steps(state, clustersim::tools::load_job(path));
 }
 BENCHMARK(BM_DeepSeekV3CombinedStep)->Unit(benchmark::kSecond)->Iterations(1);
+
+// Activation offloading (training.offload_modules, docs/trace-format.md): the same layout without
+// the combined schedule and without recompute, five modules' saved tensors copied to the host
+// and back on the d2h and h2d streams (docs/studies/deepseek_v3_offload.yaml).
+void BM_DeepSeekV3OffloadStep(benchmark::State& state) {
+  const std::string path = "/tmp/clustersim_bench_deepseek_offload.yaml";
+  std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: 1536}\n"
+                      << "model: deepseek_v3\n"
+                      << "parallelism: {tp: 1, pp: 3, vp: 7, schedule: interleaved, ep: 64, "
+                         "account_for_embedding_in_pipeline_split: true, "
+                         "account_for_loss_in_pipeline_split: true, moe_token_dispatcher: deepep}\n"
+                      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 6144, "
+                         "precision: fp8, fp8_recipe: blockwise, offload_modules: [core_attn, attn_proj, "
+                         "mlp_norm, expert_fc1, moe_act]}\n";
+  run_steps(state, clustersim::tools::load_job(path));
+}
+BENCHMARK(BM_DeepSeekV3OffloadStep)->Unit(benchmark::kSecond)->Iterations(1);
 
 // The same at the report's own batch (15,360 sequences: 120 microbatches per pipeline), played as
 // the steady-state windows of 16 and 17 microbatches (`simulation.microbatches: auto`,
