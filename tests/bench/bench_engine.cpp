@@ -112,21 +112,29 @@ void BM_DeepSeekV3DeepEpStep(benchmark::State& state) {
 }
 BENCHMARK(BM_DeepSeekV3DeepEpStep)->Unit(benchmark::kSecond)->Iterations(1);
 
-// Combined 1F1B (overlap_moe_expert_parallel_comm, docs/trace-format.md): DeepSeek-V3 on 1,536
-// H200 in an interleaved layout (PP3 VP7, embedding and loss counted in the split, EP64 over 8
-// nodes, DeepEP, blockwise FP8, full recompute), 12 microbatches per pipeline: every paired
-// pass's token exchanges run beside the other pass's GEMMs, which DeepEP's held SMs slow.
-void BM_DeepSeekV3CombinedStep(benchmark::State& state) {
-  const std::string path = "/tmp/clustersim_bench_deepseek_combined.yaml";
+// DeepSeek-V3 on 1,536 H200 in an interleaved layout (PP3 VP7, embedding and loss counted in the
+// split, EP64 over 8 nodes, DeepEP, blockwise FP8), 12 microbatches per pipeline, with the
+// parallelism and training options `parallel` and `training` add.
+std::string write_deepseek_h200_job(const std::string& name, const std::string& parallel,
+                                    const std::string& training) {
+  const std::string path = "/tmp/clustersim_bench_deepseek_" + name + ".yaml";
   std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: 1536}\n"
                       << "model: deepseek_v3\n"
                       << "parallelism: {tp: 1, pp: 3, vp: 7, schedule: interleaved, ep: 64, "
                          "account_for_embedding_in_pipeline_split: true, "
-                         "account_for_loss_in_pipeline_split: true, moe_token_dispatcher: deepep, "
-                         "overlap_moe_expert_parallel_comm: true}\n"
+                         "account_for_loss_in_pipeline_split: true, moe_token_dispatcher: deepep"
+                      << parallel << "}\n"
                       << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 6144, "
-                         "precision: fp8, fp8_recipe: blockwise, recompute: full}\n";
-  run_steps(state, clustersim::tools::load_job(path));
+                         "precision: fp8, fp8_recipe: blockwise" << training << "}\n";
+  return path;
+}
+
+// Combined 1F1B (overlap_moe_expert_parallel_comm, docs/trace-format.md) with full recompute:
+// every paired pass's token exchanges run beside the other pass's GEMMs, which DeepEP's held SMs
+// slow.
+void BM_DeepSeekV3CombinedStep(benchmark::State& state) {
+  run_steps(state, clustersim::tools::load_job(write_deepseek_h200_job(
+                       "combined", ", overlap_moe_expert_parallel_comm: true", ", recompute: full")));
 }
 BENCHMARK(BM_DeepSeekV3CombinedStep)->Unit(benchmark::kSecond)->Iterations(1);
 
@@ -134,16 +142,8 @@ BENCHMARK(BM_DeepSeekV3CombinedStep)->Unit(benchmark::kSecond)->Iterations(1);
 // the combined schedule and without recompute, five modules' saved tensors copied to the host
 // and back on the d2h and h2d streams (docs/studies/deepseek_v3_offload.yaml).
 void BM_DeepSeekV3OffloadStep(benchmark::State& state) {
-  const std::string path = "/tmp/clustersim_bench_deepseek_offload.yaml";
-  std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: 1536}\n"
-                      << "model: deepseek_v3\n"
-                      << "parallelism: {tp: 1, pp: 3, vp: 7, schedule: interleaved, ep: 64, "
-                         "account_for_embedding_in_pipeline_split: true, "
-                         "account_for_loss_in_pipeline_split: true, moe_token_dispatcher: deepep}\n"
-                      << "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 6144, "
-                         "precision: fp8, fp8_recipe: blockwise, offload_modules: [core_attn, attn_proj, "
-                         "mlp_norm, expert_fc1, moe_act]}\n";
-  run_steps(state, clustersim::tools::load_job(path));
+  run_steps(state, clustersim::tools::load_job(write_deepseek_h200_job(
+                       "offload", "", ", offload_modules: [core_attn, attn_proj, mlp_norm, expert_fc1, moe_act]")));
 }
 BENCHMARK(BM_DeepSeekV3OffloadStep)->Unit(benchmark::kSecond)->Iterations(1);
 
