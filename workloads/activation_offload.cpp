@@ -126,6 +126,14 @@ std::size_t position(const Pass& ops, std::uint32_t op) {
   return static_cast<std::size_t>(std::find(ops.begin(), ops.end(), op) - ops.begin());
 }
 
+// A module whose ops all carry one label prefix commits after its last forward op, waits before
+// its first backward op and ends with its last.
+void by_prefix(const sim::Program& p, const Pass& fwd, const Pass& bwd, const char* prefix, Group& g) {
+  g.commit = last_with(p, fwd, prefix);
+  g.wait = first_with(p, bwd, prefix);
+  g.end = last_with(p, bwd, prefix);
+}
+
 // Locates module `m`'s ops in a layer's forward and backward passes (docs/trace-format.md labels).
 void locate(const sim::Program& p, const Pass& fwd, const Pass& bwd, Group& g) {
   switch (g.module) {
@@ -137,9 +145,7 @@ void locate(const sim::Program& p, const Pass& fwd, const Pass& bwd, Group& g) {
       break;
     }
     case OffloadModule::CoreAttn:
-      g.commit = last_with(p, fwd, "attn");
-      g.wait = first_with(p, bwd, "attn");
-      g.end = last_with(p, bwd, "attn");
+      by_prefix(p, fwd, bwd, "attn", g);
       break;
     case OffloadModule::AttnProj: {
       // Megatron commits after linear_proj returns, its reduce-scatter done: the residual add
@@ -157,14 +163,10 @@ void locate(const sim::Program& p, const Pass& fwd, const Pass& bwd, Group& g) {
       break;
     }
     case OffloadModule::ExpertFc1:
-      g.commit = last_with(p, fwd, "expert_fc1");
-      g.wait = first_with(p, bwd, "expert_fc1");
-      g.end = last_with(p, bwd, "expert_fc1");
+      by_prefix(p, fwd, bwd, "expert_fc1", g);
       break;
     case OffloadModule::MoeAct:
-      g.commit = last_with(p, fwd, "expert_act");
-      g.wait = first_with(p, bwd, "expert_act");
-      g.end = last_with(p, bwd, "expert_act");
+      by_prefix(p, fwd, bwd, "expert_act", g);
       break;
   }
   if (g.commit == kNone || g.wait == kNone || g.end == kNone) {
