@@ -313,9 +313,6 @@ Found check_activation_offload(const WorkloadSpec& w) {
   if (p.zero_stage == 3 || p.optimizer_offload == OptimizerOffload::Cpu) {
     return train(key, "is not modelled with zero_stage 3 or optimizer_offload: cpu");
   }
-  if (p.overlap_moe_expert_parallel_comm) {
-    return train(key, "is not modelled under overlap_moe_expert_parallel_comm (the combined 1F1B)");
-  }
   if (t.offloads(OffloadModule::QkvLinear) && w.model.attention == AttentionKind::Mla) {
     return train(key, "qkv_linear is not modelled for MLA (its down and up projections)");
   }

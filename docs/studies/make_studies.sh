@@ -29,7 +29,8 @@ D=docs/studies
 "$B"/clustersim sweep "$D"/deepseek_v3_combined.yaml --gpus 1536 \
   --space dispatcher=alltoall,deepep ep_overlap=false,true delay_wgrad=false,true \
   -j 2 --csv "$D"/deepseek_v3_combined.csv
-# The same layout: full recompute, or no recompute with fine-grained activation offloading.
+# The same layout: full recompute, or no recompute with fine-grained activation offloading,
+# with and without the combined 1F1B.
 "$B"/clustersim sweep "$D"/deepseek_v3_offload.yaml --gpus 1536 \
   --space recompute=none,full offload=none,expert_fc1+moe_act,core_attn+attn_proj+mlp_norm+expert_fc1+moe_act \
-  -j 2 --csv "$D"/deepseek_v3_offload.csv
+  ep_overlap=false,true -j 2 --csv "$D"/deepseek_v3_offload.csv

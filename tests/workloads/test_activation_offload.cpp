@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "workload_test_util.hpp"
 #include "workloads/activation_offload.hpp"
@@ -155,9 +156,47 @@ TEST(ActivationOffload, CopiesRunBesideComputeAndTheBackwardWaitsForTheReload) {
   }
 }
 
-// Under the interleaved schedule with MoE layers (every module listed, FP8): every offload has
-// one reload after it, which one op of the same layer and microbatch waits for, and the
-// program's dependencies still point backwards.
+// Every offload has one reload after it, which one op of the same layer and microbatch waits
+// for, and the program's dependencies still point backwards.
+void expect_copies_pair_up(const sim::Program& p) {
+  const Copies c = copies_of(p);
+  EXPECT_EQ(c.offload.size(), c.reload.size());
+  std::map<std::uint32_t, int> waiters;
+  for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
+    for (std::uint32_t dep : p.ops[i].deps) {
+      ASSERT_LT(dep, i);
+      if (p.ops[dep].stream == sim::Stream::H2D) {
+        ++waiters[dep];
+        EXPECT_EQ(p.ops[i].layer, p.ops[dep].layer);
+        EXPECT_EQ(p.ops[i].microbatch, p.ops[dep].microbatch);
+      }
+    }
+  }
+  for (const auto& [key, back] : c.reload) {
+    EXPECT_EQ(waiters[back], 1);
+    EXPECT_LT(c.offload.at(key), back);
+  }
+}
+
+// Megatron-core's combined 1F1B (overlap_moe_expert_parallel_comm) interleaves a forward's and a
+// backward's pieces; the copies follow each pass's own modules, with and without a pipeline.
+TEST(ActivationOffload, CombinedOneFOneBCopiesPairUp) {
+  for (const auto& [layout, gpus] : {std::pair{"tp: 1, pp: 1, ep: 8", 8}, std::pair{"tp: 1, pp: 2, vp: 2, ep: 8", 16}}) {
+    const WorkloadSpec spec = testing::parse_job(
+        std::string("model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1, mtp_layers: 0}\n"
+                    "parallelism: {") + layout + ", moe_token_dispatcher: deepep, "
+        "overlap_moe_expert_parallel_comm: true}\n"
+        "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 32, precision: bf16, "
+        "offload_modules: [core_attn, attn_proj, mlp_norm, expert_fc1, moe_act]}\n", gpus);
+    for (int stage = 0; stage < spec.parallel.pp; ++stage) {
+      const sim::Program p = generate_stage_program(spec, stage);
+      EXPECT_FALSE(copies_of(p).offload.empty()) << layout;
+      expect_copies_pair_up(p);
+    }
+  }
+}
+
+// Under the interleaved schedule with MoE layers (every module listed, FP8).
 TEST(ActivationOffload, InterleavedMoeCopiesPairUp) {
   const WorkloadSpec spec = testing::parse_job(
       "model: {catalog: mixtral_8x7b, layers: 4}\n"
@@ -172,21 +211,7 @@ TEST(ActivationOffload, InterleavedMoeCopiesPairUp) {
     // first backward chunk (its groups are each the last of their module); on the last stage
     // every pass of the last virtual stage is followed by its own backward and keeps its groups.
     EXPECT_EQ(c.offload.size(), stage == 0 ? 7u * 6u : 4u * 6u);
-    std::map<std::uint32_t, int> waiters;
-    for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
-      for (std::uint32_t dep : p.ops[i].deps) {
-        ASSERT_LT(dep, i);
-        if (p.ops[dep].stream == sim::Stream::H2D) {
-          ++waiters[dep];
-          EXPECT_EQ(p.ops[i].layer, p.ops[dep].layer);
-          EXPECT_EQ(p.ops[i].microbatch, p.ops[dep].microbatch);
-        }
-      }
-    }
-    for (const auto& [key, back] : c.reload) {
-      EXPECT_EQ(waiters[back], 1);
-      EXPECT_LT(c.offload.at(key), back);
-    }
+    expect_copies_pair_up(p);
   }
 }
 
