@@ -79,6 +79,36 @@ LayerOffload layer_offload(const WorkloadSpec& spec, int layer) {
   return out;
 }
 
+std::vector<double> chunk_copied_bytes(const WorkloadSpec& spec, const std::vector<LayerRange>& chunks) {
+  std::vector<double> out;
+  for (const LayerRange& r : chunks) {
+    double bytes = 0.0;
+    for (int l = r.begin; l < r.end; ++l) {
+      for (double b : layer_offload(spec, l).copied) bytes += b;
+    }
+    out.push_back(bytes);
+  }
+  return out;
+}
+
+double offload_kept_on_gpu(const WorkloadSpec& spec, const std::vector<LayerRange>& chunks) {
+  double kept = 0.0, ahead = 0.0;
+  for (const LayerRange& r : chunks) {
+    std::array<double, kOffloadModuleCount> last{};
+    for (int l = r.begin; l < r.end; ++l) {
+      const LayerOffload o = layer_offload(spec, l);
+      for (std::size_t m = 0; m < last.size(); ++m) {
+        if (o.copied[m] > 0.0) last[m] = o.copied[m];
+        ahead = std::max(ahead, o.copied[m]);
+      }
+    }
+    double sum = 0.0;
+    for (double b : last) sum += b;
+    kept = std::max(kept, sum);
+  }
+  return kept + ahead;
+}
+
 namespace {
 
 constexpr std::uint32_t kNone = UINT32_MAX;
@@ -207,12 +237,15 @@ std::vector<Chunk> build_chunks(const WorkloadSpec& spec, int stage, const sim::
   const Passes passes = collect(program, static_cast<int>(spec.model.layers));
   const auto ranges = stage_chunks(spec.model, spec.parallel, stage);
   std::map<std::pair<int, int>, Chunk> by_key;  // (microbatch, chunk)
+  std::map<int, LayerOffload> bytes_of;         // per layer: the same for every microbatch
   for (const auto& [key, fwd] : passes.forward) {
     const auto [microbatch, layer] = key;
     const auto range = std::find_if(ranges.begin(), ranges.end(),
                                     [&](const LayerRange& r) { return layer >= r.begin && layer < r.end; });
     const Pass& bwd = passes.backward.at(key);
-    const LayerOffload bytes = layer_offload(spec, layer);
+    auto cached = bytes_of.find(layer);
+    if (cached == bytes_of.end()) cached = bytes_of.emplace(layer, layer_offload(spec, layer)).first;
+    const LayerOffload& bytes = cached->second;
     Chunk& c = by_key[{microbatch, static_cast<int>(range - ranges.begin())}];
     for (const OffloadModule m : spec.training.offload_modules) {
       const bool moe_module = m == OffloadModule::MlpNorm || m == OffloadModule::ExpertFc1 ||

@@ -6,9 +6,11 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 #include "sim/trace.hpp"
 #include "workloads/job_spec.hpp"
+#include "workloads/stage_layout.hpp"
 
 namespace clustersim::workloads {
 
@@ -32,6 +34,14 @@ struct LayerOffload {
 
 /// The offload bytes of layer `layer` under spec.training.offload_modules (all zero without).
 LayerOffload layer_offload(const WorkloadSpec& spec, int layer);
+
+/// Bytes each of a stage's model `chunks` copies to the host per microbatch (its layers' groups).
+std::vector<double> chunk_copied_bytes(const WorkloadSpec& spec, const std::vector<LayerRange>& chunks);
+
+/// GPU bytes offloading leaves beside the resident activations (Megatron's manager): the last
+/// group of each offloaded module of one chunk (the step's first backward chunk, or one whose
+/// backward runs right after its forward) and the largest group, reloaded ahead of its backward.
+double offload_kept_on_gpu(const WorkloadSpec& spec, const std::vector<LayerRange>& chunks);
 
 /// Adds the offload and reload copies to `program`, the program of pipeline stage `stage` of
 /// `spec` (generate_stage_program's output, with offload_modules set): a host copy on the d2h

@@ -1,7 +1,6 @@
 #include "workloads/memory.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <map>
 #include <utility>
@@ -248,45 +247,15 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
                               : "Adam: FP32 master + 2 moments = 12 B x params (sharded with ZeRO >= 1)"});
 }
 
-// Activations in flight, the working set of the layer in backward, logits and buffers.
 // Pinned host memory of activation offloading at the stage's peak: the offloaded groups' bytes
 // of every chunk-microbatch held, by the same play of the schedule as the activations (the
 // groups Megatron keeps on the GPU are counted too: a slight overcount).
 double host_offload_bytes(const WorkloadSpec& spec, int stage) {
   if (spec.training.offload_modules.empty()) return 0.0;
-  std::vector<double> per_chunk;
-  for (const LayerRange& r : stage_chunks(spec.model, spec.parallel, stage)) {
-    double bytes = 0.0;
-    for (int l = r.begin; l < r.end; ++l) {
-      for (double b : layer_offload(spec, l).copied) bytes += b;
-    }
-    per_chunk.push_back(bytes);
-  }
-  return in_flight(spec, stage, per_chunk).bytes;
+  return in_flight(spec, stage, chunk_copied_bytes(spec, stage_chunks(spec.model, spec.parallel, stage))).bytes;
 }
 
-// What activation offloading leaves on the GPU beyond the resident activations (Megatron's
-// manager, workloads/activation_offload.hpp): the last group of each offloaded module in a chunk
-// whose backward runs next (for one chunk: the step's first backward chunk, or the current one
-// on the last stage) and the one group reloaded ahead of its backward.
-double offload_on_gpu(const WorkloadSpec& spec, const std::vector<LayerRange>& chunks) {
-  double kept = 0.0, ahead = 0.0;
-  for (const LayerRange& r : chunks) {
-    std::array<double, kOffloadModuleCount> last{};
-    for (int l = r.begin; l < r.end; ++l) {
-      const LayerOffload o = layer_offload(spec, l);
-      for (std::size_t m = 0; m < last.size(); ++m) {
-        if (o.copied[m] > 0.0) last[m] = o.copied[m];
-        ahead = std::max(ahead, o.copied[m]);
-      }
-    }
-    double sum = 0.0;
-    for (double b : last) sum += b;
-    kept = std::max(kept, sum);
-  }
-  return kept + ahead;
-}
-
+// Activations in flight, the working set of the layer in backward, logits and buffers.
 void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out,
                      int& in_flight_count) {
   const ParallelSpec& p = spec.parallel;
@@ -341,7 +310,7 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
                      : "per-layer activations (Korthikanti et al.) less the offloaded modules' x "
                        "microbatch-chunks in flight"});
   if (!spec.training.offload_modules.empty()) {
-    out.push_back({"activation_offload", offload_on_gpu(spec, chunks),
+    out.push_back({"activation_offload", offload_kept_on_gpu(spec, chunks),
                    "offloaded groups kept on the GPU: the last of each module of one chunk, and "
                    "one group reloaded ahead"});
   }
