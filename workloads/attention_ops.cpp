@@ -214,7 +214,7 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
   } else {
     comm = column_backward("q_proj", s_.hidden, s_.q_up_out, s_.linear_dtype, ParamGroup::Qkv,
                            layer, nullptr);
-    last_wgrad = b_.last_compute().value_or(last_wgrad);
+    last_wgrad = b_.last_wgrad().value_or(last_wgrad);
   }
   if (sink != nullptr) sink->gradient_ready(ParamGroup::Qkv, layer, last_wgrad);
   return comm;

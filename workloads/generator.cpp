@@ -240,13 +240,22 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
     } else if (step.kind == StepKind::Backward) {
       PassPlan b = backward_plan(ctx, step.chunk, step.microbatch, sink_of(i), false);
       if (overlapped) b.wait = overlapped->take_backward();
+      if (step.defer_wgrad) builder.begin_deferred_wgrads();
       const auto last = run_pass(builder, b);
+      if (step.defer_wgrad) builder.end_deferred_wgrads();
       if (overlapped) overlapped->backward_done(last);
+    } else if (step.kind == StepKind::WeightGrad) {
+      // The oldest deferred backward's weight gradients (schedules queue them first in, first out).
+      builder.set_context(sim::Phase::Backward, -1, step.microbatch);
+      builder.place_oldest_wgrads();
     } else if (overlapped) {
       overlapped->exchange(step, message_bytes);
     } else {
       pipeline_exchange(step, builder, message_bytes);
     }
+  }
+  if (builder.waiting_wgrad_groups() != 0) {
+    throw std::logic_error("schedule '" + p.schedule + "' leaves deferred weight gradients unplaced");
   }
   sync->end_step();
   add_activation_offload(spec, stage, program);

@@ -162,8 +162,38 @@ Found check_experts(const WorkloadSpec& w) {
   return std::nullopt;
 }
 
+// ZB-H1 as the authors' patch of Megatron's 1F1B runs it (workloads/schedule.cpp): their
+// WeightGradStore defers the weight gradients of Megatron's own linear layers and grouped GEMMs.
+Found check_zero_bubble(const WorkloadSpec& w) {
+  const ParallelSpec& p = w.parallel;
+  if (p.schedule != "zb_h1") return std::nullopt;
+  if (p.tp_comm_overlap) {
+    return par("tp_comm_overlap", "is not modelled with schedule zb_h1: Transformer Engine's userbuffer "
+                                  "overlap pairs each weight-gradient GEMM with a communication of "
+                                  "the backward that a deferred W no longer runs beside");
+  }
+  if (!w.training.offload_modules.empty()) {
+    return train("offload_modules", "activation offloading (Megatron-core's manager) is not modelled "
+                                    "with schedule zb_h1");
+  }
+  if (p.zero_stage >= 2) {
+    return par("zero_stage", "schedule zb_h1 runs Megatron's distributed optimizer: use zero_stage "
+                             "0 or 1 (gradients reduced once per step, after the last W)");
+  }
+  if (p.optimizer_offload == OptimizerOffload::Cpu) {
+    return par("optimizer_offload", "cpu is DeepSpeed's ZeRO-Offload; schedule zb_h1 is a Megatron "
+                                    "schedule");
+  }
+  if (p.overlap_moe_expert_parallel_comm) {
+    return par("overlap_moe_expert_parallel_comm", "Megatron-core's combined 1F1B is its own "
+                                                   "schedule; it does not combine with zb_h1");
+  }
+  return std::nullopt;
+}
+
 Found check_pipeline(const WorkloadSpec& w) {
   const ParallelSpec& p = w.parallel;
+  if (auto v = check_zero_bubble(w)) return v;
   if (p.schedule == "interleaved" && p.vp < 2) {
     return par("schedule", "the interleaved schedule needs vp >= 2 model chunks per stage");
   }

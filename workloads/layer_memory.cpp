@@ -124,6 +124,32 @@ double backward_transients(const WorkloadSpec& spec, const LayerShape& x, int la
   return bytes;
 }
 
+// Each weight GEMM's input (as kept: FP8 with FP8 GEMMs, the sequence shard of a column-parallel
+// input with SP, which the W gathers again) and its BF16 output gradient (a row-parallel
+// GEMM's gathered [t, h]). The two MLA down projections share their input, as fc1's gate and up.
+double deferred_wgrad_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer) {
+  const RankShapes& s = x.s;
+  const double gin = gemm_input_bytes(spec);
+  const double g = kBf16Bytes;
+  double bytes = gin * x.t * d(s.attn_out) + g * x.t * x.h;  // output projection
+  if (spec.model.attention == AttentionKind::Mla) {
+    bytes += gin * x.tsp * (x.h + d(s.q_lora + s.kv_lora)) +
+             g * x.tsp * d(s.q_lora + s.kv_lora + s.rope_dim) + g * x.t * d(s.q_up_out + s.kv_up_out);
+  } else {
+    bytes += gin * x.tin * x.h + g * x.t * d(s.qkv_out);
+  }
+  if (!spec.model.is_moe_layer(layer)) {
+    return bytes + gin * x.tin * x.h + g * x.t * d(s.fc1_out) + gin * x.t * d(s.ffn) + g * x.t * x.h;
+  }
+  const double rows = d(s.expert_rows);
+  bytes += g * x.tsp * x.h + 4.0 * d(s.moe_tokens) * d(s.experts);  // router (FP32 logit gradient)
+  bytes += rows * (gin * (x.h + d(s.expert_ffn)) + g * d(s.expert_fc1_out + s.hidden));
+  if (s.shared_ffn > 0) {
+    bytes += gin * x.tin * x.h + g * x.t * d(s.shared_fc1_out) + gin * x.t * d(s.shared_ffn) + g * x.t * x.h;
+  }
+  return bytes;
+}
+
 // FC2 input (or the expert FC2 input): freed by the FC2 weight gradient before the peak.
 double freed_before_peak(const WorkloadSpec& spec, const LayerShape& x, int layer) {
   const RankShapes& s = x.s;

@@ -30,6 +30,11 @@ LayerShape layer_shape(const WorkloadSpec& spec);
 /// tp_backward_comm: blocking, which kept it). Bytes.
 double backward_transients(const WorkloadSpec& spec, const LayerShape& x, int layer);
 
+/// What a deferred weight-gradient pass (a zero-bubble W) keeps of layer `layer` between its
+/// B and its W, which 1F1B's backward frees at once: every weight GEMM's input as the forward
+/// kept it and the GEMM's output gradient (BF16). Bytes.
+double deferred_wgrad_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer);
+
 /// The FC2 input (or the expert FC2 input), freed by the FC2 weight gradient before the peak of
 /// the layer's backward. Bytes.
 double freed_before_peak(const WorkloadSpec& spec, const LayerShape& x, int layer);

@@ -80,36 +80,44 @@ LogitBytes logit_bytes_per_element(CrossEntropy ce) {
 }
 
 // Peak of the activations held over the schedule: per step, the sum over model chunks of
-// (microbatches whose forward is done and backward is not) x (bytes per microbatch).
+// (microbatches whose forward is done and backward is not) x (bytes per microbatch), plus what
+// the backwards whose weight gradients wait keep for them (`per_chunk_w`, zero-bubble schedules).
 struct InFlight {
   double bytes = 0.0;
+  double wgrad_bytes = 0.0;  // of which kept for deferred weight gradients
   int count = 0;           // microbatch-chunks held at that peak
   int last_chunk_max = 0;  // peak count of the stage's last chunk
 };
 
-InFlight in_flight(const WorkloadSpec& spec, int stage, const std::vector<double>& per_chunk) {
+InFlight in_flight(const WorkloadSpec& spec, int stage, const std::vector<double>& per_chunk,
+                   const std::vector<double>& per_chunk_w = {}) {
   const ParallelSpec& p = spec.parallel;
   const auto steps = pipeline_steps(p.schedule, p.pp, stage, static_cast<int>(spec.num_microbatches()),
                                     p.vp, p.overlap_moe_expert_parallel_comm);
-  std::vector<int> held(per_chunk.size(), 0);
+  std::vector<int> held(per_chunk.size(), 0), waiting(per_chunk.size(), 0);
   InFlight peak;
   for (const auto& step : steps) {
     const auto c = static_cast<std::size_t>(step.chunk);
     if (step.kind == StepKind::Forward) {
       ++held[c];
-      double bytes = 0.0;
+      double bytes = 0.0, w = 0.0;
       int count = 0;
       for (std::size_t i = 0; i < held.size(); ++i) {
         bytes += held[i] * per_chunk[i];
+        if (waiting[i] > 0) w += waiting[i] * per_chunk_w.at(i);
         count += held[i];
       }
-      if (bytes >= peak.bytes) {
-        peak.bytes = bytes;
+      if (bytes + w >= peak.bytes) {
+        peak.bytes = bytes + w;
+        peak.wgrad_bytes = w;
         peak.count = count;
       }
       peak.last_chunk_max = std::max(peak.last_chunk_max, held.back());
     } else if (step.kind == StepKind::Backward) {
       --held[c];
+      waiting[c] += step.defer_wgrad;
+    } else if (step.kind == StepKind::WeightGrad) {
+      --waiting[c];
     }
   }
   return peak;
@@ -262,7 +270,7 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
   const Recompute recompute = spec.training.recompute;
   const LayerShape x = layer_shape(spec);
   const auto chunks = stage_chunks(spec.model, p, stage);
-  std::vector<double> per_chunk;
+  std::vector<double> per_chunk, per_chunk_w;
   double working = 0.0;
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     double bytes = 0.0;
@@ -299,12 +307,22 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
         bytes += kBf16 * x.tsp * x.h * (recompute == Recompute::Full ? 2.0 : 4.0);
       }
     }
-    for (int l = chunks[c].begin; l < chunks[c].end; ++l) bytes -= layer_offload(spec, l).freed;
+    double w = 0.0;
+    for (int l = chunks[c].begin; l < chunks[c].end; ++l) {
+      bytes -= layer_offload(spec, l).freed;
+      w += deferred_wgrad_bytes(spec, x, l);
+    }
     per_chunk.push_back(bytes);
+    per_chunk_w.push_back(w);
   }
-  const InFlight flight = in_flight(spec, stage, per_chunk);
+  const InFlight flight = in_flight(spec, stage, per_chunk, per_chunk_w);
   in_flight_count = flight.count;
-  out.push_back({"activations", flight.bytes,
+  if (flight.wgrad_bytes > 0.0) {
+    out.push_back({"deferred_wgrads", flight.wgrad_bytes,
+                   "weight-GEMM inputs and output gradients kept for the deferred W passes at the "
+                   "peak (zero-bubble schedule)"});
+  }
+  out.push_back({"activations", flight.bytes - flight.wgrad_bytes,
                  spec.training.offload_modules.empty()
                      ? "per-layer activations (Korthikanti et al.) x microbatch-chunks in flight"
                      : "per-layer activations (Korthikanti et al.) less the offloaded modules' x "

@@ -15,18 +15,24 @@ void ProgramBuilder::set_context(sim::Phase phase, int layer, int microbatch) {
   microbatch_ = microbatch;
 }
 
+namespace {
+constexpr std::uint32_t kUnplaced = 0xffffffffu;
+}  // namespace
+
+// An op is held back (placed later with its W group) when the builder holds back weight
+// gradients and it is one, or added in a WgradInputScope, or when it depends on an op that is
+// held back. A held-back op leaves the ops deferred to the next compute op (defer()) to the next
+// op that is not held back: they were posted for the pass being built, not for its W.
 std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const std::string& label,
                                   double flops, double bytes, std::vector<std::uint32_t> deps) {
-  const auto index = static_cast<std::uint32_t>(program_.ops.size());
-  if (stream == sim::Stream::Compute && !deferred_.empty()) {
+  const bool hold = resolve(deps) || (holding_ && (capture_all_ || adding_wgrad_));
+  if (!hold && stream == sim::Stream::Compute && !deferred_.empty()) {
     for (std::uint32_t dep : deferred_) {
       if (std::find(deps.begin(), deps.end(), dep) == deps.end()) deps.push_back(dep);
     }
     deferred_.clear();
+    if (resolve(deps)) throw std::logic_error("op '" + label + "' waits for a held-back weight gradient");
     std::sort(deps.begin(), deps.end());
-  }
-  for (std::uint32_t dep : deps) {
-    if (dep >= index) throw std::logic_error("op '" + label + "' depends on a later op");
   }
   sim::Op op;
   op.shape = std::move(shape);
@@ -39,9 +45,89 @@ std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const 
   op.flops = flops;
   op.bytes = bytes;
   op.deps = std::move(deps);
+  if (!hold) return append(std::move(op));
+  if (!holding_ && stream == sim::Stream::Compute) {
+    throw std::logic_error("op '" + label + "' on the compute stream waits for a held-back weight gradient");
+  }
+  // The W group being built, or else the newest group among those of the op's held-back deps.
+  std::size_t group = groups_.size() - 1;
+  if (!holding_) {
+    std::uint32_t newest = 0;
+    for (std::uint32_t dep : op.deps) {
+      if (dep & kDeferredBit) newest = std::max(newest, group_of_seq_[dep & ~kDeferredBit]);
+    }
+    group = newest - first_group_;
+  }
+  const auto seq = static_cast<std::uint32_t>(placed_.size());
+  placed_.push_back(kUnplaced);
+  group_of_seq_.push_back(static_cast<std::uint32_t>(first_group_ + group));
+  groups_[group].push_back({std::move(op), seq});
+  return seq | kDeferredBit;
+}
+
+bool ProgramBuilder::resolve(std::vector<std::uint32_t>& deps) const {
+  bool waits = false;
+  for (std::uint32_t& dep : deps) {
+    if ((dep & kDeferredBit) == 0) continue;
+    const std::uint32_t real = placed_.at(dep & ~kDeferredBit);
+    if (real == kUnplaced) {
+      waits = true;
+    } else {
+      dep = real;
+    }
+  }
+  return waits;
+}
+
+std::uint32_t ProgramBuilder::append(sim::Op op) {
+  const auto index = static_cast<std::uint32_t>(program_.ops.size());
+  for (std::uint32_t dep : op.deps) {
+    if (dep >= index) {
+      throw std::logic_error("op '" + program_.labels.at(op.label) + "' depends on a later op");
+    }
+  }
+  const bool compute = op.stream == sim::Stream::Compute;
   program_.ops.push_back(std::move(op));
-  if (stream == sim::Stream::Compute) last_compute_ = index;
+  if (compute) last_compute_ = index;
   return index;
+}
+
+sim::Op& ProgramBuilder::op_at(std::uint32_t id) {
+  if ((id & kDeferredBit) == 0) {
+    if (id >= program_.ops.size()) throw std::logic_error("no op " + std::to_string(id));
+    return program_.ops[id];
+  }
+  const std::uint32_t seq = id & ~kDeferredBit;
+  if (seq >= placed_.size()) throw std::logic_error("no held-back op " + std::to_string(seq));
+  if (placed_[seq] != kUnplaced) return program_.ops[placed_[seq]];
+  for (auto& group : groups_) {
+    for (auto& held : group) {
+      if (held.seq == seq) return held.op;
+    }
+  }
+  throw std::logic_error("held-back op " + std::to_string(seq) + " not found");
+}
+
+void ProgramBuilder::begin_deferred_wgrads() {
+  if (holding_) throw std::logic_error("begin_deferred_wgrads while already holding back");
+  holding_ = true;
+  groups_.emplace_back();
+}
+
+void ProgramBuilder::end_deferred_wgrads() { holding_ = false; }
+
+void ProgramBuilder::place_oldest_wgrads() {
+  if (groups_.empty() || (holding_ && groups_.size() == 1)) {
+    throw std::logic_error("place_oldest_wgrads: no W group waits");
+  }
+  std::vector<HeldOp> group = std::move(groups_.front());
+  groups_.pop_front();
+  ++first_group_;
+  for (HeldOp& held : group) {
+    if (resolve(held.op.deps)) throw std::logic_error("a W group's op waits for a later group");
+    std::sort(held.op.deps.begin(), held.op.deps.end());
+    placed_[held.seq] = append(std::move(held.op));
+  }
 }
 
 std::uint32_t ProgramBuilder::gemm(const std::string& label, std::int64_t m, std::int64_t n,
@@ -72,11 +158,15 @@ std::uint32_t ProgramBuilder::wgrad(const std::string& label, std::int64_t in, s
   shape.grad_accum = accum;
   // Transformer Engine's Float8BlockScaling quantizes the weight gradient's two operands (the
   // output gradient and the input, both activations) in 1x128 blocks.
-  return add_gemm(label, shape, sim::Fp8Scaling::Block1D1D, out_bytes, std::move(deps));
+  adding_wgrad_ = true;
+  const std::uint32_t op = add_gemm(label, shape, sim::Fp8Scaling::Block1D1D, out_bytes, std::move(deps));
+  adding_wgrad_ = false;
+  last_wgrad_ = op;
+  return op;
 }
 
 void ProgramBuilder::set_gemm_groups(std::uint32_t op, int groups, sim::GroupAxis axis) {
-  auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;
+  auto* g = std::get_if<sim::GemmShape>(&op_at(op).shape);
   if (g == nullptr) throw std::logic_error("set_gemm_groups on an op that is not a GEMM");
   const std::int64_t dim = axis == sim::GroupAxis::K ? g->k : g->m;
   if (groups < 1 || groups > dim) throw std::logic_error("set_gemm_groups: groups outside 1..m (or k)");
@@ -86,7 +176,7 @@ void ProgramBuilder::set_gemm_groups(std::uint32_t op, int groups, sim::GroupAxi
 
 void ProgramBuilder::set_gemm_execution(std::uint32_t op, int splits, int sm_margin,
                                         int busy_sms) {
-  auto* g = op < program_.ops.size() ? std::get_if<sim::GemmShape>(&program_.ops[op].shape) : nullptr;
+  auto* g = std::get_if<sim::GemmShape>(&op_at(op).shape);
   if (g == nullptr) throw std::logic_error("set_gemm_execution on an op that is not a GEMM");
   if (splits < 1 || sm_margin < 0 || busy_sms < 0) {
     throw std::logic_error("set_gemm_execution: bad splits, margin or busy SMs");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,8 +74,43 @@ class ProgramBuilder {
   std::uint32_t p2p(const std::string& label, sim::Peer send_to, sim::Peer recv_from, double bytes,
                     sim::Stream stream = sim::Stream::Compute, std::vector<std::uint32_t> deps = {});
 
-  /// Index of the last op added to the compute stream, if any.
+  /// Index of the last op added to the compute stream, if any (never a deferred weight gradient).
   std::optional<std::uint32_t> last_compute() const { return last_compute_; }
+  /// The last weight-gradient op added by wgrad(), if any (deferred or not).
+  std::optional<std::uint32_t> last_wgrad() const { return last_wgrad_; }
+
+  // Zero-bubble W passes (ScheduleStep::defer_wgrad). Between begin_deferred_wgrads() and
+  // end_deferred_wgrads() every op added by wgrad(), every op added inside a
+  // WgradInputScope and every op that depends on such an op is held back in a new W group
+  // instead of the program; its index is a placeholder (kDeferredBit set) that ops, deps and
+  // set_gemm_* accept like any index, and that stays valid once the group is placed. Placing a
+  // group (place_oldest_wgrads) appends its ops in their order, with the context they were added
+  // in, at the program's end. Callers never compare placeholders with real indices.
+
+  /// Bit that marks a placeholder index of a held-back op.
+  static constexpr std::uint32_t kDeferredBit = 1u << 31;
+  /// Starts holding back the weight gradients of the pass built next.
+  /// @throws std::logic_error if already holding back.
+  void begin_deferred_wgrads();
+  /// Ends it; the group waits for place_oldest_wgrads().
+  void end_deferred_wgrads();
+  /// Appends the oldest waiting W group to the program. @throws std::logic_error if none waits.
+  void place_oldest_wgrads();
+  /// W groups held back and not yet placed.
+  std::size_t waiting_wgrad_groups() const { return groups_.size(); }
+  /// While alive, ops added while the builder holds back weight gradients are held back too
+  /// (e.g. the all-gather of a sequence-parallel input that only the weight gradient reads).
+  class WgradInputScope {
+   public:
+    explicit WgradInputScope(ProgramBuilder& b) : b_(b), was_(b.capture_all_) { b_.capture_all_ = true; }
+    ~WgradInputScope() { b_.capture_all_ = was_; }
+    WgradInputScope(const WgradInputScope&) = delete;
+    WgradInputScope& operator=(const WgradInputScope&) = delete;
+
+   private:
+    ProgramBuilder& b_;
+    bool was_;
+  };
   /// Number of ops so far.
   std::size_t size() const { return program_.ops.size(); }
   /// Number of GEMMs in `dtype` among the ops from index `first` on (recomputed ones excluded).
@@ -86,7 +122,26 @@ class ProgramBuilder {
   std::uint32_t add_gemm(const std::string& label, sim::GemmShape shape, sim::Fp8Scaling block,
                          double out_bytes, std::vector<std::uint32_t> deps);
 
+  /// The op behind index or placeholder `id`. @throws std::logic_error for an unknown id.
+  sim::Op& op_at(std::uint32_t id);
+  /// `deps` with placed placeholders replaced by real indices; true when one still waits.
+  bool resolve(std::vector<std::uint32_t>& deps) const;
+  /// Appends a built op to the program. @throws std::logic_error if a dep is not earlier.
+  std::uint32_t append(sim::Op op);
+
+  struct HeldOp {
+    sim::Op op;
+    std::uint32_t seq = 0;  ///< placeholder number (index into placed_)
+  };
   sim::Program& program_;
+  bool holding_ = false;      ///< between begin_ and end_deferred_wgrads
+  bool capture_all_ = false;  ///< inside a WgradInputScope
+  std::deque<std::vector<HeldOp>> groups_;  ///< W groups waiting, oldest first
+  std::vector<std::uint32_t> placed_;       ///< real index of each placeholder; kUnplaced until placed
+  std::vector<std::uint32_t> group_of_seq_; ///< W group number of each placeholder
+  std::uint32_t first_group_ = 0;           ///< number of groups_.front()
+  bool adding_wgrad_ = false;               ///< inside wgrad()
+  std::optional<std::uint32_t> last_wgrad_;
   sim::Phase phase_ = sim::Phase::Forward;
   int layer_ = -1;
   int microbatch_ = -1;

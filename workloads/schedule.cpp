@@ -1,6 +1,7 @@
 #include "workloads/schedule.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <stdexcept>
 
@@ -64,6 +65,49 @@ std::vector<ScheduleStep> one_f_one_b(int pp, int stage, int num_microbatches, i
     steps.push_back(p2p(StepKind::SendBackward, bwd, -1, first, last));
   }
   return steps;
+}
+
+// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, arXiv 2401.10241, Sec. 3.1)
+// as the authors' patch of Megatron's 1F1B runs it (sail-sg/zero-bubble-pipeline-parallelism,
+// branch zb-h1-quick-start: forward_backward_pipelining_without_interleaving with a
+// WeightGradStore): the steps, warmup and P2P calls of one_f_one_b; on a stage s > 0 the first s
+// steady-state backwards, the last one and every cooldown backward compute only the input
+// gradients (B) and queue their weight gradients (W); the last steady-state iteration runs the
+// oldest queued W after its send_backward once it has run s steady iterations, each cooldown
+// iteration does so after its send_backward once s backwards have run, and the queue is emptied
+// at the end. Stage 0 runs 1F1B unchanged. The queued Ws fill what 1F1B leaves idle while a
+// stage waits for gradients: the bubble shrinks from (p-1)(F+B+W) to about (p-1)(F+B-W).
+std::vector<ScheduleStep> zb_h1(int pp, int stage, int num_microbatches, int vp) {
+  std::vector<ScheduleStep> steps = one_f_one_b(pp, stage, num_microbatches, vp);
+  if (stage == 0) return steps;
+  const int warmup = std::min(pp - stage - 1, num_microbatches);
+  const int remaining = num_microbatches - warmup;
+  std::vector<ScheduleStep> out;
+  out.reserve(steps.size() + static_cast<std::size_t>(num_microbatches));
+  std::deque<int> queued;
+  auto run_oldest = [&] {
+    out.push_back({StepKind::WeightGrad, queued.front(), -1, 0, 0});
+    queued.pop_front();
+  };
+  int backwards = 0;  // backwards so far; the first `remaining` are the steady-state ones
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    ScheduleStep step = steps[i];
+    if (step.kind != StepKind::Backward) {
+      out.push_back(step);
+      continue;
+    }
+    const int k = backwards++;
+    const bool steady = k < remaining;
+    step.defer_wgrad = !steady || k < stage || k == remaining - 1;
+    out.push_back(step);
+    if (step.defer_wgrad) queued.push_back(step.microbatch);
+    // The P2P call that ends this backward's iteration, then the W that iteration runs.
+    if (i + 1 < steps.size()) out.push_back(steps[++i]);
+    const bool pops = steady ? (k == remaining - 1 && k >= stage) : k >= stage;
+    if (pops && !queued.empty()) run_oldest();
+  }
+  while (!queued.empty()) run_oldest();
+  return out;
 }
 
 // Megatron-LM forward_backward_pipelining_with_interleaving (schedules.py, without
@@ -204,6 +248,9 @@ const std::map<std::string, Entry>& registry() {
   static const std::map<std::string, Entry> kSchedules = {
       {"1f1b", {one_f_one_b, one_f_one_b_window, combined_no_pipelining}},
       {"interleaved", {interleaved, interleaved_window, interleaved_combined}},
+      // Steady state as 1F1B's: from m = pp on every stage runs its split iterations and each
+      // further microbatch adds one unsplit forward-backward pair.
+      {"zb_h1", {zb_h1, one_f_one_b_window, combined_no_pipelining}},
   };
   return kSchedules;
 }
@@ -242,6 +289,7 @@ const char* to_string(StepKind kind) {
   switch (kind) {
     case StepKind::Forward: return "forward";
     case StepKind::Backward: return "backward";
+    case StepKind::WeightGrad: return "weight_grad";
     case StepKind::RecvForward: return "recv_forward";
     case StepKind::SendForward: return "send_forward";
     case StepKind::SendForwardRecvBackward: return "send_forward_recv_backward";

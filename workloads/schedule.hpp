@@ -2,7 +2,9 @@
 // passes and of the point-to-point calls that Megatron-LM makes between them. Schedules are
 // kept in a registry keyed by the name used in job files (`parallelism.schedule`): "1f1b" is
 // Megatron's non-interleaved one-forward-one-backward schedule, "interleaved" its
-// forward_backward_pipelining_with_interleaving (vp model chunks per stage).
+// forward_backward_pipelining_with_interleaving (vp model chunks per stage), "zb_h1" the
+// zero-bubble ZB-H1 schedule (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024,
+// arXiv 2401.10241) as its authors' patch of Megatron's 1F1B runs it.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,9 @@ namespace clustersim::workloads {
 enum class StepKind : std::uint8_t {
   Forward,                  ///< forward pass of `microbatch` through model chunk `chunk`
   Backward,                 ///< backward pass of `microbatch` through model chunk `chunk`
+  /// the weight gradients (W pass) of a backward whose ScheduleStep::defer_wgrad was set,
+  /// run now (zero-bubble schedules)
+  WeightGrad,
   RecvForward,              ///< recv_forward
   SendForward,              ///< send_forward
   SendForwardRecvBackward,  ///< send_forward_recv_backward (next stage both ways)
@@ -49,6 +54,10 @@ struct ScheduleStep {
   /// combined 1F1B, `pipeline_steps` with `combined`): the two passes' layers interleave so
   /// that each one's expert exchanges overlap the other's compute.
   bool combined = false;
+  /// Backward steps only: the pass computes the input gradients (B) and leaves its weight
+  /// gradients (W) for the WeightGrad step of the same microbatch and chunk later in the
+  /// schedule (zero-bubble schedules; WeightGrad steps run the deferred passes first in, first out).
+  bool defer_wgrad = false;
 };
 
 /// A schedule: the steps of pipeline stage `stage` of `pp`, for `num_microbatches` and `vp`

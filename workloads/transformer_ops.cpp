@@ -263,6 +263,9 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
   }
   std::vector<std::uint32_t> wgrad_deps;
   if (s_.sequence_parallel) {
+    // Only the weight gradient reads the gathered input: a deferred W gathers it itself (the
+    // zero-bubble WeightGradStore runs the gather with the W).
+    ProgramBuilder::WgradInputScope for_wgrad(b_);
     std::vector<std::uint32_t> launch;
     if (auto last = b_.last_compute()) launch.push_back(*last);
     wgrad_deps.push_back(b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,

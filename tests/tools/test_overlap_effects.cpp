@@ -269,5 +269,21 @@ TEST(OverlapEffects, ActivationOffloadHidesBehindComputeUntilTheHostLinkIsSlow) 
   EXPECT_EQ(base.step.breakdown.exposed_other_s, 0.0);
 }
 
+// ZB-H1 (workloads/schedule.cpp): the later stages' deferred weight gradients fill the time
+// 1F1B's fill and drain leave idle. The same kernels run; only when they run differs.
+TEST(OverlapEffects, ZeroBubbleScheduleFillsTheBubbleWithDeferredWeightGradients) {
+  const std::string layout = "  tp: 2\n  pp: 4\n  sequence_parallel: true\n";
+  const RunReport plain = run("zb_1f1b", layout);
+  const RunReport zb = run("zb_h1", layout + "  schedule: zb_h1\n");
+  EXPECT_NEAR(zb.step.breakdown.compute_s, plain.step.breakdown.compute_s,
+              1e-6 * plain.step.breakdown.compute_s);
+  EXPECT_LT(zb.step.step_time_s, 0.97 * plain.step.step_time_s);
+  EXPECT_LT(zb.step.breakdown.bubble_s, 0.8 * plain.step.breakdown.bubble_s);
+  // Without a pipeline every rank is stage 0, which runs 1F1B unchanged.
+  const RunReport one = run("zb_pp1_1f1b", "  tp: 8\n  sequence_parallel: true\n");
+  const RunReport one_zb = run("zb_pp1", "  tp: 8\n  sequence_parallel: true\n  schedule: zb_h1\n");
+  EXPECT_EQ(one_zb.step.step_time_s, one.step.step_time_s);
+}
+
 }  // namespace
 }  // namespace clustersim::tools

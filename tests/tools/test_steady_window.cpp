@@ -71,6 +71,16 @@ TEST(SteadyWindow, OneFOneBPipelineWithDataParallelism) {
       {4, 5});
 }
 
+TEST(SteadyWindow, ZeroBubblePipeline) {
+  // ZB-H1 runs 1F1B's steps with the same split iterations at every m >= pp: windows of 4 and 5.
+  expect_window_gives_whole_step(
+      "zb_h1", std::string(kDense) +
+                   "parallelism: {tp: 2, pp: 4, sequence_parallel: true, schedule: zb_h1}\n"
+                   "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 48, "
+                   "precision: bf16}\n",
+      {4, 5});
+}
+
 TEST(SteadyWindow, InterleavedPipelineFp8) {
   // Megatron's interleaved schedule runs all forwards first at m == pp: windows of 2pp and 3pp.
   expect_window_gives_whole_step(

@@ -154,7 +154,7 @@ TEST(JobSpec, MissingRequiredFieldsAreNamed) {
 
 TEST(JobSpec, UnknownScheduleListsTheRegistry) {
   expect_error(with_line(6, "  schedule: gpipe"), 128, 6, "parallelism.schedule",
-               "unknown pipeline schedule 'gpipe' (known: 1f1b, interleaved)");
+               "unknown pipeline schedule 'gpipe' (known: 1f1b, interleaved, zb_h1)");
 }
 
 TEST(JobSpec, ContextParallelSizeCountsInTheGpus) {

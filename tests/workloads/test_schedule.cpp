@@ -27,7 +27,7 @@ std::vector<ScheduleStep> steps_of(int pp, int stage, int m) {
 const std::vector<std::pair<int, int>> kShapes = {{1, 4}, {2, 1}, {4, 8}, {4, 2}, {8, 3}, {3, 7}, {8, 64}};
 
 TEST(OneFOneB, RegistryKnowsItByName) {
-  EXPECT_EQ(pipeline_schedule_names(), (std::vector<std::string>{"1f1b", "interleaved"}));
+  EXPECT_EQ(pipeline_schedule_names(), (std::vector<std::string>{"1f1b", "interleaved", "zb_h1"}));
   EXPECT_EQ(find_pipeline_schedule("gpipe"), nullptr);
 }
 
