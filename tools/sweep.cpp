@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "sim/spec_error.hpp"
+#include "workloads/schedule.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -77,6 +78,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"tp", "parallelism", "tp", {}},
       {"pp", "parallelism", "pp", {}},
       {"vp", "parallelism", "vp", {}},
+      {"schedule", "parallelism", "schedule", workloads::pipeline_schedule_names()},
       {"cp", "parallelism", "cp", {}},
       {"ep", "parallelism", "ep", {}},
       {"etp", "parallelism", "etp", {}},
@@ -178,7 +180,11 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
                              {"training.global_batch_size", std::to_string(global_batch)}};
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const auto& d = axes[i].dim;
-    if (d.name == "vp") o.emplace_back("parallelism.schedule", "");
+    // vp picks its schedule unless the space sets the schedule itself.
+    const bool schedule_swept = std::any_of(axes.begin(), axes.end(), [](const SweepAxis& a) {
+      return a.dim.name == "schedule";
+    });
+    if (d.name == "vp" && !schedule_swept) o.emplace_back("parallelism.schedule", "");
     if (d.name == "zero") {
       o.emplace_back("parallelism.fsdp", "");
       o.emplace_back("parallelism.distributed_optimizer", "");

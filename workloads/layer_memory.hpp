@@ -35,6 +35,17 @@ double backward_transients(const WorkloadSpec& spec, const LayerShape& x, int la
 /// kept it and the GEMM's output gradient (BF16). Bytes.
 double deferred_wgrad_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer);
 
+/// Logits of the last stage, bytes per logit by loss implementation: `kept` from a
+/// microbatch's forward to its backward, `peak` while its loss runs its backward (the largest
+/// moment of either pass).
+struct LogitBytes {
+  double kept = 0.0;
+  double peak = 0.0;
+};
+
+/// The bytes per logit of cross entropy `ce` (the implementations' code; the eager loss measured).
+LogitBytes logit_bytes_per_element(CrossEntropy ce);
+
 /// The FC2 input (or the expert FC2 input), freed by the FC2 weight gradient before the peak of
 /// the layer's backward. Bytes.
 double freed_before_peak(const WorkloadSpec& spec, const LayerShape& x, int layer);

@@ -65,6 +65,25 @@ TEST(SweepSpace, OffloadValuesAreModuleSets) {
   EXPECT_THROW(parse_space({"offload=core_attn+"}), std::invalid_argument);
 }
 
+// The pipeline schedules are the registry's; vp alone picks its schedule (the override clears
+// parallelism.schedule), vp beside a swept schedule leaves it to that dimension.
+TEST(SweepSpace, ScheduleValuesAreTheRegistrysAndVpLeavesASweptScheduleAlone) {
+  const auto find = [](const std::vector<Override>& o, const std::string& key) {
+    std::string value = "(absent)";
+    for (const auto& [k, v] : o) {
+      if (k == key) value = v;  // the last override of a key wins
+    }
+    return value;
+  };
+  const auto both = parse_space({"vp=1,2", "schedule=1f1b,zb_h1"});
+  EXPECT_EQ(find(sweep_overrides(both, {"1", "zb_h1"}, 8, 8), "parallelism.schedule"), "zb_h1");
+  const auto swapped = parse_space({"schedule=zb_h1", "vp=1"});
+  EXPECT_EQ(find(sweep_overrides(swapped, {"zb_h1", "1"}, 8, 8), "parallelism.schedule"), "zb_h1");
+  const auto vp_only = parse_space({"vp=1,2"});
+  EXPECT_EQ(find(sweep_overrides(vp_only, {"2"}, 8, 8), "parallelism.schedule"), "");
+  EXPECT_THROW(parse_space({"schedule=gpipe"}), std::invalid_argument);
+}
+
 TEST(SweepSpace, RejectsMalformedSpaces) {
   EXPECT_THROW(parse_space({"tp"}), std::invalid_argument);
   EXPECT_THROW(parse_space({"dp=1,2"}), std::invalid_argument);  // dp is derived
