@@ -34,3 +34,7 @@ D=docs/studies
 "$B"/clustersim sweep "$D"/deepseek_v3_offload.yaml --gpus 1536 \
   --space recompute=none,full offload=none,expert_fc1+moe_act,core_attn+attn_proj+mlp_norm+expert_fc1+moe_act \
   ep_overlap=false,true -j 2 --csv "$D"/deepseek_v3_offload.csv
+# Which pipeline schedule for Llama3-70B on 2,048 H100 at a small batch: 1F1B, zero-bubble
+# ZB-H1 and the interleaved schedule at PP4 and PP8.
+"$B"/clustersim sweep "$D"/llama3_70b_schedules.yaml --gpus 2048 \
+  --space pp=4,8 schedule=1f1b,zb_h1,interleaved vp=1,2,5 -j 2 --csv "$D"/llama3_70b_schedules.csv

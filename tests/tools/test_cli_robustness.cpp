@@ -22,7 +22,8 @@ using clustersim::cli_test::run_cli;
 // shared experts beside the exchanges, an MTP depth, node-limited routing and the simulation
 // options; an inline model with ZeRO-3 CPU offload, full recompute in groups of 2, energy and economics on
 // B200; a GB200 NVL72 rack with reliability; DeepEP under the combined 1F1B schedule; activation
-// offloading of every module under the interleaved schedule with MoE layers.
+// offloading of every module under the interleaved schedule with MoE layers; the zero-bubble
+// schedule over MLA and MoE layers with an MTP depth, FP8, gradients reduced after the Ws.
 const std::vector<std::string>& bases() {
   static const std::vector<std::string> kBases = {
       "cluster: {platform: hgx_h100, gpus: 16, overrides: {name: H100-SXM, nic_bandwidth: 400Gbps}}\n"
@@ -58,6 +59,12 @@ const std::vector<std::string>& bases() {
       "parallelism: {tp: 2, pp: 2, vp: 2, ep: 4, sequence_parallel: true}\n"
       "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 16, precision: fp8, "
       "offload_modules: [qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act]}\n",
+      "cluster: {platform: hgx_h100, gpus: 16}\n"
+      "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1, mtp_layers: 1, experts: 16, "
+      "top_k: 4}\n"
+      "parallelism: {tp: 2, pp: 4, ep: 2, sequence_parallel: true, schedule: zb_h1, "
+      "overlap_grad_reduce: false}\n"
+      "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 16, precision: fp8}\n",
   };
   return kBases;
 }
