@@ -61,6 +61,7 @@ std::uint32_t ProgramBuilder::add(sim::OpShape shape, sim::Stream stream, const 
   const auto seq = static_cast<std::uint32_t>(placed_.size());
   placed_.push_back(kUnplaced);
   group_of_seq_.push_back(static_cast<std::uint32_t>(first_group_ + group));
+  index_of_seq_.push_back(static_cast<std::uint32_t>(groups_[group].size()));
   groups_[group].push_back({std::move(op), seq});
   return seq | kDeferredBit;
 }
@@ -100,12 +101,7 @@ sim::Op& ProgramBuilder::op_at(std::uint32_t id) {
   const std::uint32_t seq = id & ~kDeferredBit;
   if (seq >= placed_.size()) throw std::logic_error("no held-back op " + std::to_string(seq));
   if (placed_[seq] != kUnplaced) return program_.ops[placed_[seq]];
-  for (auto& group : groups_) {
-    for (auto& held : group) {
-      if (held.seq == seq) return held.op;
-    }
-  }
-  throw std::logic_error("held-back op " + std::to_string(seq) + " not found");
+  return groups_.at(group_of_seq_[seq] - first_group_).at(index_of_seq_[seq]).op;
 }
 
 void ProgramBuilder::begin_deferred_wgrads() {

@@ -139,6 +139,7 @@ class ProgramBuilder {
   std::deque<std::vector<HeldOp>> groups_;  ///< W groups waiting, oldest first
   std::vector<std::uint32_t> placed_;       ///< real index of each placeholder; kUnplaced until placed
   std::vector<std::uint32_t> group_of_seq_; ///< W group number of each placeholder
+  std::vector<std::uint32_t> index_of_seq_; ///< its position in that group
   std::uint32_t first_group_ = 0;           ///< number of groups_.front()
   bool adding_wgrad_ = false;               ///< inside wgrad()
   std::optional<std::uint32_t> last_wgrad_;

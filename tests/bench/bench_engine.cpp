@@ -4,7 +4,8 @@
 // 8x22B with expert parallelism at 2,048 and 16,384 GPUs, DeepSeek-V3 with EP64 across 8 nodes
 // at 2,048 GPUs (also at its report's batch, as steady-state windows) and on GB200 NVL72 racks
 // at 1,024 and 16,384 GPUs (on 1,536 H200 also under the combined 1F1B and with activation
-// offloading), and the default GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
+// offloading), Llama3-405B under the zero-bubble ZB-H1 schedule at 16,384 GPUs, and the default
+// GPT-3 175B job on 128 GPUs. Reports wall time per simulated step, simulated events
 // per second and the simulation process's peak RSS. Replicas "auto": above 256 GPUs the
 // identical-replica reduction (docs/engine.md).
 #include <benchmark/benchmark.h>
@@ -18,13 +19,15 @@
 
 namespace {
 
-std::string write_job(int gpus) {
+// `schedule`: "interleaved" (vp 4) or a schedule of one chunk per stage.
+std::string write_job(int gpus, const std::string& schedule = "interleaved") {
   const int dp = gpus / 128;
-  const std::string path = "/tmp/clustersim_bench_" + std::to_string(gpus) + ".yaml";
+  const std::string path = "/tmp/clustersim_bench_" + std::to_string(gpus) + "_" + schedule + ".yaml";
   std::ofstream out(path);
   out << "cluster: {platform: hgx_h100, gpus: " << gpus << "}\n"
       << "model: llama3_405b\n"
-      << "parallelism: {tp: 8, pp: 16, vp: 4, dp: " << dp
+      << "parallelism: {tp: 8, pp: 16, vp: " << (schedule == "interleaved" ? 4 : 1)
+      << ", schedule: " << schedule << ", dp: " << dp
       << ", sequence_parallel: true, account_for_embedding_in_pipeline_split: true, "
          "account_for_loss_in_pipeline_split: true}\n"
       << "training: {seq_length: 8192, micro_batch_size: 1, global_batch_size: " << dp * 16
@@ -63,6 +66,13 @@ BENCHMARK(BM_Llama405bStep)
     ->Arg(16384)
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
+
+// The same job under the zero-bubble ZB-H1 schedule (one chunk per stage): the W passes held
+// back and placed later by the generator (docs/trace-format.md).
+void BM_Llama405bZeroBubbleStep(benchmark::State& state) {
+  run_steps(state, clustersim::tools::load_job(write_job(static_cast<int>(state.range(0)), "zb_h1")));
+}
+BENCHMARK(BM_Llama405bZeroBubbleStep)->Arg(16384)->Unit(benchmark::kSecond)->Iterations(1);
 
 // Mixtral 8x22B with expert parallelism across nodes (TP8 PP4 EP8, seq 4096, 16 microbatches
 // per pipeline): the EP all-to-alls tie the data-parallel ranks of a stage together, so the
