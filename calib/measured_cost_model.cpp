@@ -442,6 +442,12 @@ sim::Interference MeasuredCostModel::interference(sim::ComputeClass compute,
   return {std::max(1.0, f.compute_slowdown), std::max(1.0, f.comm_slowdown)};
 }
 
+sim::CopyDelay MeasuredCostModel::copy_kernel_delay(sim::ComputeClass compute, bool d2h, bool h2d) const {
+  if (!rule_.host_copy_delay) return {};
+  return tables_->copy_delay().delay(compute, (d2h ? CopyDelayTable::kDeviceToHost : 0) |
+                                                  (h2d ? CopyDelayTable::kHostToDevice : 0));
+}
+
 void MeasuredCostModel::note_out_of_grid(const std::string& what) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, fresh] = out_of_grid_.try_emplace(what, 0);

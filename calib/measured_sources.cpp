@@ -122,6 +122,14 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           (rule_.measured ? "" : ", ratios applied unchanged"),
   };
   out.insert(out.end(), rest.begin(), rest.end());
+  if (!tables_->copy_delay().empty()) {
+    out.push_back("kernels beside host copies (activation offloading): " + tables_->copy_delay().file() +
+                  " (a fixed time per kernel and a share of its time, per class and copy "
+                  "directions); " +
+                  (rule_.host_copy_delay ? std::string("measured on H200") +
+                                               (rule_.measured ? "" : ", applied unchanged")
+                                         : std::string("not applied on this GPU (not measured)")));
+  }
   out.push_back(power_state_source());
   if (!scale_.note.empty()) {
     out.push_back("platform GPU figures (" + gpu_.name + "): " + scale_.note +

@@ -109,14 +109,14 @@ const std::map<std::string, DerivationRule>& rules() {
       {"H200-SXM",
        {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
         "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true,
-        989.0, 1979.0, 4.8, 700.0, true}},
+        989.0, 1979.0, 4.8, 700.0, true, true}},
       {"H100-SXM",
        {"H100-SXM", false, 1.0, 1.0, 1.0, 3.35 / 4.8,
         "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
         "attention unchanged; memory-bound ops take 4.8/3.35 as long above their floor (HBM3 "
         "3.35 TB/s vs HBM3e 4.8 TB/s; the floor, launch and DRAM latency, unchanged)",
         "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
-        "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0, true}},
+        "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0, true, true}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
        {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,
@@ -184,6 +184,9 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
     for (auto& p : load_interference(dir + "/interference_membound.csv")) t->interference_.push_back(p);
   }
   t->host_offload_ = load_host_offload(dir + "/host_offload.csv");
+  if (std::ifstream(dir + "/copy_interference.csv").good()) {  // runs 80-81
+    t->copy_delay_ = CopyDelayTable::load(dir + "/copy_interference.csv");
+  }
   if (std::ifstream(dir + "/power_boost.csv").good()) {
     t->power_boost_ = PowerBoostTable::load(dir + "/power_boost.csv");
     if (std::ifstream(dir + "/table_state.csv").good()) {  // runs 49-51

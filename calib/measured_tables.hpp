@@ -10,6 +10,7 @@
 
 #include "calib/host_costs.hpp"
 #include "calib/log_grid.hpp"
+#include "calib/copy_delay.hpp"
 #include "calib/power_boost.hpp"
 #include "calib/tables.hpp"
 
@@ -46,6 +47,9 @@ class MeasuredTables {
   /// their tables' ratio to their own sustained state (table_state.csv); empty when the
   /// directory has no power_boost.csv.
   const PowerBoostTable& power_boost() const { return power_boost_; }
+  /// Extra time per kernel beside host copies (copy_interference.csv, runs 80-81); empty when
+  /// the directory has none.
+  const CopyDelayTable& copy_delay() const { return copy_delay_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
   int nccl_ranks() const { return nccl_ranks_; }
   /// The protocol ("ll", "ll128", "simple") NCCL chose for `collective` ("all_reduce",
@@ -75,6 +79,7 @@ class MeasuredTables {
   std::vector<InterferencePoint> interference_;
   HostOffloadTable host_offload_;
   PowerBoostTable power_boost_;
+  CopyDelayTable copy_delay_;
   int nccl_ranks_ = 0;
   std::vector<NcclChoice> nccl_choices_;
 };
@@ -111,6 +116,10 @@ struct DerivationRule {
   /// FlashAttention-2's tables apply (attention_backend: flash2): the measured GPU and GPUs of
   /// its architecture. Elsewhere no rule derives them (the attention speed-up above is cuDNN's).
   bool flash2 = false;
+  /// The measured GPU's extra time per kernel beside host copies applies (copy_interference.csv):
+  /// the same GPU and PCIe Gen5 x16 host link. Not on GPUs whose host link or copy engines differ
+  /// (B200, GB200's NVLink-C2C): not measured.
+  bool host_copy_delay = false;
 };
 
 /// The rule's speed-ups scaled to a platform's own GPU figures: rule ratio x platform figure /

@@ -66,6 +66,13 @@ struct Interference {
   double comm_slowdown = 1.0;     ///< communication time while compute runs / time alone
 };
 
+/// Extra time of a kernel beside host copies: a fixed part per call and a share of its time.
+struct CopyDelay {
+  double fixed_s = 0.0;  ///< seconds per kernel call
+  double share = 0.0;    ///< fraction of the kernel's own duration
+  bool none() const { return fixed_s <= 0.0 && share <= 0.0; }
+};
+
 /// Cost of ops on one GPU type.
 class CostModel {
  public:
@@ -92,6 +99,17 @@ class CostModel {
   virtual Interference interference(ComputeClass compute, double comm_bytes) const {
     (void)compute;
     (void)comm_bytes;
+    return {};
+  }
+  /// How much longer a compute kernel of class `compute` takes while host copies run on its
+  /// GPU's copy engines (activation offloading's d2h and h2d streams; `d2h` and `h2d` say which
+  /// directions are in flight): a kernel of duration t alone takes t + fixed_s + share x t. The
+  /// engine charges it per op, spread over the op's time beside the copies (docs/engine.md).
+  /// Default: none (a model without a measurement must not invent one).
+  virtual CopyDelay copy_kernel_delay(ComputeClass compute, bool d2h, bool h2d) const {
+    (void)compute;
+    (void)d2h;
+    (void)h2d;
     return {};
   }
   /// How much slower a compute op runs while the SMs its GemmShape::busy_sms names are held by

@@ -168,8 +168,11 @@ void StreamActor::charge_exposed(RankState& r, const Op* gating, double seconds)
 void StreamActor::run_compute(RankState& r, const StreamPlan& sp, const Unit& u) {
   const double start = sg4::Engine::get_clock();
   const bool plain = !sh_->options->interference || sp.stream != Stream::Compute;
+  const bool copy = sh_->copy_delayed && (sp.stream == Stream::D2H || sp.stream == Stream::H2D);
+  if (copy) set_copying(r, sp.stream == Stream::H2D, true);
   if (plain) {
     sg4::this_actor::sleep_for(u.duration_s);
+    if (copy) set_copying(r, sp.stream == Stream::H2D, false);
   } else {
     play_compute(r, sp, u, r.record ? &op_ends_ : nullptr);
   }
@@ -335,6 +338,23 @@ int replica_source(const Workload& w, int rank) {
   return w.layout.group(rank, replica_kind(w)).front();
 }
 
+// The delays host copies add to the kernels beside them (CostModel::copy_kernel_delay), when
+// interference is on and some program has ops on a copy stream.
+void set_copy_delays(Shared& sh, const CostModel& cost) {
+  bool copies = false;
+  for (const Program& p : sh.workload->programs) {
+    for (const Op& op : p.ops) copies = copies || op.stream == Stream::D2H || op.stream == Stream::H2D;
+  }
+  if (!copies || !sh.options->interference) return;
+  for (int dirs = 1; dirs < 4; ++dirs) {
+    for (int c = 0; c < kComputeClassCount; ++c) {
+      const CopyDelay d = cost.copy_kernel_delay(static_cast<ComputeClass>(c), dirs & 1, dirs & 2);
+      sh.copy_delays[static_cast<size_t>(dirs)][static_cast<size_t>(c)] = d;
+      sh.copy_delayed = sh.copy_delayed || !d.none();
+    }
+  }
+}
+
 void setup_rank(Shared& sh, int rank, bool reduce) {
   const Workload& w = *sh.workload;
   RankState& r = sh.ranks[static_cast<size_t>(rank)];
@@ -346,6 +366,7 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
   r.mutex = sg4::Mutex::create();
   for (auto& cv : r.cvs) cv = sg4::ConditionVariable::create();
   r.overlap.wake = sg4::Semaphore::create(0);
+  if (sh.copy_delayed) r.overlap.copy_delays = &sh.copy_delays;
   r.current_op.assign(r.plan->streams.size(), -1);
   if (sh.fold > 1 && w.layout.coord(rank, GroupKind::TP) != 0) {
     r.folded_to = w.layout.group(rank, GroupKind::TP).front();
@@ -424,6 +445,7 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   }
   sh.held_sms = sh.held_sms && options.interference;
   sh.ep_held_sms = sh.ep_held_sms && options.interference;
+  set_copy_delays(sh, cost);
   // The estimate needs the platform's NVLink rate (test platforms may leave it unstated).
   sh.tp_costed = options.cost_isolated_tp && platform.nvlink_bandwidth > 0.0 &&
                  tp_isolated(workload, platform.nvlink_domain_size);

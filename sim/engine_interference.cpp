@@ -29,6 +29,12 @@ double slowdown(const Rate& f, const Op& op) {
   double s = f.comm == nullptr ? 1.0 : f.comm->overlap[static_cast<size_t>(compute_class(op))].compute_slowdown;
   if (f.held) s *= op.held_slowdown;
   if (f.ep_held) s *= op.ep_held_slowdown;
+  // A kernel beside host copies takes a fixed time and a share of its own longer (calibration
+  // runs 80-81), charged over the op's duration.
+  if (f.copy != nullptr && op.duration_s > 0.0) {
+    const CopyDelay& d = (*f.copy)[static_cast<size_t>(compute_class(op))];
+    s *= 1.0 + d.share + d.fixed_s / op.duration_s;
+  }
   return s;
 }
 
@@ -65,7 +71,9 @@ void advance(Progress& p, const RankState& r, const StreamPlan& sp, const Unit& 
 /// stands for them), and which SM holders have an op in flight.
 Rate strongest(const OverlapState& st) {
   Rate best{nullptr, st.holding[static_cast<size_t>(SmHolder::Tp)] > 0,
-            st.holding[static_cast<size_t>(SmHolder::DeepEp)] > 0};
+            st.holding[static_cast<size_t>(SmHolder::DeepEp)] > 0, nullptr};
+  const int copies = (st.copying[0] > 0 ? 1 : 0) | (st.copying[1] > 0 ? 2 : 0);
+  if (copies != 0 && st.copy_delays != nullptr) best.copy = &(*st.copy_delays)[static_cast<size_t>(copies)];
   double bytes = -1.0;
   for (size_t s = 0; s < st.in_flight.size(); ++s) {
     const CommParams* c = st.in_flight[s];
@@ -103,6 +111,12 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes) 
 void set_holding(RankState& r, SmHolder holder, bool start) {
   OverlapState& st = r.overlap;
   st.holding[static_cast<size_t>(holder)] += start ? 1 : -1;
+  update_rate(st);
+}
+
+void set_copying(RankState& r, bool h2d, bool start) {
+  OverlapState& st = r.overlap;
+  st.copying[h2d ? 1 : 0] += start ? 1 : -1;
   update_rate(st);
 }
 

@@ -7,15 +7,17 @@ backward, while the compute stream runs the layers (docs/trace-format.md, "Activ
 offloading"). The simulator plays those copies as sleeps on their own streams, at the measured
 pinned-copy rate, and charges the kernels beside them nothing. This probe measures both sides:
 
-  kernels: a compute-bound BF16 GEMM (8192^3), a narrow BF16 GEMM (8192 x 1024 x 8192, more of
-  its time in memory traffic) and a memory-bound device copy of 1 GiB (read + write);
+  kernels: BF16 GEMMs (SHAPES: compute-bound squares and narrow shapes), causal attention
+  forwards (PyTorch SDPA, 8 heads of 128, 2k and 8k tokens) and memory-bound device copies of
+  1 MiB, 64 MiB and 1 GiB (read + write);
   backgrounds: none, device-to-host only, host-to-device only, both at once: 256 MiB chunks
   between pinned host buffers and device buffers, queued on their own streams so that they run
   over the whole timed window (checked with events: `covered`).
 
 Each kernel is timed call by call with CUDA events on the compute stream, queued behind BF16
 heater matmuls (probe_common.Heater: the sustained power state of back-to-back GEMMs), median
-over the calls; alone and beside alternate three times and the medians of the three are kept.
+over the calls; alone and beside alternate --repeats times and the medians of the repeats are
+kept.
 The copies' rates are their bytes over the span of their events. Correctness: each GEMM's output
 on a 64 x 64 block against a float32 reference (relative error < 2e-2), the device copy
 bit-exact, one chunk's device-to-host-to-device round trip bit-exact.
@@ -33,13 +35,17 @@ from probe_common import CsvWriter, Heater, fmt, median
 
 CHUNK = 256 << 20  # bytes per background copy
 COPY_GBPS_GUESS = 55.0  # pinned PCIe Gen5 x16 rate (calibration run 3), to size the queue
+# GEMM shapes (m, n, k): compute-bound squares, and narrow ones (one dimension of 1024-2048, as a
+# layer's per-rank GEMMs at high TP or short sequences) whose run 79 times moved most.
+SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (8192, 1024, 8192), (8192, 2048, 8192),
+          (2048, 8192, 8192), (8192, 8192, 1024)]
 
 
 def kernels(dev):
     """(name, bytes or flops, callable, check) of each timed kernel."""
     out = []
-    for name, (m, n, k) in {"gemm_bf16_8192x8192x8192": (8192, 8192, 8192),
-                            "gemm_bf16_8192x1024x8192": (8192, 1024, 8192)}.items():
+    for m, n, k in SHAPES:
+        name = f"gemm_bf16_{m}x{n}x{k}"
         a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
         b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
         c = torch.empty(m, n, device=dev, dtype=torch.bfloat16)
@@ -52,16 +58,34 @@ def kernels(dev):
             return float((c[:64, :64].float() - ref).norm() / ref.norm()) < 2e-2
 
         out.append((name, 2.0 * m * n * k, run, check))
-    src = torch.randn(1 << 29, device=dev, dtype=torch.bfloat16)  # 1 GiB
-    dst = torch.empty_like(src)
+    # Causal attention forward (PyTorch SDPA: cuDNN or flash on Hopper), 8 heads of 128, 8k and 2k.
+    for seq in (8192, 2048):
+        q, k_, v = (torch.randn(1, 8, seq, 128, device=dev, dtype=torch.bfloat16) for _ in range(3))
+        box = {}
 
-    def copy(src=src, dst=dst):
-        dst.copy_(src)
+        def attn(q=q, k_=k_, v=v, box=box):
+            box["o"] = torch.nn.functional.scaled_dot_product_attention(q, k_, v, is_causal=True)
 
-    def copy_check(src=src, dst=dst):
-        return bool(torch.equal(src, dst))
+        def attn_check(q=q, k_=k_, v=v, box=box):
+            ref = torch.nn.functional.scaled_dot_product_attention(
+                q[:, :1, :256].float(), k_[:, :1, :256].float(), v[:, :1, :256].float(), is_causal=True)
+            o = box["o"][:, :1, :256].float()
+            return float((o - ref).norm() / ref.norm()) < 2e-2
 
-    out.append(("copy_1GiB", 2.0 * src.numel() * 2, copy, copy_check))
+        out.append((f"attention_causal_8x128_seq{seq}", 2.0 * 8 * seq * seq * 128 * 2 / 2, attn, attn_check))
+    # Device copies from 1 MiB (a few microseconds, launch-bound) to 1 GiB: whether what the
+    # copies beside them add is a share of the kernel's time or a time per kernel.
+    for label, size in (("copy_1MiB", 1 << 20), ("copy_64MiB", 64 << 20), ("copy_1GiB", 1 << 30)):
+        src = torch.randn(size // 2, device=dev, dtype=torch.bfloat16)
+        dst = torch.empty_like(src)
+
+        def copy(src=src, dst=dst):
+            dst.copy_(src)
+
+        def copy_check(src=src, dst=dst):
+            return bool(torch.equal(src, dst))
+
+        out.append((label, 2.0 * size, copy, copy_check))
     return out
 
 
@@ -136,7 +160,7 @@ def measure(out, dev, calls, repeats):
         torch.cuda.synchronize()
         ok = int(check() and trip_ok)
         alone_probe, _, _ = timed_window(run, calls, heater, background, (), 0)
-        window = calls * alone_probe + 0.06
+        window = calls * alone_probe * 4 + 0.06  # kernels may slow down beside the copies
         chunks = math.ceil(window * COPY_GBPS_GUESS * 1e9 / CHUNK) + 2
         for bg, which in backgrounds.items():
             if bg == "none":
@@ -158,8 +182,8 @@ def measure(out, dev, calls, repeats):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", type=int, default=0)
-    ap.add_argument("--calls", type=int, default=60)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--calls", type=int, default=80)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     dev = torch.device("cuda", args.device)
@@ -168,7 +192,7 @@ def main():
     out = CsvWriter(args.out, "copy_interference", [args.device],
                     {"chunk_bytes": CHUNK,
                      "method": "kernel per call with CUDA events behind BF16 heater matmuls, median "
-                               "of calls, median of 3 alternating alone/beside windows; "
+                               "of calls, median of --repeats alternating alone/beside windows; "
                                "background: pinned 256 MiB chunks on their own streams"})
     out.header(["kernel", "background", "calls", "seconds_alone", "seconds_beside", "slowdown",
                 "work_per_s_alone_T", "d2h_GBps", "h2d_GBps", "covered", "check"])

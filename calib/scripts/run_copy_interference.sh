@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run 79 (2026-12-05): activation offloading's host copies beside kernels
+# Runs 79-81 (2026-12-05): activation offloading's host copies beside kernels
 # (calib/probes/copy_interference.py): a BF16 GEMM, a narrow BF16 GEMM and a 1 GiB device copy,
 # alone and with pinned 256 MiB copies device-to-host, host-to-device or both running beside
 # them. One GPU, about a minute. Usage: calib/scripts/run_copy_interference.sh RESULTS_DIR.

@@ -49,13 +49,20 @@ struct CommParams {
 /// What sets the rate of compute at some moment: the interfering collective whose factors apply
 /// (null: none) and whether a tensor-parallel communication kernel holds SMs (GEMMs with
 /// GemmShape::busy_sms then run at 1/Op::held_slowdown, docs/engine.md).
+/// Extra time per kernel beside host copies, by ComputeClass (CostModel::copy_kernel_delay for
+/// one combination of copy directions).
+using CopyDelays = std::array<CopyDelay, kComputeClassCount>;
+
 struct Rate {
   const CommParams* comm = nullptr;
   bool held = false;
   bool ep_held = false;  ///< a DeepEP token exchange holds SMs (GEMMs at 1/Op::ep_held_slowdown)
+  /// Host copies run on the rank's copy engines: each op takes its class's delay longer, spread
+  /// over its duration (null: none in flight, or nothing measured).
+  const CopyDelays* copy = nullptr;
   bool operator==(const Rate&) const = default;
   /// True when compute runs at full rate.
-  bool full() const { return comm == nullptr && !held && !ep_held; }
+  bool full() const { return comm == nullptr && !held && !ep_held && copy == nullptr; }
 };
 
 /// Communication kernels that hold SMs of the GEMMs beside them while they run (docs/engine.md):
@@ -72,6 +79,11 @@ struct OverlapState {
   std::array<double, kStreamCount> in_flight_bytes{};
   /// Ops in flight whose kernels hold SMs, per SmHolder.
   std::array<int, kSmHolderCount> holding{};
+  /// Host copies in flight per direction (device-to-host, host-to-device).
+  std::array<int, 2> copying{};
+  /// The delays of each combination of copy directions (index: bit 1 d2h, bit 2 h2d); null when
+  /// copies change nothing (interference off, or no measurement).
+  const std::array<CopyDelays, 4>* copy_delays = nullptr;
   /// The rate now: the in-flight op with the most bytes among those that interfere, and
   /// which holders hold SMs.
   Rate in_force;
@@ -132,6 +144,10 @@ struct Shared {
   /// Some GEMM runs slower while a DeepEP token exchange holds SMs beside it (ep_held_slowdown >
   /// 1): only then do those exchanges change the compute rate.
   bool ep_held_sms = false;
+  /// CostModel::copy_kernel_delay per combination of copy directions; `copy_delayed` when some
+  /// is above 0, interference is on and a program has host copies.
+  std::array<CopyDelays, 4> copy_delays{};
+  bool copy_delayed = false;
   /// TP collectives are charged their estimate instead of played (EngineOptions::cost_isolated_tp
   /// and only TP traffic on NVLink).
   bool tp_costed = false;
@@ -196,6 +212,10 @@ void set_in_flight(RankState& r, int slot, const CommParams* prm, double bytes);
 /// Counts an op of rank `r` whose kernels hold SMs as `holder` starting (`start` true) or
 /// ending; updates the rate in force as set_in_flight does.
 void set_holding(RankState& r, SmHolder holder, bool start);
+
+/// Counts a host copy of rank `r` on direction `h2d` (else device-to-host) starting or ending;
+/// updates the rate in force as set_in_flight does.
+void set_copying(RankState& r, bool h2d, bool start);
 
 /// Plays compute unit `u` of stream plan `sp` on rank `r`, at full rate while no interfering
 /// communication is in flight and at 1/compute_slowdown of each op's rate while some is, times

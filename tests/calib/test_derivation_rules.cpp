@@ -35,9 +35,19 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
   EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
   // One line per op class, offload, interference, GEMMs under TP overlap, beside held SMs and
-  // adding into main_grad, block-scaled FP8, and the power state (applied on the H100, not on
-  // the B200).
-  EXPECT_EQ(h200_.table_sources().size(), 14u);
+  // adding into main_grad, block-scaled FP8, kernels beside host copies (applied on the H100,
+  // not on the B200) and the power state (likewise).
+  EXPECT_EQ(h200_.table_sources().size(), 15u);
+  const auto copies = [](const MeasuredCostModel& model) {
+    return model.table_sources()[model.table_sources().size() - 2];
+  };
+  EXPECT_NE(copies(h100).find("kernels beside host copies"), std::string::npos);
+  EXPECT_NE(copies(h100).find("applied unchanged"), std::string::npos);
+  EXPECT_NE(copies(b200).find("not applied on this GPU"), std::string::npos);
+  EXPECT_TRUE(b200.copy_kernel_delay(sim::ComputeClass::Gemm, true, true).none());
+  EXPECT_DOUBLE_EQ(h100.copy_kernel_delay(sim::ComputeClass::Gemm, true, false).fixed_s,
+                   h200_.copy_kernel_delay(sim::ComputeClass::Gemm, true, false).fixed_s);
+  EXPECT_GT(h200_.copy_kernel_delay(sim::ComputeClass::Gemm, true, false).fixed_s, 0.0);
   EXPECT_NE(h100.table_sources().back().find("same die and power limit"), std::string::npos);
   EXPECT_NE(b200.table_sources().back().find("not applied to B200"), std::string::npos);
   EXPECT_DOUBLE_EQ(b200.clock_boost(g, 0.5), 1.0);

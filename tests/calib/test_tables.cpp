@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "calib/copy_delay.hpp"
 #include "calib/log_grid.hpp"
 #include "calib/measured_tables.hpp"
 #include "calib/power_boost.hpp"
@@ -251,6 +252,49 @@ TEST(PowerBoostTable, InterpolatesBetweenMeasuredSharesAndRejectsBadCurves) {
   expect_spec_error([&] { PowerBoostTable::load(order); }, order, 3, "share");
   const std::string open_end = write_temp("boost_end.csv", "kind,share,boost\na,0.5,1.1\n");
   expect_spec_error([&] { PowerBoostTable::load(open_end); }, open_end, 0, "share");
+}
+
+// Kernels beside host copies (copy_interference.csv): a line of extra time over the kernel's
+// time per class and copy directions, both parts >= 0; bad rows are errors at their line.
+TEST(CopyDelayTable, FitsALinePerClassAndDirectionAndRejectsBadRows) {
+  const std::string head = "kernel,background,seconds_alone,seconds_beside,covered,check\n";
+  const std::string ok = write_temp(
+      "copy_delay.csv", head + "gemm_a,d2h,0.001,0.00102,1,1\ngemm_b,d2h,0.0002,0.00022,1,1\n"
+                               "copy_a,both,0.0001,0.000112,1,1\ncopy_b,both,0.001,0.00103,1,1\n");
+  const CopyDelayTable t = CopyDelayTable::load(ok);
+  // GEMMs: 20 us whatever their time; copies: 10 us + 2%.
+  EXPECT_NEAR(t.delay(sim::ComputeClass::Gemm, CopyDelayTable::kDeviceToHost).fixed_s, 20e-6, 1e-12);
+  EXPECT_NEAR(t.delay(sim::ComputeClass::Gemm, CopyDelayTable::kDeviceToHost).share, 0.0, 1e-9);
+  const sim::CopyDelay both = t.delay(sim::ComputeClass::MemoryBound, 3);
+  EXPECT_NEAR(both.fixed_s, 10e-6, 1e-12);
+  EXPECT_NEAR(both.share, 0.02, 1e-9);
+  EXPECT_TRUE(t.delay(sim::ComputeClass::Attention, 3).none());  // not measured
+  EXPECT_TRUE(t.delay(sim::ComputeClass::Gemm, 0).none());
+  const std::string failed = write_temp("copy_delay_check.csv", head + "gemm_a,d2h,0.001,0.002,1,0\n");
+  expect_spec_error([&] { CopyDelayTable::load(failed); }, failed, 2, "check");
+  const std::string uncovered = write_temp("copy_delay_cov.csv", head + "gemm_a,d2h,0.001,0.002,0,1\n");
+  expect_spec_error([&] { CopyDelayTable::load(uncovered); }, uncovered, 2, "covered");
+  const std::string kind = write_temp("copy_delay_kind.csv", head + "conv_a,d2h,0.001,0.002,1,1\n");
+  expect_spec_error([&] { CopyDelayTable::load(kind); }, kind, 2, "kernel");
+}
+
+// The committed table (runs 80-81, two passes each): GEMMs take a roughly fixed 20-35 us longer
+// per call beside either direction, device copies a few us and 1-2.5%, attention ~12-14%.
+TEST(CopyDelayTable, CommittedH200TableMatchesRuns80And81) {
+  const auto tables = MeasuredTables::load(default_measured_dir());
+  const CopyDelayTable& t = tables->copy_delay();
+  ASSERT_FALSE(t.empty());
+  for (int dirs = 1; dirs <= 3; ++dirs) {
+    const sim::CopyDelay g = t.delay(sim::ComputeClass::Gemm, dirs);
+    EXPECT_GT(g.fixed_s, 15e-6) << dirs;
+    EXPECT_LT(g.fixed_s, 40e-6) << dirs;
+    EXPECT_LT(g.share, 0.01) << dirs;
+    const sim::CopyDelay m = t.delay(sim::ComputeClass::MemoryBound, dirs);
+    EXPECT_GT(m.share, 0.005) << dirs;
+    EXPECT_LT(m.share, 0.03) << dirs;
+    EXPECT_LT(m.fixed_s, 8e-6) << dirs;
+    EXPECT_GT(t.delay(sim::ComputeClass::Attention, dirs).share, 0.08) << dirs;
+  }
 }
 
 // The committed table (runs 24-25): every kind gains at a low compute-bound share and is

@@ -27,6 +27,13 @@ class InterferingCost : public test::SimpleCost {
     if (std::holds_alternative<AttentionShape>(op.shape)) return op.flops / 1e15;
     return test::SimpleCost::compute_time(op);
   }
+  /// Host copies beside kernels: GEMMs 20 us (one direction) or 30 us (both), memory-bound
+  /// 5 us and 2% of their time.
+  CopyDelay copy_kernel_delay(ComputeClass c, bool d2h, bool h2d) const override {
+    if (!d2h && !h2d) return {};
+    if (c == ComputeClass::MemoryBound) return {5e-6, 0.02};
+    return {d2h && h2d ? 30e-6 : 20e-6, 0.0};
+  }
   /// 1.6 for GEMMs beside held SMs (GemmShape::busy_sms > 0).
   double held_sm_slowdown(const Op& op) const override {
     const auto* g = std::get_if<GemmShape>(&op.shape);
@@ -236,6 +243,34 @@ TEST(Interference, DeadlockAfterATimedWaitIsReported) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
   }
+}
+
+// A host copy of activation offloading (a compute unit on a copy stream, timed by its flops
+// here) adds the cost model's delay to each kernel it runs beside, spread over the kernel's
+// duration; kernels after it and copies with interference off are unaffected.
+Op host_copy(double flops, Stream s) {
+  Op op = gemm(flops);
+  op.shape = MemBoundShape{MemKernel::HostCopy};
+  op.stream = s;
+  return op;
+}
+
+TEST(Interference, KernelsBesideHostCopiesTakeTheMeasuredDelayLonger) {
+  // A 5 ms device-to-host copy beside two 1 ms GEMMs: each takes 20 us longer.
+  const std::vector<Op> one{host_copy(5e12, Stream::D2H), gemm(1e12), gemm(1e12)};
+  EXPECT_NEAR(run(one, false).breakdown.compute_s, 2e-3, 1e-12);
+  EXPECT_NEAR(run(one, true).breakdown.compute_s, 2e-3 + 40e-6, 1e-12);
+  // Both directions at once: 30 us per GEMM.
+  const std::vector<Op> both{host_copy(5e12, Stream::D2H), host_copy(5e12, Stream::H2D), gemm(1e12)};
+  EXPECT_NEAR(run(both, true).breakdown.compute_s, 1e-3 + 30e-6, 1e-12);
+  // A 0.5 ms copy beside a 1 ms GEMM: the GEMM runs at 1/1.02 of its rate until the copy ends.
+  const std::vector<Op> half{host_copy(0.5e12, Stream::D2H), gemm(1e12)};
+  EXPECT_NEAR(run(half, true).step_time_s, 0.5e-3 + (1e-3 - 0.5e-3 / 1.02), 1e-12);
+  // A memory-bound kernel: the fixed part and its share.
+  Op add = gemm(1e12);
+  add.shape = MemBoundShape{MemKernel::Elementwise};
+  const std::vector<Op> mem{host_copy(5e12, Stream::H2D), add};
+  EXPECT_NEAR(run(mem, true).breakdown.compute_s, 1e-3 * 1.02 + 5e-6, 1e-12);
 }
 
 }  // namespace

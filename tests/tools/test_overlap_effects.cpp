@@ -258,12 +258,17 @@ TEST(OverlapEffects, ActivationOffloadHidesBehindComputeUntilTheHostLinkIsSlow) 
   const RunReport base = offload_run("offload_none", "", "");
   const RunReport pcie = offload_run("offload_pcie", "qkv_linear, core_attn, attn_proj", "");
   const RunReport slow = offload_run("offload_slow", "qkv_linear, core_attn, attn_proj", "1GB/s");
-  // The GPUs do the same kernels; the copies are not compute.
-  EXPECT_NEAR(pcie.step.breakdown.compute_s, base.step.breakdown.compute_s, 1e-9 * base.step.breakdown.compute_s);
-  EXPECT_NEAR(slow.step.breakdown.compute_s, base.step.breakdown.compute_s, 1e-9 * base.step.breakdown.compute_s);
+  // The GPUs do the same kernels; the copies are not compute, but the kernels that run beside
+  // them take longer (calibration runs 80-81: ~23-33 us per GEMM, 1-2% of a memory-bound
+  // kernel): a little over PCIe, more where the slow link keeps copies in flight all the time.
+  const double base_compute = base.step.breakdown.compute_s;
+  EXPECT_GT(pcie.step.breakdown.compute_s, 1.002 * base_compute);
+  EXPECT_LT(pcie.step.breakdown.compute_s, 1.03 * base_compute);
+  EXPECT_GT(slow.step.breakdown.compute_s, pcie.step.breakdown.compute_s);
+  EXPECT_LT(slow.step.breakdown.compute_s, 1.10 * base_compute);
   // TP 8 with SP: 84 MiB of groups per layer and microbatch against ~4 ms of a layer's
   // forward: hidden at 64 GB/s, exposed at 1 GB/s as waits on other streams' work.
-  EXPECT_LT(pcie.step.step_time_s, 1.01 * base.step.step_time_s);
+  EXPECT_LT(pcie.step.step_time_s, 1.03 * base.step.step_time_s);
   EXPECT_GT(slow.step.step_time_s, 1.2 * base.step.step_time_s);
   EXPECT_GT(slow.step.breakdown.exposed_other_s, 0.1 * slow.step.step_time_s);
   EXPECT_EQ(base.step.breakdown.exposed_other_s, 0.0);
