@@ -339,12 +339,8 @@ int replica_source(const Workload& w, int rank) {
 }
 
 // The delays host copies add to the kernels beside them (CostModel::copy_kernel_delay), when
-// interference is on and some program has ops on a copy stream.
-void set_copy_delays(Shared& sh, const CostModel& cost) {
-  bool copies = false;
-  for (const Program& p : sh.workload->programs) {
-    for (const Op& op : p.ops) copies = copies || op.stream == Stream::D2H || op.stream == Stream::H2D;
-  }
+// interference is on and some program has ops on a copy stream (`copies`).
+void set_copy_delays(Shared& sh, const CostModel& cost, bool copies) {
   if (!copies || !sh.options->interference) return;
   for (int dirs = 1; dirs < 4; ++dirs) {
     for (int c = 0; c < kComputeClassCount; ++c) {
@@ -436,16 +432,18 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   sh.platform = &platform;
   sh.options = &options;
   sh.plans.reserve(workload.programs.size());
+  bool copies = false;
   for (const Program& p : workload.programs) {
     sh.plans.push_back(plan_program(p));
     for (const Op& op : p.ops) {
       sh.held_sms = sh.held_sms || op.held_slowdown > 1.0;
       sh.ep_held_sms = sh.ep_held_sms || op.ep_held_slowdown > 1.0;
+      copies = copies || op.stream == Stream::D2H || op.stream == Stream::H2D;
     }
   }
   sh.held_sms = sh.held_sms && options.interference;
   sh.ep_held_sms = sh.ep_held_sms && options.interference;
-  set_copy_delays(sh, cost);
+  set_copy_delays(sh, cost, copies);
   // The estimate needs the platform's NVLink rate (test platforms may leave it unstated).
   sh.tp_costed = options.cost_isolated_tp && platform.nvlink_bandwidth > 0.0 &&
                  tp_isolated(workload, platform.nvlink_domain_size);

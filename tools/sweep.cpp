@@ -178,12 +178,12 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
                              {"parallelism.dp", ""},
                              {"training.gradient_accumulation_steps", ""},
                              {"training.global_batch_size", std::to_string(global_batch)}};
+  // vp picks its schedule unless the space sets the schedule itself.
+  const bool schedule_swept = std::any_of(axes.begin(), axes.end(), [](const SweepAxis& a) {
+    return a.dim.name == "schedule";
+  });
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const auto& d = axes[i].dim;
-    // vp picks its schedule unless the space sets the schedule itself.
-    const bool schedule_swept = std::any_of(axes.begin(), axes.end(), [](const SweepAxis& a) {
-      return a.dim.name == "schedule";
-    });
     if (d.name == "vp" && !schedule_swept) o.emplace_back("parallelism.schedule", "");
     if (d.name == "zero") {
       o.emplace_back("parallelism.fsdp", "");

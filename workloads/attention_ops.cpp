@@ -53,8 +53,7 @@ void TransformerOps::attention_core_forward() {
     return;
   }
   const double block = kv_block_bytes();
-  std::vector<std::uint32_t> launch;
-  if (auto last = b_.last_compute()) launch.push_back(*last);
+  std::vector<std::uint32_t> launch = b_.after_last_compute();
   if (s_.cp_all_gather) {
     // All-gather CP: the whole K/V first (exposed: attention needs it), then the same work.
     b_.defer(b_.collective("cp_kv_allgather", CollectiveKind::AllGather, sim::GroupKind::CP,
@@ -113,8 +112,7 @@ void TransformerOps::attention_core_backward() {
   }
   const double block = kv_block_bytes();
   const double per_block = block * s_.cp / (s_.cp - 1);
-  std::vector<std::uint32_t> launch;
-  if (auto last = b_.last_compute()) launch.push_back(*last);
+  std::vector<std::uint32_t> launch = b_.after_last_compute();
   if (s_.cp_all_gather) {
     // K/V gathered again (Transformer Engine keeps only the local shard), the work, then the
     // K/V gradients reduce-scattered to their owners; the input-gradient consumers wait for it.

@@ -239,8 +239,7 @@ void DataParallelSync::gradient_ready(ParamGroup group, int layer, std::uint32_t
 void DataParallelSync::end_step() {
   // Not yet launched: overlapped reductions of later stages start asynchronously after the
   // schedule; without overlap_grad_reduce finalize_model_grads runs them synchronously.
-  std::vector<std::uint32_t> after_schedule;
-  if (auto last = b_.last_compute()) after_schedule.push_back(*last);
+  std::vector<std::uint32_t> after_schedule = b_.after_last_compute();
   const auto stream = parallel_.overlap_grad_reduce ? sim::Stream::DpComm : sim::Stream::Compute;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     if (!reduce_op_[b]) launch_reduce(b, stream, after_schedule);

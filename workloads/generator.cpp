@@ -92,8 +92,7 @@ void pipeline_exchange(const ScheduleStep& step, ProgramBuilder& b, double bytes
     b.p2p(exchange_label(step.kind), send, recv, bytes);
     return;
   }
-  std::vector<std::uint32_t> launch;
-  if (auto last = b.last_compute()) launch.push_back(*last);
+  std::vector<std::uint32_t> launch = b.after_last_compute();
   const std::uint32_t fwd =
       b.p2p("pp_exchange_fwd", send_next, recv_prev, bytes, sim::Stream::PpComm, std::move(launch));
   b.p2p("pp_exchange_bwd", send_prev, recv_next, bytes);

@@ -178,8 +178,7 @@ void AmaxReductions::backward_done(int chunk) {
 void AmaxReductions::emit(const char* label, double amaxes) {
   if (amaxes <= 0.0) return;
   constexpr double kAmaxBytes = 4.0;  // FP32
-  std::vector<std::uint32_t> after;
-  if (auto last = b_.last_compute()) after.push_back(*last);
+  std::vector<std::uint32_t> after = b_.after_last_compute();
   b_.defer(b_.collective(label, sim::CollectiveKind::AllReduce, sim::GroupKind::AMAX,
                          sim::Stream::AmaxComm, amaxes * kAmaxBytes, std::move(after)));
 }

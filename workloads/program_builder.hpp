@@ -76,6 +76,10 @@ class ProgramBuilder {
 
   /// Index of the last op added to the compute stream, if any (never a deferred weight gradient).
   std::optional<std::uint32_t> last_compute() const { return last_compute_; }
+  /// last_compute() as a dependency list: what an op launched after the compute so far waits for.
+  std::vector<std::uint32_t> after_last_compute() const {
+    return last_compute_ ? std::vector<std::uint32_t>{*last_compute_} : std::vector<std::uint32_t>{};
+  }
   /// The last weight-gradient op added by wgrad(), if any (deferred or not).
   std::optional<std::uint32_t> last_wgrad() const { return last_wgrad_; }
 

@@ -191,8 +191,7 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
                                sim::DType dtype) {
   std::optional<std::uint32_t> overlapped;
   if (s_.tp_overlap) {
-    std::vector<std::uint32_t> launch;
-    if (auto last = b_.last_compute()) launch.push_back(*last);
+    std::vector<std::uint32_t> launch = b_.after_last_compute();
     overlapped = b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
                                sim::Stream::TpComm, tp_gather_bytes(label, s_.tokens, k, dtype),
                                std::move(launch));
@@ -232,8 +231,7 @@ void TransformerOps::attn_out_transpose(const std::string& label) {
 // reduce-scatter is pipelined with the GEMM (same model as linear_in).
 void TransformerOps::linear_out(const std::string& label, std::int64_t n, std::int64_t k) {
   fp8_quantize(label + "_fp8_cast", s_.tokens, k, kFp8CastTransposeBytes, s_.linear_dtype);
-  std::vector<std::uint32_t> launch;
-  if (auto last = b_.last_compute()) launch.push_back(*last);
+  std::vector<std::uint32_t> launch = b_.after_last_compute();
   tp_overlap_gemm(b_.gemm(label, s_.tokens, n, k, s_.linear_dtype, kOutBytes), label,
                   LinearPass::Fprop);
   if (s_.tp_overlap) {
@@ -266,8 +264,7 @@ std::vector<std::uint32_t> TransformerOps::column_backward(const std::string& na
     // Only the weight gradient reads the gathered input: a deferred W gathers it itself (the
     // zero-bubble WeightGradStore runs the gather with the W).
     ProgramBuilder::WgradInputScope for_wgrad(b_);
-    std::vector<std::uint32_t> launch;
-    if (auto last = b_.last_compute()) launch.push_back(*last);
+    std::vector<std::uint32_t> launch = b_.after_last_compute();
     wgrad_deps.push_back(b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
                                        sim::Stream::TpComm, tp_gather_bytes(name, s_.tokens, in, dtype),
                                        std::move(launch)));
@@ -313,8 +310,7 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
                                   ParamGroup group, int layer, GradSink* sink) {
   std::optional<std::uint32_t> overlapped;
   if (s_.tp_overlap) {
-    std::vector<std::uint32_t> launch;
-    if (auto last = b_.last_compute()) launch.push_back(*last);
+    std::vector<std::uint32_t> launch = b_.after_last_compute();
     overlapped = b_.collective("tp_ag", CollectiveKind::AllGather, sim::GroupKind::TP,
                                sim::Stream::TpComm,
                                tp_gather_bytes(name, s_.tokens, s_.hidden, s_.linear_dtype),

@@ -47,8 +47,7 @@ class ShardedParamSync : public ParamSync {
   void unit_backward_done(int unit) override {
     const auto it = units_.find(unit);
     if (it == units_.end()) return;
-    std::vector<std::uint32_t> after;
-    if (auto last = b_.last_compute()) after.push_back(*last);
+    std::vector<std::uint32_t> after = b_.after_last_compute();
     // With CPU offload the reduced partition goes to the host at the accumulation boundary,
     // i.e. after the unit's backward of the last microbatch (ZeRO-3 has no pipeline).
     const bool boundary = ++backwards_[unit] == spec_.num_microbatches();
