@@ -37,7 +37,8 @@ struct OutOfGridOp {
   std::size_t count = 0;
 };
 
-/// CostModel from measured tables (H200) or derived from them (H100, B200, GB200).
+/// CostModel from measured tables (H200) or derived from them (H100, B200, GB200, B300,
+/// GB300).
 class MeasuredCostModel : public sim::CostModel {
  public:
   /// @param gpu the platform's GPU; its name selects the derivation rule, its peaks and HBM
@@ -70,7 +71,7 @@ class MeasuredCostModel : public sim::CostModel {
   /// default channel count overlapping an 8192^3 BF16 GEMM or a causal cuDNN SDPA fwd+bwd):
   /// GEMM and memory-bound ops take the GEMM row, attention the attention row; collectives of
   /// every kind and point-to-point transfers take the all_reduce factor at the same buffer size.
-  /// Derived GPUs (H100, B200, GB200) take the H200 ratios unchanged (docs/cost-model.md).
+  /// Derived GPUs (H100, B200, GB200, B300, GB300) take the H200 ratios unchanged (docs/cost-model.md).
   sim::Interference interference(sim::ComputeClass compute, double comm_bytes) const override;
   /// copy_interference.csv's line of extra time per call of the class beside copies of those
   /// directions (runs 80-81 on an H200, CopyDelayTable); also for the H100 (same die, PCIe Gen5

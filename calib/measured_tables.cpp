@@ -130,6 +130,28 @@ const std::map<std::string, DerivationRule>& rules() {
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
         "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0, 1200.0}},
+      // Blackwell Ultra (platforms/catalog/hgx_b300.yaml, gb300_nvl72.yaml): the same dense BF16
+      // and FP8 datasheet peaks as B200 / GB200 and no published MAMF, so their GEMM ratios.
+      // NVIDIA doubles the SFU's exponential rate over Blackwell ("Making Softmax More Efficient
+      // with NVIDIA Blackwell Ultra", NVIDIA technical blog; ~35% more FP8 attention-forward
+      // throughput by a summary of it, aissential.tech), which softmax-bound attention gains
+      // from: not credited (not measured), so attention may be slow here.
+      {"B300",
+       {"B300", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,
+        "B200's rule: H200 times / B200 MAMF ratio (BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 "
+        "TFLOP/s; B300's dense BF16/FP8 peaks are B200's, no B300 MAMF published); attention / "
+        "the BF16 ratio (assumed; Blackwell Ultra's doubled SFU exponential rate not credited); "
+        "memory-bound above their floor / HBM ratio 7.7/4.8 TB/s",
+        "GEMM +-10%; attention -30%..+20% (NVIDIA reports ~35% more attention-forward throughput "
+        "from the SFU change; not measured); memory-bound +-10%", false, 2250.0, 4500.0, 7.7, 1100.0}},
+      {"GB300",
+       {"GB300", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
+        "GB200's rule: H200 times / GB200 MAMF ratio (BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 "
+        "TFLOP/s; GB300's dense BF16/FP8 peaks are GB200's, no GB300 MAMF published); attention / "
+        "the BF16 ratio (assumed; Blackwell Ultra's doubled SFU exponential rate not credited); "
+        "memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
+        "GEMM +-10%; attention -30%..+20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0,
+        1400.0}},
   };
   return kRules;
 }

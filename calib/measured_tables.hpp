@@ -139,7 +139,8 @@ struct PlatformScale {
 PlatformScale platform_scale(const DerivationRule& rule, double peak_bf16_tflops,
                              double peak_fp8_tflops, double hbm_tbps, double tdp_w);
 
-/// The rule for a GPU: "H200-SXM" (measured), "H100-SXM", "B200", "GB200".
+/// The rule for a GPU: "H200-SXM" (measured), "H100-SXM", "B200", "GB200", "B300",
+/// "GB300".
 /// @throws std::invalid_argument for a GPU with no rule (the message lists the known ones).
 const DerivationRule& derivation_rule(const std::string& gpu_name);
 

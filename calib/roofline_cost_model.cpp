@@ -41,6 +41,15 @@ const std::map<std::string, RooflineEfficiencies>& table() {
       {"GB200",
        {1822.0 / 2500.0, 3615.6 / 5000.0, 0.62, 0.46, 0.90,
         "MAMF 1822/3615.6 TFLOP/s; attention and HBM fractions assumed as Hopper"}},
+      // Blackwell Ultra: B200's / GB200's dense peaks, so their MAMF fractions (no B300 MAMF).
+      {"B300",
+       {1745.0 / 2250.0, 3432.5 / 4500.0, 0.62, 0.46, 0.90,
+        "B200's MAMF 1745/3432.5 TFLOP/s (same dense peaks); attention and HBM fractions assumed "
+        "as Hopper"}},
+      {"GB300",
+       {1822.0 / 2500.0, 3615.6 / 5000.0, 0.62, 0.46, 0.90,
+        "GB200's MAMF 1822/3615.6 TFLOP/s (same dense peaks); attention and HBM fractions assumed "
+        "as Hopper"}},
   };
   return kTable;
 }

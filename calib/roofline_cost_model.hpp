@@ -21,7 +21,8 @@ struct RooflineEfficiencies {
   std::string source;          ///< where the figures come from
 };
 
-/// Looks up the cited efficiencies of a GPU by name ("H100-SXM", "H200-SXM", "B200", "GB200").
+/// Looks up the cited efficiencies of a GPU by name ("H100-SXM", "H200-SXM", "B200", "GB200",
+/// "B300", "GB300").
 /// @throws std::invalid_argument for a GPU with no cited figures (never a silent default).
 RooflineEfficiencies roofline_efficiencies(const std::string& gpu_name);
 

@@ -38,3 +38,8 @@ D=docs/studies
 # ZB-H1 and the interleaved schedule at PP4 and PP8.
 "$B"/clustersim sweep "$D"/llama3_70b_schedules.yaml --gpus 2048 \
   --space pp=4,8 schedule=1f1b,zb_h1,interleaved vp=1,2,5 -j 2 --csv "$D"/llama3_70b_schedules.csv
+# Llama3-405B FP8 on 16 NVL72 racks, GB200 against GB300 (Blackwell Ultra): the same sweep on both.
+for p in gb200 gb300; do
+  "$B"/clustersim sweep "$D"/llama3_405b_${p}_nvl72.yaml --gpus 1152 \
+    --space tp=4,8 pp=1,2,4,8 vp=1,2,4 cp=1,2 -j 2 --csv "$D"/llama3_405b_${p}_nvl72.csv
+done

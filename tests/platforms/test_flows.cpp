@@ -34,7 +34,9 @@ int first_of(const Topology& t, PathClass cls) {
 TEST_P(EachPlatform, OneFlowTakesLatencyPlusSizeOverBandwidth) {
   PlatformSpec s = find_platform(GetParam());
   s.fabric.tiers = 3;  // with 2 spine groups, so that some paths reach the core
-  const int gpus = s.node.nvlink_domain_size == 8 ? 2048 : 1152;
+  const int su = s.node.nvlink_domain_size * s.fabric.domains_per_su;
+  int gpus = su;
+  while (Topology(s, gpus).pods() < 2) gpus += su;  // one SU into the second spine group
   const Topology t(s, gpus);
   ASSERT_EQ(t.pods(), 2);
   struct Case { std::string dst; double latency, bandwidth; };
@@ -104,7 +106,8 @@ TEST_P(EachPlatform, AllToAllAcrossTheTreeReachesBisection) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, EachPlatform,
-                         ::testing::Values("hgx_h100", "hgx_h200", "hgx_b200", "gb200_nvl72", "gb200_nvl36"));
+                         ::testing::Values("hgx_h100", "hgx_h200", "hgx_b200", "gb200_nvl72", "gb200_nvl36",
+                                           "hgx_b300", "gb300_nvl72"));
 
 // Two flows of one GPU, one turning at its leaf and one crossing the spine, share the NIC
 // equally although their route latencies differ (CM02 alone would favour the shorter one).

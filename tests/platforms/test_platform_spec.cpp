@@ -47,7 +47,8 @@ void expect_spec_error(Fn fn, const std::vector<std::string>& parts) {
 
 TEST(PlatformCatalog, ListsAllPlatforms) {
   EXPECT_EQ(catalog_platforms(),
-            (std::vector<std::string>{"gb200_nvl36", "gb200_nvl72", "hgx_b200", "hgx_h100", "hgx_h200"}));
+            (std::vector<std::string>{"gb200_nvl36", "gb200_nvl72", "gb300_nvl72", "hgx_b200", "hgx_b300",
+                                      "hgx_h100", "hgx_h200"}));
 }
 
 TEST(PlatformCatalog, H100FiguresAreTheDatasheetOnes) {

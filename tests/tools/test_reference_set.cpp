@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include "calib/measured_cost_model.hpp"
+#include "platforms/platform_spec.hpp"
 #include "sim/spec_error.hpp"
+#include "tools/simulate.hpp"
 #include "tools/validation/case_job.hpp"
 #include "tools/validation/recipe_families.hpp"
 #include "tools/validation/reference_set.hpp"
@@ -326,7 +329,49 @@ TEST(Platforms, GpuNamesMapToCatalogPlatforms) {
   EXPECT_EQ(platform_for_gpu("h200"), "hgx_h200");
   EXPECT_EQ(platform_for_gpu("B200"), "hgx_b200");
   EXPECT_EQ(platform_for_gpu("GB200"), "gb200_nvl72");
+  EXPECT_EQ(platform_for_gpu("b300"), "hgx_b300");
+  EXPECT_EQ(platform_for_gpu("GB300"), "gb300_nvl72");
   EXPECT_EQ(platform_for_gpu("MI300X"), "");
+}
+
+// Every catalog platform's GPU is costed by both models, and by the measured model at exactly
+// the datasheet figures its derivation rule holds for: a catalog file whose peaks, HBM
+// bandwidth or power limit drifted from its rule would be scaled (and say so) instead.
+TEST(Platforms, EveryCatalogGpuHasARuleAtItsOwnDatasheetFigures) {
+  for (const auto& name : platforms::catalog_platforms()) {
+    const platforms::PlatformSpec p = platforms::find_platform(name);
+    const auto measured = make_cost_model("measured", p);
+    const auto* m = dynamic_cast<const calib::MeasuredCostModel*>(measured.get());
+    ASSERT_NE(m, nullptr) << name;
+    EXPECT_TRUE(m->scale().note.empty()) << name << ": " << m->scale().note;
+    const calib::DerivationRule& rule = calib::derivation_rule(p.gpu.name);
+    EXPECT_DOUBLE_EQ(p.gpu.tdp.value, rule.tdp_w) << name;
+    EXPECT_NO_THROW(make_cost_model("roofline", p)) << name;
+    EXPECT_EQ(platform_for_gpu(p.gpu.name).empty(), false) << name;
+  }
+}
+
+// Blackwell Ultra states B200's / GB200's dense peaks, so its GEMMs cost the same; its HBM and
+// power limit are its own (platforms/catalog/hgx_b300.yaml, gb300_nvl72.yaml).
+TEST(Platforms, BlackwellUltraGemmsAsBlackwellAtItsOwnHbm) {
+  const auto& b200 = calib::derivation_rule("B200");
+  const auto& b300 = calib::derivation_rule("B300");
+  const auto& gb200 = calib::derivation_rule("GB200");
+  const auto& gb300 = calib::derivation_rule("GB300");
+  EXPECT_DOUBLE_EQ(b300.gemm_bf16, b200.gemm_bf16);
+  EXPECT_DOUBLE_EQ(b300.gemm_fp8, b200.gemm_fp8);
+  EXPECT_DOUBLE_EQ(gb300.gemm_fp8, gb200.gemm_fp8);
+  EXPECT_DOUBLE_EQ(gb300.attention, gb200.attention);
+  EXPECT_DOUBLE_EQ(b300.tdp_w, 1100.0);
+  EXPECT_DOUBLE_EQ(gb300.tdp_w, 1400.0);
+  EXPECT_NE(b300.uncertainty.find("SFU"), std::string::npos);
+  EXPECT_FALSE(b300.flash2 || b300.power_boost || b300.host_copy_delay);
+  const platforms::PlatformSpec hgx = platforms::find_platform("hgx_b300");
+  const platforms::PlatformSpec nvl = platforms::find_platform("gb300_nvl72");
+  EXPECT_DOUBLE_EQ(hgx.node.nic_bandwidth.value, 100e9);  // 800 Gb/s
+  EXPECT_EQ(hgx.fabric.switch_radix, 144);
+  EXPECT_EQ(nvl.node.nvlink_domain_size, 72);
+  EXPECT_GT(nvl.gpu.hbm_capacity.value, 1.4 * platforms::find_platform("gb200_nvl72").gpu.hbm_capacity.value);
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ void state_platform(const ReferenceSet& set, const ReferenceCase& rc, const Meas
     if (platform.empty()) {
       throw SpecError(set.file, c.gpu->line, rc.id + ".config.gpu",
                       "no catalog platform for GPU '" + c.gpu->value +
-                          "' (known: H100-SXM, H200-SXM, B200, GB200); give config.platform");
+                          "' (known: H100-SXM, H200-SXM, B200, GB200, B300, GB300); give "
+                          "config.platform");
     }
     j.fill("cluster", "platform", platform, "GPU-CATALOG", c.gpu->line);
   }

@@ -353,7 +353,8 @@ std::string platform_for_gpu(const std::string& gpu_name_or_tag) {
     n.resize(n.size() - sxm.size());
   }
   static const std::vector<std::pair<std::string, std::string>> kTable = {
-      {"h100", "hgx_h100"}, {"h200", "hgx_h200"}, {"b200", "hgx_b200"}, {"gb200", "gb200_nvl72"}};
+      {"h100", "hgx_h100"}, {"h200", "hgx_h200"}, {"b200", "hgx_b200"}, {"gb200", "gb200_nvl72"},
+      {"b300", "hgx_b300"}, {"gb300", "gb300_nvl72"}};
   for (const auto& [gpu, platform] : kTable) {
     if (n == gpu) return platform;
   }

@@ -18,7 +18,7 @@ constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
 
 // GPU tags a metric name may start with ("h200_tflops"): the GPUs of the platform catalog.
 const std::vector<std::string>& gpu_tags() {
-  static const std::vector<std::string> kTags = {"h100", "h200", "b200", "gb200"};
+  static const std::vector<std::string> kTags = {"h100", "h200", "b200", "gb200", "b300", "gb300"};
   return kTags;
 }
 
@@ -204,7 +204,7 @@ std::vector<std::string> read_columns(Block& m) {
       throw SpecError(m.map.file(), node_line(list[i]), m.field("columns"),
                       "unknown column '" + name +
                           "' (known: attention_share, <gpu>_tflops, <gpu>_peak_gib with <gpu> "
-                          "one of h100, h200, b200, gb200)");
+                          "one of h100, h200, b200, gb200, b300, gb300)");
     }
     cols.push_back(name);
   }
