@@ -307,8 +307,11 @@ CollectivePlan nvls_plan(const CollectiveCall& c) {
   return plan;
 }
 
-double nvls_estimate(const CollectiveCall&, double, double) {
-  return std::numeric_limits<double>::infinity();  // never chosen automatically
+// The played plan's time: its latency and the buffer once over this GPU's NVLink. Used where the
+// engine estimates a call instead of playing it (TP groups, amax reductions); never chosen
+// automatically (`automatic` false below).
+double nvls_estimate(const CollectiveCall& c, double nvlink_bw, double) {
+  return nvls_plan(c).latency_s + c.bytes / (c.nvl.bandwidth_efficiency * nvlink_bw);
 }
 
 // --- deepep: a MoE token dispatch or combine as DeepEP's normal kernels run it (DeepSeek-AI,
@@ -397,8 +400,8 @@ const std::vector<CollectiveAlgorithm>& collective_algorithms() {
   static const std::vector<CollectiveAlgorithm> kAlgorithms = {
       {"ring", ring_applicable, ring_plan, ring_estimate},
       {"tree", tree_applicable, tree_plan, tree_estimate},
-      {"hierarchical", hierarchical_applicable, hierarchical_plan, hierarchical_estimate},
-      {"nvls", nvls_applicable, nvls_plan, nvls_estimate},
+      {"hierarchical", hierarchical_applicable, hierarchical_plan, hierarchical_estimate, false},
+      {"nvls", nvls_applicable, nvls_plan, nvls_estimate, false},
       {"pairwise", pairwise_applicable, pairwise_plan, pairwise_estimate},
       {"deepep", deepep_applicable, deepep_plan, deepep_estimate},
   };
@@ -418,11 +421,12 @@ const CollectiveAlgorithm& choose_algorithm(const CollectiveCall& call, std::str
     throw std::invalid_argument("unknown collective algorithm '" + std::string(forced) + "'");
   }
   // NCCL's tuner picks the algorithm with the lowest modelled time; "hierarchical" is not an
-  // NCCL algorithm (it is what CollNet-less multi-level schemes do), so only forced.
+  // NCCL algorithm (it is what CollNet-less multi-level schemes do) and NVLS is a deployment
+  // choice (NCCL_NVLS_ENABLE, off on our calibration machine), so both only when forced.
   const CollectiveAlgorithm* best = fallback;
   double best_t = std::numeric_limits<double>::infinity();
   for (const auto& a : all) {
-    if (std::string_view(a.name) == "hierarchical" || !a.applicable(call)) continue;
+    if (!a.automatic || !a.applicable(call)) continue;
     const double t = a.estimate(call, nvlink_bw, net_bw);
     if (t < best_t) {
       best_t = t;

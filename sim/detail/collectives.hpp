@@ -103,6 +103,8 @@ struct CollectiveAlgorithm {
   /// NCCL-tuner-style time estimate (latency + bytes / algorithm bandwidth), seconds, for
   /// automatic selection; `link_bw` is the per-GPU bandwidth of NVLink and of the network.
   double (*estimate)(const CollectiveCall&, double nvlink_bw, double net_bw);
+  /// Whether NCCL's tuner may pick it on its own (false: only when forced, `nccl_algo`).
+  bool automatic = true;
 };
 
 /// All algorithms: ring, tree, hierarchical, nvls, pairwise (all-to-all), deepep (token exchange).

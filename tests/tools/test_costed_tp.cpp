@@ -3,6 +3,7 @@
 // with fewer events; not applied where another communicator shares the NVLink domain.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -13,7 +14,8 @@ namespace clustersim::tools {
 namespace {
 
 RunReport run(const std::string& name, const std::string& parallel, bool costed,
-              const std::string& model = "{catalog: llama3_70b, layers: 8}") {
+              const std::string& model = "{catalog: llama3_70b, layers: 8}",
+              const std::string& nccl_algo = "") {
   const std::string path = ::testing::TempDir() + "/costed_tp_" + name + ".yaml";
   std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 32}\n"
                          "model: " + model + "\n"
@@ -22,6 +24,7 @@ RunReport run(const std::string& name, const std::string& parallel, bool costed,
                          "precision: bf16}\n";
   SimulateOptions o;
   o.cost_isolated_tp = costed;
+  o.nccl_algo = nccl_algo;
   return simulate_job(load_job(path), o);
 }
 
@@ -64,6 +67,22 @@ TEST(CostedTp, ExpertTensorParallelCollectivesOnTheTpGroupsToo) {
   EXPECT_TRUE(costed.step.tp_folded);
   expect_same_step(played, costed);
   EXPECT_LT(costed.step.events * 7, played.step.events);
+}
+
+// A forced algorithm that NCCL's tuner never picks (NVLS: a deployment choice) is estimated like
+// the others: its TP all-reduces (TP without SP) cost what playing its plan costs. Until
+// 2026-12-05 its estimate was an infinite sentinel, and the engine's sleep aborted the process.
+TEST(CostedTp, ForcedNvlsAllReducesEstimatedAsPlayed) {
+  const std::string layout = "  tp: 8\n  pp: 2\n";
+  const std::string model = "{catalog: llama3_70b, layers: 8}";
+  const RunReport played = run("nvls_played", layout, false, model, "nvls");
+  const RunReport costed = run("nvls_costed", layout, true, model, "nvls");
+  ASSERT_TRUE(std::isfinite(costed.step.step_time_s));
+  EXPECT_TRUE(costed.step.tp_estimated);
+  expect_same_step(played, costed);
+  // NVLS moves each buffer once instead of the ring's 2(p-1)/p times: faster TP all-reduces.
+  const RunReport ring = run("ring_costed", layout, true, model, "ring");
+  EXPECT_LT(costed.step.step_time_s, ring.step.step_time_s);
 }
 
 TEST(CostedTp, TpSharingTheDomainWithAnotherGroupIsPlayed) {
