@@ -10,6 +10,20 @@
 namespace clustersim {
 namespace {
 
+// A plain decimal integer: an optional sign and digits, no leading zero. yaml-cpp also decodes
+// YAML 1.1's octal ("010" is 8) and hex ("0x8"), which a job or platform file would mean as ten
+// or not at all, so those are errors rather than silent reinterpretations.
+bool decode_decimal(const YAML::Node& node, std::int64_t& out) {
+  if (!node.IsScalar()) return false;
+  const std::string& text = node.Scalar();
+  std::size_t i = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
+  if (i >= text.size() || (text[i] == '0' && i + 1 < text.size())) return false;
+  for (std::size_t j = i; j < text.size(); ++j) {
+    if (text[j] < '0' || text[j] > '9') return false;
+  }
+  return YAML::convert<std::int64_t>::decode(node, out);
+}
+
 int node_line(const YAML::Node& node) {
   const auto mark = node.Mark();
   return mark.line >= 0 ? mark.line + 1 : 0;
@@ -108,8 +122,9 @@ YAML::Node YamlMap::require(const std::string& key) {
 std::int64_t YamlMap::get_int(const std::string& key, std::int64_t min, std::int64_t max) {
   YAML::Node value = require(key);
   std::int64_t parsed = 0;
-  if (!value.IsScalar() || !YAML::convert<std::int64_t>::decode(value, parsed)) {
-    throw error(key, "expected an integer, got '" + (value.IsScalar() ? value.Scalar() : "a collection") + "'");
+  if (!decode_decimal(value, parsed)) {
+    throw error(key, "expected a decimal integer (no leading zeros, no 0x), got '" +
+                         (value.IsScalar() ? value.Scalar() : "a collection") + "'");
   }
   if (parsed < min || parsed > max) {
     throw error(key, "value " + std::to_string(parsed) + " is out of range [" + std::to_string(min) +
@@ -231,8 +246,7 @@ std::vector<std::int64_t> YamlMap::get_int_list(const std::string& key, std::int
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < value.size(); ++i) {
     std::int64_t parsed = 0;
-    if (!value[i].IsScalar() || !YAML::convert<std::int64_t>::decode(value[i], parsed) ||
-        parsed < min || parsed > max) {
+    if (!decode_decimal(value[i], parsed) || parsed < min || parsed > max) {
       throw SpecError(file_, node_line(value[i]), field(key) + "[" + std::to_string(i) + "]",
                       "expected an integer in [" + std::to_string(min) + ", " +
                           std::to_string(max) + "]");

@@ -128,6 +128,7 @@ class ModelReader {
       note(map, "attention");
     }
     last_.emplace(map);
+    ++layer_;
   }
 
   // Applies derived defaults and the constraints between model fields.
@@ -135,14 +136,16 @@ class ModelReader {
     spec_.name = std::move(name);
     if (spec_.head_dim == 0) {
       if (spec_.hidden % spec_.heads != 0) {
-        throw at("heads").error("heads", "hidden (" + std::to_string(spec_.hidden) +
+        const std::string k = blame({"heads", "hidden"});
+        throw at(k).error(k, "hidden (" + std::to_string(spec_.hidden) +
                                              ") is not divisible by heads (" +
                                              std::to_string(spec_.heads) + "); give head_dim");
       }
       spec_.head_dim = spec_.hidden / spec_.heads;
     }
     if (spec_.heads % spec_.kv_heads != 0) {
-      throw at("kv_heads").error("kv_heads", "heads (" + std::to_string(spec_.heads) +
+      const std::string k = blame({"kv_heads", "heads"});
+      throw at(k).error(k, "heads (" + std::to_string(spec_.heads) +
                                                  ") must be a multiple of kv_heads (" +
                                                  std::to_string(spec_.kv_heads) + ")");
     }
@@ -172,10 +175,14 @@ class ModelReader {
                                   "attention: mla needs head_dim, kv_lora_rank and rope_head_dim");
     }
     if (spec_.rope_head_dim >= spec_.head_dim) {
-      throw at("rope_head_dim").error("rope_head_dim", "must be smaller than head_dim");
+      const std::string k = blame({"rope_head_dim", "head_dim"});
+      throw at(k).error(k, "rope_head_dim (" + std::to_string(spec_.rope_head_dim) +
+                               ") must be smaller than head_dim (" +
+                               std::to_string(spec_.head_dim) + ")");
     }
     if (spec_.kv_heads != spec_.heads) {
-      throw at("kv_heads").error("kv_heads", "MLA expands keys and values per head: kv_heads "
+      const std::string k = blame({"kv_heads", "heads"});
+      throw at(k).error(k, "MLA expands keys and values per head: kv_heads "
                                              "must equal heads");
     }
   }
@@ -192,11 +199,14 @@ class ModelReader {
       throw at("experts").error("experts", "a MoE model needs top_k and expert_ffn");
     }
     if (spec_.top_k > spec_.experts) {
-      throw at("top_k").error("top_k", "top_k (" + std::to_string(spec_.top_k) +
+      const std::string k = blame({"top_k", "experts"});
+      throw at(k).error(k, "top_k (" + std::to_string(spec_.top_k) +
                                            ") exceeds experts (" + std::to_string(spec_.experts) + ")");
     }
     if (spec_.first_dense_layers >= spec_.layers) {
-      throw at("first_dense_layers").error("first_dense_layers", "leaves no MoE layer");
+      const std::string k = blame({"first_dense_layers", "layers"});
+      throw at(k).error(k, "first_dense_layers (" + std::to_string(spec_.first_dense_layers) +
+                               ") leaves no MoE layer of " + std::to_string(spec_.layers));
     }
     check_router_groups();
   }
@@ -209,12 +219,15 @@ class ModelReader {
     if (g == 0) throw at("router_group_topk").error("router_group_topk", "needs router_groups");
     if (m == 0) throw at("router_groups").error("router_groups", "needs router_group_topk");
     if (spec_.experts % g != 0) {
-      throw at("router_groups").error("router_groups", "must divide experts (" +
+      const std::string k = blame({"router_groups", "experts"});
+      throw at(k).error(k, "router_groups (" + std::to_string(g) + ") must divide experts (" +
                                                            std::to_string(spec_.experts) + ")");
     }
     if (m > g || m * (spec_.experts / g) < spec_.top_k) {
-      throw at("router_group_topk").error(
-          "router_group_topk", "must be at most router_groups, and its groups must hold top_k (" +
+      const std::string k = blame({"router_group_topk", "router_groups", "top_k", "experts"});
+      throw at(k).error(
+          k, "router_group_topk (" + std::to_string(m) + ") must be at most router_groups (" +
+                 std::to_string(g) + "), and its groups must hold top_k (" +
                                    std::to_string(spec_.top_k) + ") experts");
     }
   }
@@ -223,15 +236,39 @@ class ModelReader {
     spec_.*field.member = map.get_int(field.key, field.min, kMaxDim);
     note(map, field.key);
   }
-  void note(const YamlMap& map, const std::string& key) { origin_.insert_or_assign(key, map); }
+  // Erase, then copy-construct: assigning a YamlMap would assign its YAML::Node, which in yaml-cpp
+  // overwrites the shared node the earlier mapping's other keys still point at.
+  void note(const YamlMap& map, const std::string& key) {
+    origin_.erase(key);
+    origin_.emplace(key, Origin{map, layer_});
+  }
+  // Of the fields a constraint ties together, the one set last (the job's override over the
+  // catalog file), else the first: the line the user changed is the one to report.
+  std::string blame(std::initializer_list<const char*> keys) const {
+    std::string best = *keys.begin();
+    int best_layer = -1;
+    for (const char* key : keys) {
+      const auto it = origin_.find(key);
+      if (it != origin_.end() && it->second.layer > best_layer) {
+        best = key;
+        best_layer = it->second.layer;
+      }
+    }
+    return best;
+  }
   const YamlMap& at(const std::string& key) const {
     auto it = origin_.find(key);
-    return it != origin_.end() ? it->second : *last_;
+    return it != origin_.end() ? it->second.map : *last_;
   }
 
+  struct Origin {
+    YamlMap map;  ///< the mapping that set the field
+    int layer;    ///< 0: the catalog file (or the only mapping), 1: the job's overrides
+  };
   ModelSpec spec_;
-  std::map<std::string, YamlMap> origin_;
+  std::map<std::string, Origin> origin_;
   std::optional<YamlMap> last_;
+  int layer_ = 0;
 };
 
 ModelSpec read_catalog_file(const std::string& path, const std::string& name) {

@@ -95,7 +95,10 @@ TEST(JobSpec, RepeatedKeyIsRejectedWithBothLines) {
 }
 
 TEST(JobSpec, WrongTypeIsRejected) {
-  expect_error(with_line(3, "  tp: four"), 128, 3, "parallelism.tp", "expected an integer");
+  expect_error(with_line(3, "  tp: four"), 128, 3, "parallelism.tp", "expected a decimal integer");
+  // YAML 1.1 would read 010 as octal 8 and yaml-cpp 0x8 as hex: refused, not reinterpreted.
+  expect_error(with_line(3, "  tp: 010"), 128, 3, "parallelism.tp", "got '010'");
+  expect_error(with_line(3, "  tp: 0x4"), 128, 3, "parallelism.tp", "no leading zeros, no 0x");
   expect_error(with_line(6, "  sequence_parallel: maybe"), 128, 6,
                "parallelism.sequence_parallel", "expected true or false");
   expect_error("model: gpt3_175b\nparallelism: 4\ntraining:\n  seq_length: 2048\n", 128, 2,
@@ -207,6 +210,15 @@ TEST(JobSpec, CatalogModelWithOverrides) {
   expect_error(with_line(1, "model: {catalog: gpt3_175b, kv_heads: 7}"), 128, 1, "model.kv_heads",
                "must be a multiple of kv_heads (7)");
   expect_error(with_line(1, "model: {catalog: nope}"), 128, 1, "model.catalog", "unknown model");
+  // A constraint between an overridden field and a catalog one blames the override, on the
+  // job's line (it had blamed the catalog file's other field, at a line of the job's mapping:
+  // the catalog mapping's YAML node was overwritten when the override was recorded).
+  expect_error(with_line(1, "model: {catalog: gpt3_175b, heads: 95}"), 128, 1, "model.heads",
+               "heads (95) must be a multiple of kv_heads (96)");
+  expect_error(with_line(1, "model: {catalog: llama3_8b, heads: 30}"), 128, 1, "model.heads",
+               "heads (30) must be a multiple of kv_heads (8)");
+  expect_error(with_line(1, "model: {catalog: mixtral_8x7b, experts: 1}"), 128, 1, "model.experts",
+               "top_k (2) exceeds experts (1)");
 }
 
 TEST(ModelCatalog, ListsAndLoadsTheCatalog) {
