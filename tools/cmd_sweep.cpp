@@ -219,7 +219,8 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--space", args->space,
                   "Dimensions and values: tp=1,2,4,8 pp=1,2 vp=1,2 cp=1,2 ep=1 etp=1 mbs=1,2 "
-                  "zero=0,1,2,3 recompute=none,selective,full attention=cudnn,flash2 (dp is derived)")
+                  "zero=0,1,2,3 recompute=none,selective,full attention=cudnn,flash2 "
+                  "platform=gb200_nvl72,gb300_nvl72 ... (docs/scaling-and-sweeps.md; dp is derived)")
       ->expected(1, -1);
   cmd->add_option("--csv", args->csv, "Ranked CSV output (default sweep.csv)");
   cmd->add_option("--shard", args->shard,

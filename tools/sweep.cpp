@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "platforms/platform_spec.hpp"
 #include "sim/spec_error.hpp"
 #include "workloads/schedule.hpp"
 
@@ -95,6 +96,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"delay_wgrad", "parallelism", "delay_wgrad_compute", {"false", "true"}},
       {"offload", "training", "offload_modules",
        {"qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"}, true},
+      {"platform", "cluster", "platform", platforms::catalog_platforms()},
   };
   return kDims;
 }
@@ -185,6 +187,8 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const auto& d = axes[i].dim;
     if (d.name == "vp" && !schedule_swept) o.emplace_back("parallelism.schedule", "");
+    // Another platform: the job's figures overridden for its own do not carry over.
+    if (d.name == "platform") o.emplace_back("cluster.overrides", "");
     if (d.name == "zero") {
       o.emplace_back("parallelism.fsdp", "");
       o.emplace_back("parallelism.distributed_optimizer", "");

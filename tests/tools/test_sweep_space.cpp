@@ -84,6 +84,22 @@ TEST(SweepSpace, ScheduleValuesAreTheRegistrysAndVpLeavesASweptScheduleAlone) {
   EXPECT_THROW(parse_space({"schedule=gpipe"}), std::invalid_argument);
 }
 
+// The platform dimension takes the catalog's names; a job's own `cluster.overrides` (figures
+// of its platform) are dropped for every configuration of the swept platforms.
+TEST(SweepSpace, PlatformValuesAreTheCatalogsAndDropTheJobsOverrides) {
+  const auto axes = parse_space({"platform=hgx_h100,gb300_nvl72", "tp=4,8"});
+  const auto o = sweep_overrides(axes, {"gb300_nvl72", "8"}, 1152, 1152);
+  std::string platform = "(absent)", overrides = "(absent)";
+  for (const auto& [k, v] : o) {
+    if (k == "cluster.platform") platform = v;
+    if (k == "cluster.overrides") overrides = v;
+  }
+  EXPECT_EQ(platform, "gb300_nvl72");
+  EXPECT_EQ(overrides, "");
+  EXPECT_THROW(parse_space({"platform=hgx_h300"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"platform=my_cluster.yaml"}), std::invalid_argument);
+}
+
 TEST(SweepSpace, RejectsMalformedSpaces) {
   EXPECT_THROW(parse_space({"tp"}), std::invalid_argument);
   EXPECT_THROW(parse_space({"dp=1,2"}), std::invalid_argument);  // dp is derived
