@@ -2,7 +2,8 @@
 # Installs clustersim's build and test dependencies from Debian 12 packages (root or sudo).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsimgrid-dev libyaml-cpp-dev libspdlog-dev
-          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libboost-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libboost-dev
+          libjemalloc-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
