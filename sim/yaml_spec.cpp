@@ -60,6 +60,26 @@ YamlMap::YamlMap(YAML::Node node, std::string file, std::string path)
   }
 }
 
+YamlMap& YamlMap::operator=(const YamlMap& other) {
+  if (this != &other) {
+    node_.reset(other.node_);
+    file_ = other.file_;
+    path_ = other.path_;
+    known_ = other.known_;
+  }
+  return *this;
+}
+
+YamlMap& YamlMap::operator=(YamlMap&& other) noexcept {
+  if (this != &other) {
+    node_.reset(other.node_);
+    file_ = std::move(other.file_);
+    path_ = std::move(other.path_);
+    known_ = std::move(other.known_);
+  }
+  return *this;
+}
+
 YamlMap YamlMap::load_file(const std::string& file) {
   std::ifstream in(file);
   if (!in) throw SpecError(file, 0, "", "cannot open file");

@@ -23,6 +23,14 @@ class YamlMap {
   /// @param node must be a mapping. @param file for messages. @param path dotted prefix ("" at top).
   /// @throws SpecError if node is not a mapping, or if a key appears twice in it.
   YamlMap(YAML::Node node, std::string file, std::string path);
+  YamlMap(const YamlMap&) = default;
+  YamlMap(YamlMap&&) = default;
+  /// Rebinds this view to `other`'s mapping. (yaml-cpp's Node assignment, which the defaulted
+  /// operators would call, overwrites the content of the node this view shares with others:
+  /// every other view of the old mapping would then see `other`'s keys.)
+  YamlMap& operator=(const YamlMap& other);
+  YamlMap& operator=(YamlMap&& other) noexcept;
+  ~YamlMap() = default;
 
   /// Parses a whole file. @throws SpecError if the file cannot be read or is not valid YAML
   /// (with the parser's line), or if its top level is not a mapping.

@@ -236,11 +236,8 @@ class ModelReader {
     spec_.*field.member = map.get_int(field.key, field.min, kMaxDim);
     note(map, field.key);
   }
-  // Erase, then copy-construct: assigning a YamlMap would assign its YAML::Node, which in yaml-cpp
-  // overwrites the shared node the earlier mapping's other keys still point at.
   void note(const YamlMap& map, const std::string& key) {
-    origin_.erase(key);
-    origin_.emplace(key, Origin{map, layer_});
+    origin_.insert_or_assign(key, Origin{map, layer_});
   }
   // Of the fields a constraint ties together, the one set last (the job's override over the
   // catalog file), else the first: the line the user changed is the one to report.

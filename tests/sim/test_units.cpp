@@ -44,6 +44,22 @@ TEST(YamlSpec, UnknownKeyNamesFileLineAndKey) {
   }
 }
 
+// Assigning a view rebinds it; the mapping it viewed before keeps its keys and lines. (With
+// yaml-cpp's Node assignment the catalog model's mapping took the job's keys when a job
+// override was recorded over it, and errors pointed at the wrong file and line.)
+TEST(YamlSpec, AssigningAViewLeavesTheOtherMappingAlone) {
+  const auto catalog = YamlMap::load_string("# model\nheads: 32\nkv_heads: 8\n", "catalog.yaml");
+  YamlMap view = catalog;
+  const auto job = YamlMap::load_string("heads: 30\n", "job.yaml");
+  view = job;
+  EXPECT_EQ(catalog.location("kv_heads").line, 3);
+  EXPECT_EQ(catalog.location("kv_heads").file, "catalog.yaml");
+  EXPECT_EQ(view.location("heads").file, "job.yaml");
+  YamlMap moved = catalog;
+  moved = YamlMap::load_string("experts: 8\n", "other.yaml");
+  EXPECT_EQ(catalog.location("heads").line, 2);
+}
+
 TEST(YamlSpec, WrongTypeAndRangeAreErrorsAtTheirLine) {
   auto map = YamlMap::load_string("outer:\n  tp: four\n  pp: 0\n  bw: 400Gbs\n", "x.yaml");
   auto outer = map.get_map("outer");
