@@ -228,6 +228,15 @@ PlatformSpec load_platform_file(const std::string& path) {
   if (root.has("economics")) {
     read_section(root, "economics", Section::Economics, spec);
     spec.cost.present = true;
+    YamlMap economics = root.get_map("economics");
+    if (economics.has("capex_usd") && !economics.has("capex_unit") &&
+        spec.node.nvlink_domain_size != spec.node.gpus_per_node) {
+      throw economics.error("capex_usd", "give capex_unit (node: a " +
+                                             std::to_string(spec.node.gpus_per_node) +
+                                             "-GPU node; domain: a " +
+                                             std::to_string(spec.node.nvlink_domain_size) +
+                                             "-GPU NVLink domain): here they differ");
+    }
   }
   root.finish();
   validate(spec, root, true);

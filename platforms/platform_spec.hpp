@@ -72,7 +72,9 @@ struct PowerFigures {
 struct CostFigures {
   bool present = false;
   double capex_usd = 0.0;               ///< all-in capital cost of one capex unit
-  std::string capex_unit = "node";      ///< "node" (a server) or "domain" (an NVLink rack)
+  /// "node" (a server or tray) or "domain" (an NVLink rack); a platform file may leave it out
+  /// only where its node is its whole NVLink domain
+  std::string capex_unit = "node";
   double rental_usd_per_gpu_hour = 0.0; ///< rental price; 0 when none is published
 };
 

@@ -107,7 +107,21 @@ energy::CostInputs resolve_cost_inputs(const Job& job, std::optional<energy::Pri
                               "' lists no capital cost: "
                               "give economics.capex_usd and capex_unit for TCO pricing");
   }
-  const std::string unit = e.capex_unit ? *e.capex_unit : plat.cost.capex_unit;
+  // The job's unit, else the platform's, which a platform stating no capital cost does not have:
+  // then only a platform whose node is its whole NVLink domain (HGX) may leave it unsaid; on a
+  // rack platform a price without its unit would be charged per tray or per rack by guess.
+  std::string unit = e.capex_unit ? *e.capex_unit : plat.cost.capex_unit;
+  if (!e.capex_unit && !plat.cost.present) {
+    if (plat.node.nvlink_domain_size != plat.node.gpus_per_node) {
+      throw economics_error(
+          job, "capex_unit",
+          "platform '" + plat.name + "' states no capital cost to take the unit from, and its " +
+              std::to_string(plat.node.gpus_per_node) + "-GPU nodes are not its " +
+              std::to_string(plat.node.nvlink_domain_size) +
+              "-GPU NVLink domains: give capex_unit: node or domain with capex_usd");
+    }
+    unit = "node";
+  }
   in.capex_usd = capex;
   in.capex_unit_gpus = unit == "domain" ? plat.node.nvlink_domain_size : plat.node.gpus_per_node;
   in.depreciation_years = e.depreciation_years;

@@ -140,6 +140,29 @@ TEST(EnergyCli, EconomicsInputsThePricingIgnoresAreNamed) {
   EXPECT_EQ(rental["unused_inputs"], "economics.usd_per_gpu_hour: a rental input, unused with TCO pricing");
 }
 
+// A capital cost on a platform that states none takes no unit by guess where a node is not the
+// NVLink domain: GB300 NVL72's 4-GPU trays against its 72-GPU racks (a rack price charged per
+// tray would be 18x too high). With the unit, the price per GPU-hour is the rack's over 72 GPUs.
+TEST(EnergyCli, RackPriceWithoutItsUnitIsNotGuessed) {
+  const std::string base =
+      "cluster: {platform: gb300_nvl72, gpus: 144}\nmodel: {catalog: llama3_8b, layers: 4}\n"
+      "parallelism: {tp: 4}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 36, precision: bf16}\n";
+  auto cost_of = [&](const std::string& economics, const std::string& name) {
+    std::ofstream(tmp(name + ".yaml")) << base << economics;
+    const auto r = run_cli("run " + tmp(name + ".yaml") + " --json " + tmp(name + ".json"));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return read_json(tmp(name + ".json"))["cost"];
+  };
+  const auto unsaid = cost_of("economics: {capex_usd: 4500000}\n", "rack_a");
+  EXPECT_FALSE(unsaid.contains("usd_per_gpu_hour"));
+  EXPECT_NE(unsaid["note"].get<std::string>().find("give capex_unit"), std::string::npos) << unsaid;
+  const auto rack = cost_of("economics: {capex_usd: 4500000, capex_unit: domain}\n", "rack_b");
+  const auto tray = cost_of("economics: {capex_usd: 4500000, capex_unit: node}\n", "rack_c");
+  EXPECT_NEAR(rack["capex_usd_per_gpu_hour"].get<double>() * 18,
+              tray["capex_usd_per_gpu_hour"].get<double>(), 1e-9);
+}
+
 TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
   const auto r =
       run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_domain_mtbf.yaml"));
