@@ -60,7 +60,8 @@ void register_platform_command(CLI::App& app, int& exit_code) {
   show->add_option("platform", args->platform, "Catalog name (see 'platform list') or a platform YAML file")
       ->required();
   show->add_option("--gpus", args->gpus, "Number of GPUs (a multiple of the GPUs per node, 8 to 16384+)")
-      ->required();
+      ->required()
+      ->check(decimal_integer());
   show->add_option("--xml", args->xml,
                    "Also write an equivalent SimGrid XML platform to FILE (at most 256 GPUs)");
   show->callback([args, &exit_code] { exit_code = run_guarded([&] { return show_command(*args); }); });

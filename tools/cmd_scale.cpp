@@ -185,6 +185,7 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->check(CLI::ExistingFile);
   cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256")
       ->delimiter(',')
+      ->check(decimal_integer())
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--mode", args->mode,
                   "weak: keep the batch per data-parallel replica (global batch grows with dp); "
@@ -194,6 +195,7 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--svg", args->svg, "SVG plot output (default scale.svg)");
   cmd->add_option("--title", args->title, "Plot title");
   cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
+      ->check(decimal_integer())
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--replicas", args->replicas,
                   "auto, full or identical (default: the job's simulation.replicas, else auto)")

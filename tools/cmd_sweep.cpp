@@ -202,7 +202,7 @@ void register_merge(CLI::App* sweep, int& exit_code) {
       "merge", "Combine the CSV outputs of sweep shards (--shard K/N) into one ranked CSV");
   merge->add_option("files", args->files, "Shard CSV files")->required()->check(CLI::ExistingFile);
   merge->add_option("--csv", args->csv, "Merged CSV output (default sweep.csv)");
-  merge->add_option("--top", args->top, "Rows of the table on stdout (default 10)");
+  merge->add_option("--top", args->top, "Rows of the table on stdout (default 10)")->check(decimal_integer());
   merge->callback([args, &exit_code] { exit_code = run_guarded_usage([&] { return merge_command(*args); }); });
 }
 
@@ -216,6 +216,7 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
                "processes, write a ranked CSV and print the top 10 (docs/scaling-and-sweeps.md)");
   cmd->add_option("job", args->job, "Job YAML; its global batch is kept")->check(CLI::ExistingFile);
   cmd->add_option("--gpus", args->gpus, "GPU count of every configuration")
+      ->check(decimal_integer())
       ->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--space", args->space,
                   "Dimensions and values: tp=1,2,4,8 pp=1,2 vp=1,2 cp=1,2 ep=1 etp=1 mbs=1,2 "
@@ -227,11 +228,12 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
                   "Run only shard K of N (configs with id % N == K-1), e.g. $SLURM_ARRAY_TASK_ID/8; "
                   "combine outputs with 'sweep merge'");
   cmd->add_option("-j,--jobs", args->jobs, "Worker processes (default: the number of CPUs)")
+      ->check(decimal_integer())
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--replicas", args->replicas,
                   "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
-  cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)");
+  cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)")->check(decimal_integer());
   register_merge(cmd, exit_code);
   cmd->callback([cmd, args, &exit_code] {
     if (cmd->got_subcommand("merge")) return;

@@ -44,7 +44,9 @@ void register_trace_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "trace", "Write the op program of one rank of a job as JSON lines (docs/trace-format.md)");
   cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->required();
-  cmd->add_option("--rank", args->rank, "Rank whose program to write (0 .. GPUs-1)")->required();
+  cmd->add_option("--rank", args->rank, "Rank whose program to write (0 .. GPUs-1)")
+      ->required()
+      ->check(decimal_integer());
   cmd->add_option("--out", args->out, "Output file (JSON lines)")->required();
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return trace_command(*args); });

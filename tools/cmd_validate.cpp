@@ -83,6 +83,7 @@ void register_validate_command(CLI::App& app, int& exit_code) {
                   "mean_abs_error, max_abs_error, not_simulated, defaults} to FILE");
   cmd->add_option("-j,--jobs", args->jobs,
                   "Worker processes simulating in parallel (default: the number of CPUs)")
+      ->check(decimal_integer())
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--replicas", args->replicas,
                   "Replica reduction for every point: auto (default; the rule of clustersim run), "
@@ -90,6 +91,7 @@ void register_validate_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd->add_option("--max-gpus", args->max_gpus,
                   "Skip points above this many GPUs (reported as skipped for time)")
+      ->check(decimal_integer())
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--case", args->cases, "Only this case id (repeatable)");
   cmd->add_flag("--dry-run", args->dry_run,

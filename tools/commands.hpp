@@ -16,6 +16,10 @@ int run_guarded(const std::function<int()>& body);
 /// As run_guarded, but std::invalid_argument (a bad option value or job variant) also maps to 2.
 int run_guarded_usage(const std::function<int()>& body);
 
+/// Accepts a plain decimal integer only: the option parser would read a leading zero as octal
+/// ("010" is 8) and "0x10" as hex. For integer options and each element of an integer list.
+const CLI::Validator& decimal_integer();
+
 /// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE] [--ignore-oom]`: stops with exit
 /// code 3 before simulating when the memory model says the job does not fit
 void register_run_command(CLI::App& app, int& exit_code);

@@ -25,8 +25,9 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return out;
 }
 
+// Plain decimal digits, no leading zero (as YAML integers must be, docs/job-spec.md).
 bool is_count(const std::string& v) {
-  return !v.empty() && v.size() < 10 &&
+  return !v.empty() && v.size() < 10 && (v[0] != '0' || v.size() == 1) &&
          std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
@@ -132,8 +133,11 @@ std::vector<SweepAxis> parse_space(const std::vector<std::string>& tokens) {
                           ? is_count(v) && std::stoll(v) >= 1
                           : std::find(dim->allowed.begin(), dim->allowed.end(), v) != dim->allowed.end();
       if (!ok) {
+        std::string known;
+        for (const auto& a : dim->allowed) known += (known.empty() ? "" : ", ") + a;
         throw std::invalid_argument("--space '" + token + "': bad value '" + v + "' for " + name +
-                                    (dim->allowed.empty() ? " (expected integers >= 1)" : ""));
+                                    (dim->allowed.empty() ? " (expected integers >= 1)"
+                                                          : " (known: " + known + ")"));
       }
       if (!seen.insert(v).second) throw std::invalid_argument("--space '" + token + "': '" + v + "' twice");
     }

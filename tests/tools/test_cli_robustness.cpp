@@ -162,4 +162,15 @@ TEST(CliRobustness, EveryMutatedPlatformFigureIsValidOrAnErrorAtItsLine) {
   EXPECT_GT(errors, cases / 2);
 }
 
+// Integer options take plain decimals: the option parser would read 010 as 8 and 0x10 as 16.
+TEST(CliRobustness, IntegerOptionsRefuseOctalAndHex) {
+  for (const std::string args : {"platform show hgx_h100 --gpus 010", "platform show hgx_h100 --gpus 0x40",
+                                 "validate --dry-run -j 02"}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("not a plain decimal integer"), std::string::npos) << args << "\n" << r.output;
+  }
+  EXPECT_EQ(run_cli("platform show hgx_h100 --gpus 64").exit_code, 0);
+}
+
 }  // namespace
