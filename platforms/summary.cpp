@@ -30,11 +30,13 @@ void count_switches(const Topology& t, TopologySummary& s) {
   s.core_switches = ceil_div(static_cast<double>(s.spine_switches) * spine_up_ports, radix);
 }
 
+// Half of each tier's units (an odd count splits one unit between the halves, which then use
+// half of its uplinks each: 3 spine groups give 1.5 groups' uplinks, not 1).
 double bisection(const Topology& t) {
   const double inf = std::numeric_limits<double>::infinity();
-  const double nic = t.nics() / 2 * t.link_class(LinkKind::NicUp).bandwidth;
-  const double leaf = t.leaves() >= 2 ? t.leaves() / 2 * t.leaf_uplink_bandwidth() : inf;
-  const double pod = t.tiers() == 3 && t.pods() >= 2 ? t.pods() / 2 * t.pod_uplink_bandwidth() : inf;
+  const double nic = t.nics() / 2.0 * t.link_class(LinkKind::NicUp).bandwidth;
+  const double leaf = t.leaves() >= 2 ? t.leaves() / 2.0 * t.leaf_uplink_bandwidth() : inf;
+  const double pod = t.tiers() == 3 && t.pods() >= 2 ? t.pods() / 2.0 * t.pod_uplink_bandwidth() : inf;
   return std::min({nic, leaf, pod});
 }
 

@@ -132,6 +132,11 @@ TEST(Topology, BisectionOfTheClosingNoteClusters) {
   PlatformSpec over = find_platform("hgx_h100");
   over.fabric.oversubscription.leaf = 2;
   EXPECT_DOUBLE_EQ(summarize(over, 2048).bisection_bandwidth, 512 * 50e9);
+  // Three spine groups, each as fast as its NICs (non-blocking): the halves split one group,
+  // so the cut is the NICs' 10,944 / 2 x 100 GB/s (it had counted one group's uplinks, 3 / 2 = 1).
+  const TopologySummary odd = summarize(find_platform("hgx_b300"), 10944);
+  ASSERT_EQ(odd.tiers, 3);
+  EXPECT_DOUBLE_EQ(odd.bisection_bandwidth, 5472 * 100e9);
 }
 
 TEST(Topology, EveryPlatformBuildsFrom8To16384Gpus) {
