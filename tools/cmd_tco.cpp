@@ -153,8 +153,14 @@ void print_break_even(std::ostream& out, const Side& a, const Side& b, nlohmann:
   const double tco_ratio = b.energy.gpu_hour.total() / a.energy.gpu_hour.total();
   out << "\nB vs A: TCO per GPU-hour x" << num(tco_ratio, 2) << ", speed per GPU x" << num(speed, 2)
       << ", perf/TCO x" << num(ratio, 2) << " (x" << num(ratio_f, 2) << " with failures)\n";
-  out << "B stops winning per TCO below a speed of x" << num(speed / ratio, 2) << " A's (x"
-      << num(speed / ratio_f, 2) << " with failures)\n";
+  // The speed at which B's perf/TCO equals A's: B wins above it, loses below.
+  if (ratio >= 1.0) {
+    out << "B stops winning per TCO below a speed of x" << num(speed / ratio, 2) << " A's (x"
+        << num(speed / ratio_f, 2) << " with failures)\n";
+  } else {
+    out << "B does not win per TCO here; it would from a speed of x" << num(speed / ratio, 2)
+        << " A's (x" << num(speed / ratio_f, 2) << " with failures)\n";
+  }
   j["tco_per_gpu_hour_ratio"] = tco_ratio;
   j["speed_ratio"] = speed;
   j["perf_per_tco_ratio"] = ratio;

@@ -99,6 +99,18 @@ TEST(EnergyCli, RunReportsFailuresWhenTheJobHasAReliabilitySection) {
   EXPECT_EQ(plain.output.find("failures      "), std::string::npos);
 }
 
+// The break-even line says whether B wins: B slower per TCO is not told where it "stops winning".
+TEST(EnergyCli, TcoBreakEvenSaysWhetherBWins) {
+  const auto wins = run_cli("tco " + data("small_h100.yaml") + " " + data("small_gb200.yaml"));
+  ASSERT_EQ(wins.exit_code, 0) << wins.output;
+  const auto loses = run_cli("tco " + data("small_gb200.yaml") + " " + data("small_h100.yaml"));
+  ASSERT_EQ(loses.exit_code, 0) << loses.output;
+  const bool b_wins = wins.output.find("B stops winning per TCO below") != std::string::npos;
+  EXPECT_EQ(b_wins, loses.output.find("B does not win per TCO here") != std::string::npos)
+      << wins.output << loses.output;
+  EXPECT_NE(b_wins, wins.output.find("B does not win per TCO here") != std::string::npos);
+}
+
 // tco states each job's peak memory per GPU and marks one that does not fit.
 TEST(EnergyCli, TcoStatesMemoryAndMarksAJobThatDoesNotFit) {
   const auto r = run_cli("tco " + data("small_h100.yaml") + " " + data("small_gb200.yaml"));
