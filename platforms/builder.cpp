@@ -134,8 +134,12 @@ class FabricBuilder final : public sim::PlatformBuilder {
         topo_.gpus() < s.node.gpus_per_node
             ? "1 node, " + std::to_string(topo_.gpus()) + " of its " + std::to_string(s.node.gpus_per_node)
             : std::to_string(topo_.nodes()) + " nodes x " + std::to_string(s.node.gpus_per_node);
-    return s.name + ": " + nodes + " " + s.gpu.name + ", NVLink domains of " + std::to_string(s.node.nvlink_domain_size) + ", " +
-           to_string(s.fabric.kind) + " " + std::to_string(topo_.tiers()) + "-tier fat-tree";
+    std::string changed;
+    for (const auto& o : s.overridden) changed += (changed.empty() ? " (overrides: " : ", ") + o;
+    if (!changed.empty()) changed += ")";
+    return s.name + changed + ": " + nodes + " " + s.gpu.name + ", NVLink domains of " +
+           std::to_string(s.node.nvlink_domain_size) + ", " + to_string(s.fabric.kind) + " " +
+           std::to_string(topo_.tiers()) + "-tier fat-tree";
   }
 
  private:

@@ -83,6 +83,9 @@ struct PlatformSpec {
   std::string name;         ///< catalog name or file stem, e.g. "hgx_h100"
   std::string description;  ///< one line for reports
   std::string source_file;  ///< the YAML it came from (for messages)
+  /// The figures a job's `cluster.overrides` changed, as given ("hbm_capacity=300GiB", ...), in
+  /// the job's order; empty for the platform as its file states it. Reports name them.
+  std::vector<std::string> overridden;
   sim::GpuSpec gpu;
   /// Where gpu.name was given (the platform file's `gpu.name`, or a job's
   /// `cluster.overrides.name`), for the error when no cost model knows that GPU.

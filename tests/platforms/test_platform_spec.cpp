@@ -139,6 +139,10 @@ TEST(ClusterSection, OverridesChangeFigures) {
   EXPECT_DOUBLE_EQ(c.platform.fabric.oversubscription.leaf, 2.0);
   EXPECT_DOUBLE_EQ(c.platform.fabric.oversubscription.spine, 1.0);  // untouched
   EXPECT_EQ(c.platform.node.nvlink_domain_size, 36);
+  // Recorded as given, for the reports' job line.
+  EXPECT_EQ(c.platform.overridden, (std::vector<std::string>{"nic_bandwidth=800Gbps", "oversubscription={...}",
+                                                            "nvlink_domain_size=36"}));
+  EXPECT_TRUE(find_platform("gb200_nvl72").overridden.empty());
 }
 
 TEST(ClusterSection, UnknownOverrideIsAnErrorAtItsLine) {
