@@ -129,26 +129,29 @@ TEST(EnergyCli, TcoStatesMemoryAndMarksAJobThatDoesNotFit) {
 // Economics inputs the pricing does not use are named, not silently dropped: TCO figures on a
 // job priced by rental (the default where the platform lists a rental price), and a rental
 // price on a TCO-priced job.
+// The `cost` object of `run --json` for the job `base` with `economics` appended, as NAME.yaml.
+nlohmann::json cost_of(const std::string& base, const std::string& economics,
+                       const std::string& name) {
+  std::ofstream(tmp(name + ".yaml")) << base << economics;
+  const auto r = run_cli("run " + tmp(name + ".yaml") + " --json " + tmp(name + ".json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return read_json(tmp(name + ".json"))["cost"];
+}
+
 TEST(EnergyCli, EconomicsInputsThePricingIgnoresAreNamed) {
   const std::string base =
       "cluster: {platform: hgx_h100, gpus: 16}\nmodel: {catalog: llama3_8b, layers: 4}\n"
       "parallelism: {tp: 2, pp: 2, dp: 4, sequence_parallel: true}\n"
       "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 32, precision: bf16}\n";
-  auto cost_of = [&](const std::string& economics, const std::string& name) {
-    std::ofstream(tmp(name + ".yaml")) << base << economics;
-    const auto r = run_cli("run " + tmp(name + ".yaml") + " --json " + tmp(name + ".json"));
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return read_json(tmp(name + ".json"))["cost"];
-  };
-  const auto implicit = cost_of("economics: {capex_usd: 300000, usd_per_kwh: 0.1}\n", "eco_a");
+  const auto implicit = cost_of(base, "economics: {capex_usd: 300000, usd_per_kwh: 0.1}\n", "eco_a");
   EXPECT_EQ(implicit["pricing"], "rental");
   EXPECT_EQ(implicit["unused_inputs"],
             "economics.capex_usd, usd_per_kwh: TCO inputs, unused with rental pricing (the default "
             "here; set economics.pricing to choose)");
-  const auto tco = cost_of("economics: {pricing: tco, capex_usd: 300000, usd_per_kwh: 0.1}\n", "eco_b");
+  const auto tco = cost_of(base, "economics: {pricing: tco, capex_usd: 300000, usd_per_kwh: 0.1}\n", "eco_b");
   EXPECT_EQ(tco["pricing"], "tco");
   EXPECT_FALSE(tco.contains("unused_inputs"));
-  const auto rental = cost_of("economics: {pricing: tco, usd_per_gpu_hour: 2.5}\n", "eco_c");
+  const auto rental = cost_of(base, "economics: {pricing: tco, usd_per_gpu_hour: 2.5}\n", "eco_c");
   EXPECT_EQ(rental["unused_inputs"], "economics.usd_per_gpu_hour: a rental input, unused with TCO pricing");
 }
 
@@ -160,17 +163,11 @@ TEST(EnergyCli, RackPriceWithoutItsUnitIsNotGuessed) {
       "cluster: {platform: gb300_nvl72, gpus: 144}\nmodel: {catalog: llama3_8b, layers: 4}\n"
       "parallelism: {tp: 4}\n"
       "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 36, precision: bf16}\n";
-  auto cost_of = [&](const std::string& economics, const std::string& name) {
-    std::ofstream(tmp(name + ".yaml")) << base << economics;
-    const auto r = run_cli("run " + tmp(name + ".yaml") + " --json " + tmp(name + ".json"));
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    return read_json(tmp(name + ".json"))["cost"];
-  };
-  const auto unsaid = cost_of("economics: {capex_usd: 4500000}\n", "rack_a");
+  const auto unsaid = cost_of(base, "economics: {capex_usd: 4500000}\n", "rack_a");
   EXPECT_FALSE(unsaid.contains("usd_per_gpu_hour"));
   EXPECT_NE(unsaid["note"].get<std::string>().find("give capex_unit"), std::string::npos) << unsaid;
-  const auto rack = cost_of("economics: {capex_usd: 4500000, capex_unit: domain}\n", "rack_b");
-  const auto tray = cost_of("economics: {capex_usd: 4500000, capex_unit: node}\n", "rack_c");
+  const auto rack = cost_of(base, "economics: {capex_usd: 4500000, capex_unit: domain}\n", "rack_b");
+  const auto tray = cost_of(base, "economics: {capex_usd: 4500000, capex_unit: node}\n", "rack_c");
   EXPECT_NEAR(rack["capex_usd_per_gpu_hour"].get<double>() * 18,
               tray["capex_usd_per_gpu_hour"].get<double>(), 1e-9);
 }
