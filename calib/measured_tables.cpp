@@ -104,6 +104,14 @@ int read_nccl_ranks(const std::string& path) {
 // datasheets and the MAMF (maximum achievable matmul FLOPS) measurements of Stas Bekman's
 // ml-engineering book (mamf-finder). The H200 BF16 MAMF is unpublished; the rule uses the
 // H100 figure 794.5 (same GH100 die and clocks), and FP8 uses the H200's 1453.4 TFLOP/s.
+// MAMF (TFLOP/s): H100 BF16 (taken for the H200), H200 FP8, B200 and GB200 BF16 / FP8.
+constexpr double kMamfHopperBf16 = 794.5, kMamfHopperFp8 = 1453.4;
+constexpr double kMamfB200Bf16 = 1745.0, kMamfB200Fp8 = 3432.5;
+constexpr double kMamfGb200Bf16 = 1822.0, kMamfGb200Fp8 = 3615.6;
+constexpr double kB200Bf16 = kMamfB200Bf16 / kMamfHopperBf16, kB200Fp8 = kMamfB200Fp8 / kMamfHopperFp8;
+constexpr double kGb200Bf16 = kMamfGb200Bf16 / kMamfHopperBf16,
+                 kGb200Fp8 = kMamfGb200Fp8 / kMamfHopperFp8;
+
 const std::map<std::string, DerivationRule>& rules() {
   static const std::map<std::string, DerivationRule> kRules = {
       {"H200-SXM",
@@ -119,14 +127,14 @@ const std::map<std::string, DerivationRule>& rules() {
         "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0, true, true}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
-       {"B200", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,
+       {"B200", false, kB200Bf16, kB200Fp8, kB200Bf16, 7.7 / 4.8,
         "H200 times / MAMF ratio (B200 BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 7.7/4.8 TB/s",
         "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
         "attention +-20% (kernel maturity differs); memory-bound +-10%", false,
         2250.0, 4500.0, 7.7, 1000.0}},
       {"GB200",
-       {"GB200", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
+       {"GB200", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
         "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0, 1200.0}},
@@ -137,7 +145,7 @@ const std::map<std::string, DerivationRule>& rules() {
       // throughput by a summary of it, aissential.tech), which softmax-bound attention gains
       // from: not credited (not measured), so attention may be slow here.
       {"B300",
-       {"B300", false, 1745.0 / 794.5, 3432.5 / 1453.4, 1745.0 / 794.5, 7.7 / 4.8,
+       {"B300", false, kB200Bf16, kB200Fp8, kB200Bf16, 7.7 / 4.8,
         "B200's rule: H200 times / B200 MAMF ratio (BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 "
         "TFLOP/s; B300's dense BF16/FP8 peaks are B200's, no B300 MAMF published); attention / "
         "the BF16 ratio (assumed; Blackwell Ultra's doubled SFU exponential rate not credited); "
@@ -145,7 +153,7 @@ const std::map<std::string, DerivationRule>& rules() {
         "GEMM +-10%; attention -30%..+20% (NVIDIA reports ~35% more attention-forward throughput "
         "from the SFU change; not measured); memory-bound +-10%", false, 2250.0, 4500.0, 7.7, 1100.0}},
       {"GB300",
-       {"GB300", false, 1822.0 / 794.5, 3615.6 / 1453.4, 1822.0 / 794.5, 8.0 / 4.8,
+       {"GB300", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
         "GB200's rule: H200 times / GB200 MAMF ratio (BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 "
         "TFLOP/s; GB300's dense BF16/FP8 peaks are GB200's, no GB300 MAMF published); attention / "
         "the BF16 ratio (assumed; Blackwell Ultra's doubled SFU exponential rate not credited); "

@@ -51,16 +51,21 @@ double number_or(const std::string& text, double fallback) {
   }
 }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 // A set value: "none", or distinct members of the dimension's allowed names joined by '+'.
 void check_set_value(const SweepDimension& dim, const std::string& value, const std::string& token) {
   if (value == "none") return;
   std::set<std::string> members;
   for (const auto& m : split(value, '+')) {
     if (std::find(dim.allowed.begin(), dim.allowed.end(), m) == dim.allowed.end() || !members.insert(m).second) {
-      std::string known;
-      for (const auto& a : dim.allowed) known += (known.empty() ? "" : ", ") + a;
       throw std::invalid_argument("--space '" + token + "': bad value '" + value + "' for " + dim.name +
-                                  " (none, or distinct names of " + known + " joined by '+')");
+                                  " (none, or distinct names of " + join_names(dim.allowed) +
+                                  " joined by '+')");
     }
   }
 }
@@ -133,11 +138,9 @@ std::vector<SweepAxis> parse_space(const std::vector<std::string>& tokens) {
                           ? is_count(v) && std::stoll(v) >= 1
                           : std::find(dim->allowed.begin(), dim->allowed.end(), v) != dim->allowed.end();
       if (!ok) {
-        std::string known;
-        for (const auto& a : dim->allowed) known += (known.empty() ? "" : ", ") + a;
         throw std::invalid_argument("--space '" + token + "': bad value '" + v + "' for " + name +
                                     (dim->allowed.empty() ? " (expected integers >= 1)"
-                                                          : " (known: " + known + ")"));
+                                                          : " (known: " + join_names(dim->allowed) + ")"));
       }
       if (!seen.insert(v).second) throw std::invalid_argument("--space '" + token + "': '" + v + "' twice");
     }
