@@ -54,11 +54,15 @@ std::vector<std::function<std::string()>> prepare(const SweepArgs& args,
                                                   CsvTable& table, std::vector<std::size_t>& task_row) {
   const JobTemplate tmpl = JobTemplate::load(args.job);
   const std::int64_t gbs = tmpl.base().workload.training.global_batch_size;
+  const std::string fingerprint = sweep_fingerprint(tmpl.text(), args.gpus, axes, args.replicas);
+  const std::string space = std::to_string(space_size(axes));
   std::vector<std::function<std::string()>> tasks;
   for (const std::size_t id : shard_ids(space_size(axes), parse_shard(args.shard))) {
     const auto values = config_values(axes, id);
     std::vector<std::string> row(table.header.size());
     set(table, row, "config", std::to_string(id));
+    set(table, row, "sweep", fingerprint);
+    set(table, row, "space", space);
     for (std::size_t i = 0; i < axes.size(); ++i) set(table, row, axes[i].dim.name, values[i]);
     try {
       const Job job = tmpl.derive(sweep_overrides(axes, values, args.gpus, gbs));

@@ -35,6 +35,8 @@ const Job& JobTemplate::base() const { return impl_->base; }
 
 const std::string& JobTemplate::file() const { return impl_->file; }
 
+const std::string& JobTemplate::text() const { return impl_->text; }
+
 Job JobTemplate::derive(const std::vector<Override>& overrides) const {
   // Parsed again for every variant: the nodes keep the file's line marks, and nothing is
   // shared between variants.

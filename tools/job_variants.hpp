@@ -27,6 +27,8 @@ class JobTemplate {
   const Job& base() const;
   /// The file path.
   const std::string& file() const;
+  /// The job file's text, as read.
+  const std::string& text() const;
 
   /// The job with `overrides` applied, validated by the job reader. Errors about replaced keys
   /// name the key and point at the line of the key it replaced (or of its block when the file

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "platforms/platform_spec.hpp"
 #include "sim/spec_error.hpp"
@@ -210,7 +211,7 @@ std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes) {
   for (const auto& a : axes) h.push_back(a.dim.name);
   for (const char* c : {"dp", "status", "tokens_per_s_per_gpu", "mfu", "step_time_s", "compute_s",
                         "exposed_comm_s", "bubble_s", "peak_memory_gib", "memory_headroom_gib",
-                        "replicas", "reason"}) {
+                        "replicas", "reason", "sweep", "space"}) {
     h.emplace_back(c);
   }
   return h;
@@ -236,24 +237,74 @@ void rank_sweep_table(CsvTable& table) {
   for (auto& row : table.rows) row[rank] = row[status] == kSweepOk ? std::to_string(next++) : "";
 }
 
+std::string sweep_fingerprint(const std::string& job_text, std::int64_t gpus,
+                              const std::vector<SweepAxis>& axes, const std::string& replicas) {
+  std::string key = job_text + "\n--gpus " + std::to_string(gpus) + "\n--replicas " + replicas;
+  for (const auto& a : axes) {
+    key += "\n" + a.dim.name + "=";
+    for (const auto& v : a.values) key += v + ",";
+  }
+  std::uint64_t h = 14695981039346656037ULL;  // FNV-1a, 64 bits
+  for (const unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
+  std::ostringstream out;
+  out << std::hex << std::setw(16) << std::setfill('0') << h;
+  return out.str();
+}
+
+namespace {
+
+// The configurations 0 .. space-1 that no shard holds, as "3, 7, 11 (and 5 more)".
+std::string missing_configs(const std::set<std::size_t>& seen, std::size_t space) {
+  std::string list;
+  std::size_t n = 0;
+  for (std::size_t id = 0; id < space; ++id) {
+    if (seen.count(id) != 0) continue;
+    if (++n <= 8) list += (n > 1 ? ", " : "") + std::to_string(id);
+  }
+  if (n > 8) list += " (and " + std::to_string(n - 8) + " more)";
+  return n == 0 ? "" : list;
+}
+
+}  // namespace
+
 CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>& shards) {
   if (shards.empty()) throw SpecError("", 0, "", "no shard outputs to merge");
   CsvTable merged;
   merged.header = shards.front().second.header;
-  std::set<std::string> seen;
+  for (const char* c : {"config", "sweep", "space"}) {
+    if (std::find(merged.header.begin(), merged.header.end(), c) == merged.header.end()) {
+      throw SpecError(shards.front().first, 1, c, std::string("no '") + c + "' column: not the CSV of "
+                      "a 'clustersim sweep' of this version (re-run the shards)");
+    }
+  }
+  std::set<std::size_t> seen;
+  std::string sweep, space;
   for (const auto& [file, table] : shards) {
     if (table.header != merged.header) {
       throw SpecError(file, 1, "", "header differs from " + shards.front().first +
                                        "'s: shards must come from the same sweep");
     }
-    const std::size_t config = table.column("config");
     for (const auto& row : table.rows) {
-      if (!seen.insert(row[config]).second) {
-        throw SpecError(file, 0, "config", "configuration " + row[config] +
-                                               " appears in more than one shard output");
+      const std::string& id = row[table.column("config")];
+      const std::string& s = row[table.column("sweep")];
+      if (sweep.empty()) std::tie(sweep, space) = std::pair(s, row[table.column("space")]);
+      if (s != sweep || row[table.column("space")] != space) {
+        throw SpecError(file, 0, "sweep", "configuration " + id + " comes from sweep " + s +
+                        ", the first shard's rows from " + sweep + ": the job file, --gpus, "
+                        "--space or --replicas differ, so these are not shards of one sweep");
+      }
+      if (!seen.insert(parse_size(id, file + ": config")).second) {
+        throw SpecError(file, 0, "config", "configuration " + id + " appears in more than one shard output");
       }
       merged.rows.push_back(row);
     }
+  }
+  const std::size_t total = space.empty() ? 0 : parse_size(space, "space");
+  const std::string missing = missing_configs(seen, total);
+  if (!missing.empty() || (!seen.empty() && *seen.rbegin() >= total)) {
+    throw SpecError("", 0, "config", "the shard outputs do not cover the sweep's " + space +
+                    " configurations: none holds " + (missing.empty() ? "(ids beyond the space)" : missing) +
+                    " (a shard's output is missing: --shard K/N writes the ids with id % N == K-1)");
   }
   rank_sweep_table(merged);
   return merged;

@@ -66,9 +66,15 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
                                       std::int64_t global_batch);
 
 /// The CSV header of a sweep over `axes`: rank, config, the axis names, dp, status,
-/// tokens_per_s_per_gpu, mfu, step_time_s, peak_memory_gib, memory_headroom_gib, replicas,
-/// reason.
+/// tokens_per_s_per_gpu, mfu, step_time_s, compute_s, exposed_comm_s, bubble_s,
+/// peak_memory_gib, memory_headroom_gib, replicas, reason, sweep, space.
 std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes);
+
+/// What identifies one sweep, for `sweep merge`: 16 hex digits of a 64-bit FNV-1a hash of the
+/// job file's text, the GPU count, the space (axis names and values in the order given) and the
+/// replicas option. Every row of a sweep and of each of its shards carries it.
+std::string sweep_fingerprint(const std::string& job_text, std::int64_t gpus,
+                              const std::vector<SweepAxis>& axes, const std::string& replicas);
 
 /// Statuses of sweep rows, in ranking order after the simulated ones.
 inline constexpr const char* kSweepOk = "ok";
@@ -81,8 +87,10 @@ inline constexpr const char* kSweepFailed = "failed";
 /// otherwise). @throws std::invalid_argument when the table lacks a sweep column.
 void rank_sweep_table(CsvTable& table);
 
-/// Combines shard outputs: identical headers required, each config id at most once.
-/// @throws SpecError naming the file whose header differs or that repeats a config.
+/// Combines shard outputs: identical headers, one sweep fingerprint and space size in every
+/// row, each config id exactly once over the shards (0 .. space-1, so a missing shard is found).
+/// @throws SpecError naming the file whose header differs, whose rows come from another sweep,
+/// or that repeats a config; or listing the configurations no shard holds.
 CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>& shards);
 
 /// The first `n` ranked rows as a text table (rank, the axes, dp, tokens/s/GPU, MFU, memory

@@ -191,6 +191,9 @@ TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
   EXPECT_EQ(slurp(tmp("merged.csv")), slurp(tmp("full.csv")));
   const auto twice = run_cli("sweep merge " + tmp("s1.csv") + " " + tmp("s1.csv"));
   EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  const auto half = run_cli("sweep merge " + tmp("s1.csv"));  // shard 2/2 left out
+  EXPECT_EQ(half.exit_code, 2) << half.output;
+  EXPECT_NE(half.output.find("a shard's output is missing"), std::string::npos) << half.output;
 }
 
 TEST(SweepCli, BadSpaceIsAUsageError) {

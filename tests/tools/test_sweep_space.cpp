@@ -175,6 +175,8 @@ CsvTable sample_table() {
     r[t.column("status")] = status;
     r[t.column("tokens_per_s_per_gpu")] = tokens;
     r[t.column("mfu")] = "0.5";
+    r[t.column("sweep")] = "00000000000000aa";
+    r[t.column("space")] = "6";
     t.rows.push_back(r);
   };
   row("0", kSweepInvalid, "");
@@ -222,6 +224,40 @@ TEST(SweepMerge, RejectsDuplicateConfigsAndForeignHeaders) {
   CsvTable other = t;
   other.header[2] = "pp";
   EXPECT_THROW(merge_sweep_tables({{"a.csv", t}, {"c.csv", other}}), SpecError);
+}
+
+TEST(SweepMerge, RejectsShardsOfAnotherSweepAndMissingShards) {
+  const CsvTable all = sample_table();
+  CsvTable a, b, c;
+  a.header = b.header = c.header = all.header;
+  for (std::size_t i = 0; i < all.rows.size(); ++i) (i % 3 == 0 ? a : i % 3 == 1 ? b : c).rows.push_back(all.rows[i]);
+  EXPECT_NO_THROW(merge_sweep_tables({{"a.csv", a}, {"b.csv", b}, {"c.csv", c}}));
+  try {  // shard 2 of 3 lost: configs 1 and 4 in no output
+    merge_sweep_tables({{"a.csv", a}, {"c.csv", c}});
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(e.reason().find("none holds 1, 4 "), std::string::npos) << e.reason();
+  }
+  CsvTable foreign = b;  // the same space and configs from a sweep of another job
+  for (auto& row : foreign.rows) row[foreign.column("sweep")] = "00000000000000bb";
+  try {
+    merge_sweep_tables({{"a.csv", a}, {"b.csv", foreign}, {"c.csv", c}});
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.file(), "b.csv");
+    EXPECT_NE(e.reason().find("not shards of one sweep"), std::string::npos) << e.reason();
+  }
+}
+
+TEST(SweepFingerprint, ChangesWithTheJobTheGpusAndTheSpace) {
+  const auto space = parse_space({"tp=1,2,4"});
+  const std::string f = sweep_fingerprint("model: llama3_8b\n", 64, space, "");
+  EXPECT_EQ(f.size(), 16U);
+  EXPECT_EQ(f, sweep_fingerprint("model: llama3_8b\n", 64, space, ""));
+  EXPECT_NE(f, sweep_fingerprint("model: llama3_70b\n", 64, space, ""));
+  EXPECT_NE(f, sweep_fingerprint("model: llama3_8b\n", 128, space, ""));
+  EXPECT_NE(f, sweep_fingerprint("model: llama3_8b\n", 64, parse_space({"tp=1,4,2"}), ""));
+  EXPECT_NE(f, sweep_fingerprint("model: llama3_8b\n", 64, space, "all"));
 }
 
 TEST(SweepTopTable, ShowsRankedRowsOnly) {
