@@ -27,14 +27,12 @@ long long units_of(UnitKind kind, const RunShape& s) {
   return 0;
 }
 
+// Any positive shape: a job packed onto its nodes and NVLink domains is exposed to every unit
+// it touches, a partial one included (units_of rounds up; e.g. 16 GPUs of a 72-GPU rack, or
+// 100 GPUs over two racks, are exposed to one and two racks' failures).
 void check_shape(const RunShape& s) {
-  const auto whole_or_part = [&](int unit) {
-    return unit > 0 && (s.gpus < unit ? unit % s.gpus == 0 : s.gpus % unit == 0);
-  };
-  if (s.gpus <= 0 || !whole_or_part(s.gpus_per_node) || !whole_or_part(s.gpus_per_domain)) {
-    throw std::invalid_argument(
-        "run shape: gpus must be a positive multiple of the node and NVLink domain sizes, or "
-        "divide them (part of one node)");
+  if (s.gpus <= 0 || s.gpus_per_node <= 0 || s.gpus_per_domain <= 0) {
+    throw std::invalid_argument("run shape: gpus, gpus_per_node and gpus_per_domain must be positive");
   }
 }
 

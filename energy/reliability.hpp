@@ -76,7 +76,8 @@ struct RunShape {
 double young_daly_interval(double checkpoint_s, double mtbf_s);
 
 /// Failure rate of the whole job, 1/s: the sum over modes of units / mtbf.
-/// @throws std::invalid_argument on a non-positive MTBF or a shape that does not divide.
+/// Units a job only partly fills (a node, an NVLink domain) count whole: it is exposed to them.
+/// @throws std::invalid_argument on a non-positive MTBF or a non-positive size in the shape.
 double job_failure_rate(const std::vector<FailureMode>& modes, const RunShape& shape);
 
 /// Mean and 95% interval of one quantity over the Monte-Carlo runs.

@@ -4,17 +4,22 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
 namespace clustersim {
 namespace {
 
+// A scalar written without quotes: yaml-cpp tags quoted ones "!" (YAML's non-specific tag), and
+// a quoted "8" is a string in YAML, not a number; numbers and booleans must be plain.
+bool plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+
 // A plain decimal integer: an optional sign and digits, no leading zero. yaml-cpp also decodes
 // YAML 1.1's octal ("010" is 8) and hex ("0x8"), which a job or platform file would mean as ten
 // or not at all, so those are errors rather than silent reinterpretations.
 bool decode_decimal(const YAML::Node& node, std::int64_t& out) {
-  if (!node.IsScalar()) return false;
+  if (!plain_scalar(node)) return false;
   const std::string& text = node.Scalar();
   std::size_t i = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
   if (i >= text.size() || (text[i] == '0' && i + 1 < text.size())) return false;
@@ -161,8 +166,9 @@ std::int64_t YamlMap::get_int_or(const std::string& key, std::int64_t fallback, 
 double YamlMap::get_double(const std::string& key, double min, double max) {
   YAML::Node value = require(key);
   double parsed = 0.0;
-  if (!value.IsScalar() || !YAML::convert<double>::decode(value, parsed)) {
-    throw error(key, "expected a number, got '" + (value.IsScalar() ? value.Scalar() : "a collection") + "'");
+  if (!plain_scalar(value) || !YAML::convert<double>::decode(value, parsed)) {
+    throw error(key, "expected a number (unquoted), got '" +
+                         (value.IsScalar() ? value.Scalar() : "a collection") + "'");
   }
   if (!(parsed >= min && parsed <= max)) {
     std::ostringstream msg;
@@ -178,11 +184,14 @@ double YamlMap::get_double_or(const std::string& key, double fallback, double mi
 
 bool YamlMap::get_bool(const std::string& key) {
   YAML::Node value = require(key);
-  bool parsed = false;
-  if (!value.IsScalar() || !YAML::convert<bool>::decode(value, parsed)) {
-    throw error(key, "expected true or false");
-  }
-  return parsed;
+  // YAML 1.2's booleans only: yaml-cpp also decodes YAML 1.1's yes/no/on/off/y/n, which YAML
+  // 1.2 reads as strings.
+  static const std::set<std::string> kTrue = {"true", "True", "TRUE"};
+  static const std::set<std::string> kFalse = {"false", "False", "FALSE"};
+  if (plain_scalar(value) && kTrue.count(value.Scalar()) != 0) return true;
+  if (plain_scalar(value) && kFalse.count(value.Scalar()) != 0) return false;
+  throw error(key, "expected true or false (unquoted), got '" +
+                       (value.IsScalar() ? value.Scalar() : "a collection") + "'");
 }
 
 bool YamlMap::get_bool_or(const std::string& key, bool fallback) {

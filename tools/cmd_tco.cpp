@@ -189,6 +189,7 @@ void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
   const double r_hi = ratio_at_domain_mtbf(a, b, std::pow(10, hi), trials) - 1;
   if ((r_lo < 0) == (r_hi < 0)) {
     out << "break-even domain MTBF: none between 10 h and 1e7 h\n";
+    j["break_even_domain_mtbf_h"] = nullptr;
     return;
   }
   for (int i = 0; i < 30; ++i) {

@@ -21,6 +21,9 @@ struct RunReport {
   std::string job_description;   ///< workload and platform in one line
   std::string cost_model;        ///< CostModel::describe()
   std::string replicas;          ///< "full" or "identical" (the reduction actually used)
+  /// What the identical-replica reduction leaves out that this platform makes matter (an
+  /// oversubscribed fat-tree tier); empty otherwise.
+  std::string replicas_note;
   bool interference = true;      ///< compute/communication interference was applied
   bool power_state = true;       ///< the power state's clock boost was applied
   /// Rank 0: share of its GPU compute time in GEMMs and attention, each at its sustained time

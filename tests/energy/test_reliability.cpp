@@ -49,6 +49,18 @@ TEST(Reliability, Llama3CatalogReproducesTable5InterruptionCount) {
   EXPECT_NEAR(job_failure_rate(modes, half) * kLlama3Hours * 3600.0, (466 - 47) / 2.0 + 47, 1e-9);
 }
 
+// A job that fills part of a node or rack is exposed to the whole unit: 16 GPUs of a 72-GPU
+// NVL72 rack to one rack's failures, 100 GPUs (25 trays) to two racks'.
+TEST(Reliability, PartialNodesAndDomainsCountWhole) {
+  const std::vector<FailureMode> modes = {{"rack", UnitKind::Domain, 1000.0, Recovery::ReplaceDomain, ""},
+                                          {"tray", UnitKind::Node, 500.0, Recovery::ReplaceNode, ""}};
+  const double per_hour = 3600.0;
+  EXPECT_NEAR(job_failure_rate(modes, RunShape{16, 4, 72, 1.0}) * per_hour, 1 / 1000.0 + 4 / 500.0, 1e-15);
+  EXPECT_NEAR(job_failure_rate(modes, RunShape{100, 4, 72, 1.0}) * per_hour, 2 / 1000.0 + 25 / 500.0, 1e-15);
+  EXPECT_NEAR(job_failure_rate(modes, RunShape{2, 4, 72, 1.0}) * per_hour, 1 / 1000.0 + 1 / 500.0, 1e-15);
+  EXPECT_THROW(job_failure_rate(modes, RunShape{0, 4, 72, 1.0}), std::invalid_argument);
+}
+
 TEST(Reliability, WithoutFailuresTheRunPaysOnlyItsCheckpoints) {
   ReliabilityInputs in = base_inputs();
   in.checkpoint.interval_s = 1000;
@@ -155,7 +167,8 @@ TEST(Reliability, RejectsBadInputs) {
   in.modes = {restart_mode(0.0)};
   EXPECT_THROW(simulate_run(in, {64, 8, 8, 100}), std::invalid_argument);
   in = base_inputs();
-  EXPECT_THROW(simulate_run(in, {60, 8, 8, 100}), std::invalid_argument);  // 60 % 8 != 0
+  EXPECT_THROW(simulate_run(in, {0, 8, 8, 100}), std::invalid_argument);
+  EXPECT_THROW(simulate_run(in, {64, 0, 8, 100}), std::invalid_argument);
   in.checkpoint.bytes = 0;
   EXPECT_THROW(simulate_run(in, {64, 8, 8, 100}), std::invalid_argument);
 }

@@ -75,6 +75,17 @@ TEST(YamlSpec, WrongTypeAndRangeAreErrorsAtTheirLine) {
   EXPECT_THROW(outer.get_int("missing", 1, 8), SpecError);
 }
 
+TEST(YamlSpec, NumbersAndBooleansMustBeUnquotedYaml12) {
+  auto map = YamlMap::load_string("a: '1.5'\nb: 1.5\nc: \"8\"\nd: on\ne: FALSE\nf: +8\n", "x.yaml");
+  EXPECT_THROW(map.get_double("a", 0, 10), SpecError);
+  EXPECT_DOUBLE_EQ(map.get_double("b", 0, 10), 1.5);
+  EXPECT_THROW(map.get_int("c", 0, 10), SpecError);
+  EXPECT_THROW(map.get_bool("d"), SpecError);
+  EXPECT_FALSE(map.get_bool("e"));
+  EXPECT_EQ(map.get_int("f", 0, 10), 8);  // YAML 1.2's core schema allows the sign
+  EXPECT_EQ(map.get_string("c"), "8");    // a quoted scalar is a string
+}
+
 TEST(YamlSpec, InvalidYamlReportsParserLine) {
   try {
     YamlMap::load_string("a: [1, 2\nb: 3\n", "bad.yaml");

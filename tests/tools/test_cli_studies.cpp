@@ -75,6 +75,19 @@ TEST(ValidateCli, JsonFollowsTheDocumentedSchemaAndStatistics) {
   EXPECT_NE(r.output.find("Not simulated (1 points)"), std::string::npos) << r.output;
 }
 
+// Figures validate reads but does not compare are listed, and a point skipped before its job
+// was built has unknown (null) sequence, platform and family rather than 0 and "".
+TEST(ValidateCli, ListsFiguresNotComparedAndLeavesUnknownsNull) {
+  const auto r = run_cli("validate --case s0_gpt3_175b_128_fp8 --max-gpus 1 --json " + tmp("nc.json"));
+  EXPECT_NE(r.output.find("s0_gpt3_175b_128_fp8: energy: not compared by validate"), std::string::npos)
+      << r.output;
+  const auto j = nlohmann::json::parse(slurp(tmp("nc.json")));
+  ASSERT_EQ(j["not_simulated"].size(), 1u) << j.dump(2);
+  for (const char* key : {"seq", "platform", "family"}) EXPECT_TRUE(j["not_simulated"][0][key].is_null()) << key;
+  EXPECT_EQ(j["not_compared"]["s0_gpt3_175b_128_fp8"],
+            nlohmann::json({"energy: not compared by validate", "cost: not compared by validate"}));
+}
+
 // A point whose job does not fit is simulated (it ran, so the model errs) and flagged.
 TEST(ValidateCli, PointsOverTheGpuMemoryAreSimulatedAndFlagged) {
   const auto r = run_cli("validate " + data("oom_reference.yaml") + " -j 1 --json " + tmp("oom.json"));

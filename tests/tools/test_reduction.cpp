@@ -86,3 +86,30 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace clustersim::tools
+
+namespace clustersim::tools {
+namespace {
+
+// On an oversubscribed fabric the reduction leaves out flows that share the thin uplinks: the
+// report says so (docs/outputs.md, replicas_note); on a 1:1 fabric it says nothing.
+TEST(ReductionNote, SaysWhatTheReductionLeavesOutOnOversubscribedFabrics) {
+  const char* body =
+      "model: {catalog: llama3_8b, layers: 2}\n"
+      "parallelism: {tp: 4, pp: 2, dp: 8, sequence_parallel: true}\n"
+      "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 32, precision: bf16}\n";
+  SimulateOptions reduced;
+  reduced.replicas = "identical";
+  const Job thin = load(Case{"note_thin", 64,
+                             (std::string("cluster: {platform: hgx_h100, gpus: 64, overrides: "
+                                          "{kind: non_rail, oversubscription: {leaf: 8}}}\n") + body).c_str()});
+  const RunReport a = simulate_job(thin, reduced);
+  EXPECT_NE(a.replicas_note.find("leaf 8:1"), std::string::npos) << a.replicas_note;
+  SimulateOptions full;
+  full.replicas = "full";
+  EXPECT_EQ(simulate_job(thin, full).replicas_note, "");  // every flow played
+  const Job fat = load(Case{"note_fat", 64, (std::string("cluster: {platform: hgx_h100, gpus: 64}\n") + body).c_str()});
+  EXPECT_EQ(simulate_job(fat, reduced).replicas_note, "");
+}
+
+}  // namespace
+}  // namespace clustersim::tools

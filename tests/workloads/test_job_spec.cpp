@@ -101,6 +101,14 @@ TEST(JobSpec, WrongTypeIsRejected) {
   expect_error(with_line(3, "  tp: 0x4"), 128, 3, "parallelism.tp", "no leading zeros, no 0x");
   expect_error(with_line(6, "  sequence_parallel: maybe"), 128, 6,
                "parallelism.sequence_parallel", "expected true or false");
+  // Quoted scalars are strings in YAML, and YAML 1.1's yes/no are strings in YAML 1.2: yaml-cpp
+  // would convert both; refused.
+  expect_error(with_line(3, "  tp: \"4\""), 128, 3, "parallelism.tp", "got '4'");
+  expect_error(with_line(6, "  sequence_parallel: yes"), 128, 6, "parallelism.sequence_parallel",
+               "expected true or false (unquoted), got 'yes'");
+  expect_error(with_line(6, "  sequence_parallel: 'true'"), 128, 6, "parallelism.sequence_parallel",
+               "expected true or false");
+  EXPECT_NO_THROW(parse_job(with_line(6, "  sequence_parallel: True"), 128));
   expect_error("model: gpt3_175b\nparallelism: 4\ntraining:\n  seq_length: 2048\n", 128, 2,
                "parallelism", "expected a mapping");
 }

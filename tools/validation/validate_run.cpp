@@ -192,6 +192,7 @@ ValidationSummary run_validation(const ReferenceSet& set, const ValidateOptions&
       s.points.push_back(std::move(o));
     }
     s.defaults.emplace_back(rc.id, defaults.lines());
+    if (!rc.not_compared.empty()) s.not_compared.emplace_back(rc.id, rc.not_compared);
   }
   if (options.dry_run) {
     for (const std::size_t i : task_point) s.points[i].reason = "dry run: the job is valid";
@@ -273,6 +274,10 @@ std::string validation_text(const ValidationSummary& s) {
           << ": " << o.reason << "\n";
     }
   }
+  if (!s.not_compared.empty()) out << "\nMeasured figures read and not compared:\n";
+  for (const auto& [id, items] : s.not_compared) {
+    for (const auto& item : items) out << "  " << id << ": " << item << "\n";
+  }
   out << "\nSources of the defaults:\n";
   for (const auto& c : citations()) out << "  [" << c.tag << "] " << c.text << "\n";
   return out.str();
@@ -288,9 +293,10 @@ std::string validation_json(const ValidationSummary& s) {
       j["simulated"] = o.simulated_value;
       j["rel_error"] = o.rel_error;
     }
-    j["seq"] = o.seq;
-    j["platform"] = o.platform;
-    j["family"] = o.family;
+    // Unknown (null) for a point skipped before its job was built.
+    j["seq"] = o.seq > 0 ? nlohmann::ordered_json(o.seq) : nullptr;
+    j["platform"] = o.platform.empty() ? nullptr : nlohmann::ordered_json(o.platform);
+    j["family"] = o.family.empty() ? nullptr : nlohmann::ordered_json(o.family);
     if (o.measured_peak_gib) {
       j["measured_peak_gib"] = *o.measured_peak_gib;
       j["peak_memory_metric"] = o.peak_memory_metric;
@@ -317,6 +323,9 @@ std::string validation_json(const ValidationSummary& s) {
   doc["max_abs_error"] = s.simulated > 0 ? nlohmann::ordered_json(s.max_abs_error) : nullptr;
   doc["simulated_points"] = s.simulated;
   doc["not_simulated"] = skipped;
+  nlohmann::ordered_json not_compared = nlohmann::ordered_json::object();
+  for (const auto& [id, items] : s.not_compared) not_compared[id] = items;
+  doc["not_compared"] = not_compared;
   doc["defaults"] = defaults;
   return doc.dump(2) + "\n";
 }

@@ -50,6 +50,9 @@ struct ValidationSummary {
   std::vector<PointOutcome> points;       ///< in file order
   /// Defaults applied per case: "key=value [CITE]" (values of all points joined by '/').
   std::vector<std::pair<std::string, std::vector<std::string>>> defaults;
+  /// Measured figures of the selected cases that validate reads but does not compare, per case
+  /// id ("energy: not compared by validate", ...).
+  std::vector<std::pair<std::string, std::vector<std::string>>> not_compared;
   std::size_t simulated = 0;
   double mean_abs_error = 0.0;            ///< over simulated points (0 if none)
   double max_abs_error = 0.0;
