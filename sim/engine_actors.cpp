@@ -246,27 +246,41 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
 double StreamActor::play_phases(const CollectivePlan& plan, GroupKind group, Stream stream, double slow) {
   std::vector<int*> sink;
   // NCCL's latency terms (measured or from its tuning model) include the wire latency, which
-  // the flows already carry through the platform's links: charge only the difference.
+  // the flows already carry through the platform's links: charge only the difference. What a
+  // phase carried is the route latency of its flow that finished last (a receive counts as the
+  // send of its lane): netting the largest route latency instead made a longer NIC latency
+  // shorten a ring whose NVLink flow is the slower one (a review, 2026-12-05).
   double wire = 0.0;
   for (size_t ph = 0; ph < plan.phases.size(); ++ph) {
     const FlowPhase& phase = plan.phases[ph];
     std::vector<sg4::CommPtr> comms;
+    std::vector<double> carried;  // route latency each comm carries
     sink.assign(phase.receive_lanes.size(), nullptr);
-    double phase_wire = 0.0;
-    for (const Flow& f : phase.sends) phase_wire = std::max(phase_wire, sh_->route_latency(rank_, f.to));
-    wire += phase_wire;
     for (const Flow& f : phase.sends) {
       const int slot = collective_slot(group, stream, static_cast<int>(ph), f.lane);
       // The collective's own slowdown acts where the GPU, not the link, limits it: NVLink.
       const double bytes = sh_->domain(f.to) == sh_->domain(rank_) ? f.bytes * slow : f.bytes;
+      carried.push_back(sh_->route_latency(rank_, f.to));
       comms.push_back(sh_->mailbox(f.to, slot)->put_async(&payload_token, wire_size(bytes)));
     }
+    const double widest = carried.empty() ? 0.0 : *std::max_element(carried.begin(), carried.end());
     for (size_t i = 0; i < phase.receive_lanes.size(); ++i) {
-      const int slot = collective_slot(group, stream, static_cast<int>(ph), phase.receive_lanes[i]);
+      const int lane = phase.receive_lanes[i];
+      const int slot = collective_slot(group, stream, static_cast<int>(ph), lane);
+      double lane_latency = widest;
+      for (size_t k = 0; k < phase.sends.size(); ++k) {
+        if (phase.sends[k].lane == lane) lane_latency = carried[k];
+      }
+      carried.push_back(lane_latency);
       comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[i]));
     }
     sg4::Comm::wait_all(comms);
     sh_->events += comms.size();
+    std::size_t last = 0;
+    for (std::size_t i = 1; i < comms.size(); ++i) {
+      if (comms[i]->get_finish_time() > comms[last]->get_finish_time()) last = i;
+    }
+    if (!comms.empty()) wire += carried[last];
   }
   return wire;
 }

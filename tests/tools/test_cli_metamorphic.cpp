@@ -33,16 +33,16 @@ struct Outcome {
   std::string cost_tables;
 };
 
-Outcome run_variant(const std::string& extra_override) {
+Outcome run_yaml(const std::string& yaml) {
   const std::string base = ::testing::TempDir() + "/clustersim-" + std::to_string(::getpid()) + "-mm";
-  std::ofstream(base + ".yaml") << job(extra_override);
+  std::ofstream(base + ".yaml") << yaml;
   const auto r = run_cli("run " + base + ".yaml --json " + base + ".json");
-  EXPECT_EQ(r.exit_code, 0) << extra_override << "\n" << r.output;
+  EXPECT_EQ(r.exit_code, 0) << yaml << "\n" << r.output;
   std::ifstream in(base + ".json");
   const auto j = nlohmann::json::parse(in, nullptr, false);
   Outcome o;
   if (j.is_discarded()) {
-    ADD_FAILURE() << "no JSON for" << extra_override;
+    ADD_FAILURE() << "no JSON for" << yaml;
     return o;
   }
   o.step_s = j["step_time_s"].get<double>();
@@ -50,6 +50,8 @@ Outcome run_variant(const std::string& extra_override) {
   o.cost_tables = j["cost_tables"].dump();
   return o;
 }
+
+Outcome run_variant(const std::string& extra_override) { return run_yaml(job(extra_override)); }
 
 TEST(Metamorphic, BetterHardwareNeverSlowsAStepAndAWorseFabricNeverSpeedsItUp) {
   const Outcome base = run_variant("");
@@ -70,6 +72,35 @@ TEST(Metamorphic, BetterHardwareNeverSlowsAStepAndAWorseFabricNeverSpeedsItUp) {
   EXPECT_LT(peak.compute_s, 0.8 * base.compute_s);  // GEMMs and attention are most of it
   EXPECT_NE(peak.cost_tables.find("GEMM BF16 and attention x2"), std::string::npos);
   EXPECT_EQ(base.cost_tables.find("platform GPU figures"), std::string::npos);
+}
+
+// Longer wire latencies never shorten a step. NCCL's latency terms include the wire, so a
+// collective charges them net of the route latency its flows carried; netting the largest route
+// latency of a ring phase instead of the one of its slower flow made a 50 us NIC shorten this
+// ring by 99 us (its NVLink flow is the slower one; review of 2026-12-05).
+std::string latency_job(const std::string& layout, const std::string& override_) {
+  return "cluster: {platform: hgx_h100, gpus: 16, overrides: {" + override_ + "}}\n"
+         "model: {catalog: llama3_8b, layers: 1}\n"
+         "parallelism: {" + layout + ", zero_stage: 0, overlap_grad_reduce: false}\n"
+         "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 16, precision: bf16}\n";
+}
+
+TEST(Metamorphic, LongerLatenciesNeverShortenAStep) {
+  const std::string dp = "tp: 1, dp: 16";
+  double last = 0.0;
+  for (const char* nic : {"300ns", "50us", "200us", "5ms"}) {
+    const double step = run_yaml(latency_job(dp, std::string("nic_latency: ") + nic)).step_s;
+    EXPECT_GE(step, last) << "nic_latency " << nic;
+    last = step;
+  }
+  EXPECT_GT(last, run_yaml(latency_job(dp, "nic_latency: 300ns")).step_s * 1.05);  // 5 ms shows
+  const std::string tp = "tp: 4, dp: 4, sequence_parallel: true";
+  last = 0.0;
+  for (const char* nvl : {"598ns", "10us", "100us"}) {
+    const double step = run_yaml(latency_job(tp, std::string("nvlink_latency: ") + nvl)).step_s;
+    EXPECT_GE(step, last) << "nvlink_latency " << nvl;
+    last = step;
+  }
 }
 
 }  // namespace
