@@ -102,7 +102,10 @@ void TransformerOps::cp_ring_forward(const std::vector<std::uint32_t>& launch, d
 // Backward: the ring runs again; the transfer launched with step j carries the K/V block of
 // step j+1 and the dK/dV accumulated so far (one block at the first step), overlapping step j;
 // after the last step one more transfer returns the accumulated dK/dV to their owner, and the
-// input-gradient consumers wait for it.
+// input-gradient consumers wait for it. The dK/dV a transfer carries are step j-1's: from j = 1
+// on it starts once that step's kernel is done (Transformer Engine's AttnFuncWithCPAndKVP2P
+// sends the accumulated dK/dV after the step that added to them; before 2026-12-05 it waited
+// only for the previous transfer, and could carry gradients not yet computed).
 void TransformerOps::attention_core_backward() {
   const std::int64_t qo_cols = s_.heads * (s_.head_dim + s_.v_head_dim);
   const double full_bytes = 2.0 * (act_bytes(s_.tokens, qo_cols) + kv_block_bytes());
@@ -130,7 +133,7 @@ void TransformerOps::attention_core_backward() {
     if (j + 1 < s_.cp) {
       next = b_.collective("cp_kv_dkv", CollectiveKind::AllGather, sim::GroupKind::CP,
                            sim::Stream::CpComm, (j == 0 ? 1.0 : 2.0) * per_block,
-                           j == 0 ? launch : std::vector<std::uint32_t>{});
+                           j == 0 ? launch : b_.after_last_compute());
     }
     if (previous) b_.defer(*previous);
     if (j == 0) {

@@ -96,6 +96,14 @@ TEST(ContextParallel, RingExchangesKvBlocksOverlappedWithAttentionSteps) {
       EXPECT_TRUE(op.bytes * 3 / 4 == block || op.bytes * 3 / 4 == 2 * block) << op.bytes;
     }
   }
+  // A later backward transfer carries the dK/dV of the step before it: it waits for that step's
+  // kernel (the first carries only K/V and waits for what the layer's backward needs before it).
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.labels[p.ops[i].label] != "cp_kv_dkv" || p.ops[i].bytes * 3 / 4 != 2 * block) continue;
+    const auto& deps = p.ops[i].deps;
+    ASSERT_EQ(deps.size(), 1U) << "op " << i;
+    EXPECT_EQ(p.labels[p.ops[deps[0]].label], "attn_bwd") << "op " << i;
+  }
   // Load balance: each rank does 1/cp of the causal attention: 4 layers x 2 microbatches x
   // 2 (d + dv) x 4 heads x (256^2 / 2) / 4 pairs.
   EXPECT_DOUBLE_EQ(count(p, "attn").flops, 4 * 2 * 2.0 * 64 * 4 * (256.0 * 256 / 2) / 4);
