@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <string>
 
+#include "platforms/topology.hpp"
+
 #ifndef CLUSTERSIM_PLATFORM_DIR
 #error "CLUSTERSIM_PLATFORM_DIR must name the platform catalog directory"
 #endif
@@ -194,6 +196,11 @@ void validate(const PlatformSpec& s, const YamlMap& at, bool sections) {
   if (f.oversubscription.leaf > down || f.oversubscription.spine > down)
     fail_fabric("oversubscription must not exceed switch_radix/2 (" + std::to_string(down) +
          "): a switch's uplinks must carry at least one NIC's bandwidth");
+  if (Topology::max_gpus_any(s) < n.nvlink_domain_size)
+    fail_fabric("the fabric holds no whole NVLink domain: one domain's " + std::to_string(nics_per_domain) +
+                " NICs need more leaves than a " + std::to_string(f.switch_radix) +
+                "-port switch can connect (a smaller nvlink_domain_size or fewer nics_per_node, or a "
+                "larger switch_radix)");
 }
 
 // The cost models see a GPU's share of its host (optimizer offload): copied from the node.

@@ -32,9 +32,12 @@ void count_switches(const Topology& t, TopologySummary& s) {
 
 // Half of each tier's units (an odd count splits one unit between the halves, which then use
 // half of its uplinks each: 3 spine groups give 1.5 groups' uplinks, not 1).
-double bisection(const Topology& t) {
+// Part of one node (1, 2 or 4 GPUs of an HGX node) counts only its own GPUs' NICs.
+double bisection(const Topology& t, const NodeSpec& n) {
   const double inf = std::numeric_limits<double>::infinity();
-  const double nic = t.nics() / 2.0 * t.link_class(LinkKind::NicUp).bandwidth;
+  if (t.gpus() < 2) return 0.0;  // one GPU: nothing to cut in two
+  const double nics = std::min<double>(t.nics(), static_cast<double>(t.gpus()) * n.nics_per_node / n.gpus_per_node);
+  const double nic = nics / 2.0 * t.link_class(LinkKind::NicUp).bandwidth;
   const double leaf = t.leaves() >= 2 ? t.leaves() / 2.0 * t.leaf_uplink_bandwidth() : inf;
   const double pod = t.tiers() == 3 && t.pods() >= 2 ? t.pods() / 2.0 * t.pod_uplink_bandwidth() : inf;
   return std::min({nic, leaf, pod});
@@ -80,8 +83,11 @@ TopologySummary summarize(const PlatformSpec& spec, int gpus) {
   s.oversubscription_spine = spec.fabric.oversubscription.spine;
   s.nvlink_bandwidth_per_gpu = n.nvlink_bandwidth.value;
   s.injection_bandwidth_per_gpu = n.nic_bandwidth.value * n.nics_per_node / n.gpus_per_node;
-  s.nvlink_bisection_per_domain = n.nvlink_domain_size / 2 * n.nvlink_bandwidth.value;
-  s.bisection_bandwidth = bisection(t);
+  // Half of a domain's GPUs (of the job's GPUs when they fill part of one domain), an odd count
+  // split like the scale-out tiers below.
+  s.nvlink_bisection_per_domain =
+      gpus < 2 ? 0.0 : std::min(gpus, n.nvlink_domain_size) / 2.0 * n.nvlink_bandwidth.value;
+  s.bisection_bandwidth = bisection(t, n);
   add_tier(s, t, "nvlink", LinkKind::NvlUp, LinkKind::NvlDown);
   add_tier(s, t, "host", LinkKind::HostUp, LinkKind::HostDown);
   add_tier(s, t, "nic", LinkKind::NicUp, LinkKind::NicDown);

@@ -86,6 +86,11 @@ long long Topology::max_gpus(const PlatformSpec& s, int tiers) {
   return sus * s.fabric.domains_per_su * s.node.nvlink_domain_size;
 }
 
+long long Topology::max_gpus_any(const PlatformSpec& s) {
+  if (s.fabric.tiers != 0) return max_gpus(s, s.fabric.tiers);
+  return std::max(max_gpus(s, 2), max_gpus(s, 3));
+}
+
 std::string Topology::check(const PlatformSpec& s, int gpus) {
   const int per_node = s.node.gpus_per_node;
   if (gpus < kMinGpus || gpus > kMaxGpus)
@@ -97,10 +102,14 @@ std::string Topology::check(const PlatformSpec& s, int gpus) {
     return "must be a multiple of gpus_per_node (" + std::to_string(per_node) + ")";
   const Layout l = make_layout(s, gpus);
   if (l.error.empty()) return "";
-  const int tiers = s.fabric.tiers == 0 ? 3 : s.fabric.tiers;
-  return std::to_string(gpus) + " GPUs do not fit " + s.name + "'s " + std::to_string(tiers) +
-         "-tier fabric of " + std::to_string(s.fabric.switch_radix) + "-port switches (" + l.error +
-         "; at most " + std::to_string(max_gpus(s, tiers)) + " GPUs)";
+  // With tiers: auto the larger of the 2- and 3-tier capacities is the limit (a 3-tier fabric
+  // can hold fewer GPUs than a 2-tier one when one scalable unit has more leaves than a spine
+  // reaches).
+  const int tiers = s.fabric.tiers;
+  const std::string built = tiers == 0 ? "2- or 3-tier" : std::to_string(tiers) + "-tier";
+  return std::to_string(gpus) + " GPUs do not fit " + s.name + "'s " + built + " fabric of " +
+         std::to_string(s.fabric.switch_radix) + "-port switches (" + l.error + "; at most " +
+         std::to_string(max_gpus_any(s)) + " GPUs)";
 }
 
 Topology::Topology(const PlatformSpec& spec, int gpus) : spec_(spec), gpus_(gpus) {

@@ -87,6 +87,8 @@ class Topology {
   static std::string check(const PlatformSpec& spec, int gpus);
   /// Largest GPU count the fabric holds with `tiers` tiers (2 or 3).
   static long long max_gpus(const PlatformSpec& spec, int tiers);
+  /// Largest GPU count the fabric holds with its own `tiers` (2 or 3; auto: the larger of the two).
+  static long long max_gpus_any(const PlatformSpec& spec);
 
   const PlatformSpec& spec() const { return spec_; }
   int gpus() const { return gpus_; }

@@ -59,7 +59,7 @@ void register_platform_command(CLI::App& app, int& exit_code) {
               "links per tier, per-GPU injection and bisection bandwidth, oversubscription");
   show->add_option("platform", args->platform, "Catalog name (see 'platform list') or a platform YAML file")
       ->required();
-  show->add_option("--gpus", args->gpus, "Number of GPUs (a multiple of the GPUs per node, 8 to 16384+)")
+  show->add_option("--gpus", args->gpus, "Number of GPUs: a multiple of the GPUs per node, or a divisor of it (part of one node), up to what the fabric holds")
       ->required()
       ->check(decimal_integer());
   show->add_option("--xml", args->xml,

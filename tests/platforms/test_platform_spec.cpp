@@ -114,6 +114,13 @@ TEST(PlatformFile, InconsistentDomainIsAnError) {
   expect_spec_error([&] { load_platform_file(path); }, {path + ":", "node", "multiple of gpus_per_node"});
 }
 
+// A domain whose NICs need more leaves than a switch reaches holds no GPUs at any size: an error
+// when the file is read, not "at most 0 GPUs" at the first --gpus.
+TEST(PlatformFile, AFabricThatHoldsNoDomainIsAnError) {
+  const std::string path = write_file("dom512.yaml", replace(read_catalog("hgx_h100"), "nvlink_domain_size: 8", "nvlink_domain_size: 512"));
+  expect_spec_error([&] { load_platform_file(path); }, {path + ":", "fabric", "holds no whole NVLink domain"});
+}
+
 TEST(PlatformFile, RailsMustFitALeaf) {
   const std::string path = write_file("rails.yaml", replace(read_catalog("hgx_h100"), "domains_per_su: 32", "domains_per_su: 24"));
   expect_spec_error([&] { load_platform_file(path); }, {"fabric", "rail_optimized"});

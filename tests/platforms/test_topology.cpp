@@ -137,6 +137,21 @@ TEST(Topology, BisectionOfTheClosingNoteClusters) {
   const TopologySummary odd = summarize(find_platform("hgx_b300"), 10944);
   ASSERT_EQ(odd.tiers, 3);
   EXPECT_DOUBLE_EQ(odd.bisection_bandwidth, 5472 * 100e9);
+  // Part of a node: its own GPUs' NICs and NVLink ports (all eight had been counted).
+  const TopologySummary two = summarize(find_platform("hgx_h100"), 2);
+  EXPECT_DOUBLE_EQ(two.bisection_bandwidth, 50e9);
+  EXPECT_DOUBLE_EQ(two.nvlink_bisection_per_domain, 450e9);
+  EXPECT_DOUBLE_EQ(summarize(find_platform("hgx_h100"), 1).bisection_bandwidth, 0.0);
+}
+
+// With tiers: auto the limit named is the larger of the 2- and 3-tier capacities: 64-GPU NVLink
+// domains fill a 2-tier fabric at 2,048 GPUs and cannot form a 3-tier one (it said "at most 0").
+TEST(Topology, TooManyGpusNamesTheLargestFabricThatFits) {
+  PlatformSpec s = find_platform("hgx_h100");
+  s.node.nvlink_domain_size = 64;
+  EXPECT_EQ(Topology::check(s, 2048), "");
+  const std::string problem = Topology::check(s, 4096);
+  EXPECT_NE(problem.find("at most 2048 GPUs"), std::string::npos) << problem;
 }
 
 TEST(Topology, EveryPlatformBuildsFrom8To16384Gpus) {
