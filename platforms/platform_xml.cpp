@@ -38,6 +38,30 @@ void write_links(const Topology& t, std::ostream& out) {
   }
 }
 
+// `text` as an XML attribute value: the five predefined entities.
+std::string xml_attribute(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// `text` inside an XML comment, which may not hold "--": each '-' after a '-' becomes "=".
+std::string xml_comment(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += (c == '-' && !out.empty() && out.back() == '-') ? '=' : c;
+  if (!out.empty() && out.back() == '-') out += ' ';
+  return out;
+}
+
 }  // namespace
 
 void write_simgrid_xml(const PlatformSpec& spec, int gpus, std::ostream& out) {
@@ -48,8 +72,9 @@ void write_simgrid_xml(const PlatformSpec& spec, int gpus, std::ostream& out) {
   const Topology t(spec, gpus);
   out << "<?xml version='1.0'?>\n"
       << "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-      << "<!-- clustersim: " << spec.name << ", " << gpus << " GPUs (" << spec.description
-      << "); generated from " << spec.source_file << " -->\n"
+      << "<!-- " << xml_comment("clustersim: " + spec.name + ", " + std::to_string(gpus) + " GPUs (" +
+                                spec.description + "); generated from " + spec.source_file)
+      << " -->\n"
       << "<platform version=\"4.1\">\n"
       << "  <config>\n"
       << "    <prop id=\"network/model\" value=\"CM02\"/>\n"
@@ -57,7 +82,7 @@ void write_simgrid_xml(const PlatformSpec& spec, int gpus, std::ostream& out) {
       << "    <prop id=\"network/TCP-gamma\" value=\"0\"/>\n"
       << "    <prop id=\"network/weight-S\" value=\"" << num(kWeightS) << "\"/>\n"
       << "  </config>\n"
-      << "  <zone id=\"clustersim_" << spec.name << "\" routing=\"Full\">\n";
+      << "  <zone id=\"clustersim_" << xml_attribute(spec.name) << "\" routing=\"Full\">\n";
   for (int g = 0; g < t.gpus(); ++g)
     out << "    <host id=\"" << Topology::gpu_name(g) << "\" speed=\"" << num(spec.gpu.peak_bf16.value) << "f\"/>\n";
   for (int c = 0; c < t.cpus(); ++c) out << "    <host id=\"" << Topology::cpu_name(c) << "\" speed=\"" << num(kCpuHostSpeed) << "f\"/>\n";

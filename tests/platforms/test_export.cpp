@@ -59,6 +59,22 @@ TEST(Export, XmlListsEveryRouteAndTheNetworkConfig) {
   EXPECT_THROW(write_simgrid_xml(find_platform("hgx_h100"), 264, big), std::invalid_argument);
 }
 
+// A user's platform name and description are text: escaped in the zone id, and no "--" inside
+// the header comment (either made the file malformed XML).
+TEST(Export, NamesAndDescriptionsAreEscaped) {
+  PlatformSpec s = find_platform("hgx_h100");
+  s.name = "a&b<c>\"d";
+  s.description = "x -- y";
+  std::ostringstream xml;
+  write_simgrid_xml(s, 8, xml);
+  const std::string text = xml.str();
+  EXPECT_NE(text.find("<zone id=\"clustersim_a&amp;b&lt;c&gt;&quot;d\""), std::string::npos);
+  const std::size_t open = text.find("<!--");
+  const std::size_t close = text.find("-->", open);
+  ASSERT_NE(close, std::string::npos);
+  EXPECT_EQ(text.substr(open + 4, close - open - 4).find("--"), std::string::npos) << text.substr(open, close - open);
+}
+
 TEST(Export, PluginBuildsTheSamePlatformInAnySimGridProgram) {
   const PlatformSpec s = find_platform("hgx_b200");
   const auto flows = mixed_flows(Topology(s, 128));
