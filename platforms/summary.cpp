@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 
@@ -81,6 +82,8 @@ TopologySummary summarize(const PlatformSpec& spec, int gpus) {
   count_switches(t, s);
   s.oversubscription_leaf = spec.fabric.oversubscription.leaf;
   s.oversubscription_spine = spec.fabric.oversubscription.spine;
+  s.built_leaf = built_oversubscription(spec.fabric.switch_radix, s.oversubscription_leaf);
+  s.built_spine = built_oversubscription(spec.fabric.switch_radix, s.oversubscription_spine);
   s.nvlink_bandwidth_per_gpu = n.nvlink_bandwidth.value;
   s.injection_bandwidth_per_gpu = n.nic_bandwidth.value * n.nics_per_node / n.gpus_per_node;
   // Half of a domain's GPUs (of the job's GPUs when they fill part of one domain), an odd count
@@ -112,8 +115,16 @@ std::string format_summary(const TopologySummary& s) {
   if (s.tiers == 3) o << ", " << s.core_switches << " core";
   if (s.scalable_units > 0) o << "; scalable units " << s.scalable_units;
   o << "\n";
-  o << "oversubscription  leaf " << s.oversubscription_leaf << ":1";
-  if (s.tiers == 3) o << ", spine " << s.oversubscription_spine << ":1";
+  auto ratio = [&](double requested, double built) {
+    o << requested << ":1";
+    if (built != requested) o << " (built with whole uplink ports: " << std::setprecision(3) << built << ":1)" << std::setprecision(6);
+  };
+  o << "oversubscription  leaf ";
+  ratio(s.oversubscription_leaf, s.built_leaf);
+  if (s.tiers == 3) {
+    o << ", spine ";
+    ratio(s.oversubscription_spine, s.built_spine);
+  }
   o << "\n";
   o << "injection         " << rate(s.injection_bandwidth_per_gpu) << " per GPU per direction\n";
   o << "bisection         " << rate(s.bisection_bandwidth) << " per direction (scale-out network)\n";

@@ -24,7 +24,10 @@ struct TopologySummary {
   int gpus = 0, nodes = 0, gpus_per_node = 0, nvlink_domains = 0, nvlink_domain_size = 0;
   int scalable_units = 0;      ///< rail_optimized only (0 otherwise)
   int tiers = 0, switch_radix = 0, leaf_switches = 0, spine_switches = 0, core_switches = 0;
-  double oversubscription_leaf = 1.0, oversubscription_spine = 1.0;
+  double oversubscription_leaf = 1.0, oversubscription_spine = 1.0;  ///< as requested
+  /// As built with whole uplink ports (built_oversubscription); equal to the requested ratios
+  /// when they divide switch_radix/2.
+  double built_leaf = 1.0, built_spine = 1.0;
   double nvlink_bandwidth_per_gpu = 0.0;   ///< NVLink per GPU
   double injection_bandwidth_per_gpu = 0.0;///< scale-out NIC bandwidth per GPU
   double nvlink_bisection_per_domain = 0.0;///< half a domain's GPUs x NVLink bandwidth

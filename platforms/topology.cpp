@@ -1,6 +1,7 @@
 #include "platforms/topology.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace clustersim::platforms {
@@ -62,6 +63,12 @@ Layout make_layout(const PlatformSpec& s, long long gpus) {
 }
 
 }  // namespace
+
+double built_oversubscription(int switch_radix, double requested) {
+  const int down = switch_radix / 2;
+  const double up = std::max(1.0, std::ceil(down / requested - 1e-9));
+  return down / up;
+}
 
 const char* to_string(PathClass cls) {
   switch (cls) {
@@ -133,9 +140,11 @@ Topology::Topology(const PlatformSpec& spec, int gpus) : spec_(spec), gpus_(gpus
 void Topology::init_link_classes() {
   const auto& n = spec_.node;
   const double sw = spec_.fabric.switch_latency.value;
-  const double leaf_bw = (spec_.fabric.switch_radix / 2) * n.nic_bandwidth.value /
-                         spec_.fabric.oversubscription.leaf;
-  const double pod_bw = leaves_per_pod_ * leaf_bw / spec_.fabric.oversubscription.spine;
+  const auto& f = spec_.fabric;
+  const double leaf_bw = (f.switch_radix / 2) * n.nic_bandwidth.value /
+                         built_oversubscription(f.switch_radix, f.oversubscription.leaf);
+  const double pod_bw =
+      leaves_per_pod_ * leaf_bw / built_oversubscription(f.switch_radix, f.oversubscription.spine);
   const bool leaf_links = leaves_ > 1;
   const bool pod_links = tiers_ == 3 && pods_ > 1;
   auto set = [this](LinkKind k, LinkClassInfo info) { classes_[static_cast<int>(k)] = info; };

@@ -76,6 +76,12 @@ struct LaneSharing {
   std::string problem;  ///< why the lanes are not shared evenly ("" when they are)
 };
 
+/// The oversubscription a switch of `switch_radix` ports (half facing down) is built with for a
+/// requested ratio: its uplinks are whole ports, ceil(radix/2 / requested) of them, so a ratio
+/// that does not divide radix/2 rounds to the next whole port (3:1 on 64 ports: 32 down, 11 up,
+/// 2.91:1). Link bandwidths and switch counts both follow the built ports.
+double built_oversubscription(int switch_radix, double requested);
+
 /// The cluster: `gpus` GPUs of `spec`, GPU i on node i / gpus_per_node.
 class Topology {
  public:

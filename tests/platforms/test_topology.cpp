@@ -132,6 +132,13 @@ TEST(Topology, BisectionOfTheClosingNoteClusters) {
   PlatformSpec over = find_platform("hgx_h100");
   over.fabric.oversubscription.leaf = 2;
   EXPECT_DOUBLE_EQ(summarize(over, 2048).bisection_bandwidth, 512 * 50e9);
+  // 3:1 is built with whole ports, 11 uplinks of 32 (2.91:1): the capacity and the 11 spines the
+  // switch count gives agree (the capacity had taken 10.67 ports).
+  over.fabric.oversubscription.leaf = 3;
+  const TopologySummary third = summarize(over, 2048);
+  EXPECT_DOUBLE_EQ(third.bisection_bandwidth, 32 * 11 * 50e9);
+  EXPECT_EQ(third.spine_switches, 11);
+  EXPECT_DOUBLE_EQ(third.built_leaf, 32.0 / 11);
   // Three spine groups, each as fast as its NICs (non-blocking): the halves split one group,
   // so the cut is the NICs' 10,944 / 2 x 100 GB/s (it had counted one group's uplinks, 3 / 2 = 1).
   const TopologySummary odd = summarize(find_platform("hgx_b300"), 10944);
