@@ -134,70 +134,118 @@ void read_section(YamlMap& root, const char* name, Section section, PlatformSpec
 }
 
 // Power figures must describe a GPU that draws something and a server that holds its GPUs.
+// Where a cross-field problem is reported: at the first of `keys` the user wrote, in whichever
+// section of the file holds it (`sections`: `at` is the file's root; keys are unique across
+// sections, as overrides name them flat) or in the job's overrides (`at` is the `overrides:`
+// block); else at `section`, or at the overrides block.
+SpecError blame(const YamlMap& at, bool sections, const char* section,
+                std::initializer_list<const char*> keys, const std::string& reason) {
+  YamlMap map = at;
+  for (const char* k : keys) {
+    if (!sections) {
+      if (map.has(k)) return map.error(k, reason);
+      continue;
+    }
+    for (const char* sec : {"gpu", "node", "fabric", "power", "economics"}) {
+      if (!map.has(sec)) continue;
+      YamlMap child = map.get_map(sec);
+      if (child.has(k)) return child.error(k, reason);
+    }
+  }
+  return at.error(sections ? section : "", reason);
+}
+
+// The keys among `figures` whose value is not positive, for blame().
+std::vector<const char*> not_positive(std::initializer_list<std::pair<const char*, double>> figures) {
+  std::vector<const char*> bad;
+  for (const auto& [key, value] : figures) {
+    if (!(value > 0)) bad.push_back(key);
+  }
+  return bad;
+}
+
+SpecError blame_first(const YamlMap& at, bool sections, const char* section,
+                      const std::vector<const char*>& keys, const std::string& reason) {
+  // blame() takes an initializer list; the first offending key is the one reported.
+  return keys.empty() ? blame(at, sections, section, {}, reason) : blame(at, sections, section, {keys[0]}, reason);
+}
+
 void validate_power(const PlatformSpec& s, const YamlMap& at, bool sections) {
   const PowerFigures& p = s.power;
   if (!p.present) return;
-  auto fail = [&](const std::string& reason) { throw at.error(sections ? "power" : "", reason); };
-  if (p.gpu_tensor.value <= 0 || p.gpu_memory_bound.value <= 0 || p.gpu_communication.value <= 0 ||
-      p.gpu_waiting.value <= 0) {
-    fail("GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) must be positive");
+  const auto powers = not_positive({{"gpu_tensor", p.gpu_tensor.value}, {"gpu_memory_bound", p.gpu_memory_bound.value},
+                                    {"gpu_communication", p.gpu_communication.value}, {"gpu_waiting", p.gpu_waiting.value}});
+  if (!powers.empty()) {
+    throw blame_first(at, sections, "power", powers,
+                      "GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) must be positive");
   }
   // A board's power limit caps what it draws in every activity (nvidia-smi power.limit): a
   // figure above tdp describes another GPU or another limit.
   const double most = std::max({p.gpu_tensor.value, p.gpu_memory_bound.value,
                                 p.gpu_communication.value, p.gpu_waiting.value});
   if (most > s.gpu.tdp.value) {
-    fail("GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) cannot exceed "
-         "the GPU's tdp (" + std::to_string(static_cast<long long>(s.gpu.tdp.value)) + " W, its "
-         "power limit); the highest is " + std::to_string(static_cast<long long>(most)) + " W");
+    std::vector<const char*> over;
+    for (const auto& [key, w] : {std::pair{"gpu_tensor", p.gpu_tensor.value}, {"gpu_memory_bound", p.gpu_memory_bound.value},
+                                 {"gpu_communication", p.gpu_communication.value}, {"gpu_waiting", p.gpu_waiting.value}}) {
+      if (w > s.gpu.tdp.value) over.push_back(key);
+    }
+    throw blame_first(at, sections, "power", over,
+                "GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) cannot exceed "
+                "the GPU's tdp (" + std::to_string(static_cast<long long>(s.gpu.tdp.value)) + " W, its "
+                "power limit); the highest is " + std::to_string(static_cast<long long>(most)) + " W");
   }
   if (p.node_rated.value < s.gpu.tdp.value * s.node.gpus_per_node) {
-    fail("node_rated must hold the node's GPUs at their tdp (" +
-         std::to_string(s.gpu.tdp.value * s.node.gpus_per_node) + " W)");
+    throw blame(at, sections, "power", {"node_rated", "tdp", "gpus_per_node"},
+                "node_rated must hold the node's GPUs at their tdp (" +
+                    std::to_string(static_cast<long long>(s.gpu.tdp.value * s.node.gpus_per_node)) + " W)");
   }
 }
 
-// Cross-field checks. Errors point at the section of the platform file (`at` is its root) or,
-// for overrides (`sections` false), at the `overrides:` mapping itself.
+// Cross-field checks, reported at the figure the user gave (blame()).
 void validate(const PlatformSpec& s, const YamlMap& at, bool sections) {
-  auto fail_in = [&](const char* section, const std::string& reason) {
-    throw at.error(sections ? section : "", reason);
-  };
   const auto& g = s.gpu;
-  if (g.peak_bf16.value <= 0 || g.peak_fp8.value <= 0 || g.peak_fp32.value <= 0)
-    fail_in("gpu", "peaks (peak_bf16, peak_fp8, peak_fp32) must be positive");
-  if (g.hbm_capacity.value <= 0 || g.hbm_bandwidth.value <= 0 || g.tdp.value <= 0)
-    fail_in("gpu", "hbm_capacity, hbm_bandwidth and tdp must be positive");
+  const auto peaks = not_positive({{"peak_bf16", g.peak_bf16.value}, {"peak_fp8", g.peak_fp8.value}, {"peak_fp32", g.peak_fp32.value}});
+  if (!peaks.empty()) throw blame_first(at, sections, "gpu", peaks, "peaks (peak_bf16, peak_fp8, peak_fp32) must be positive");
+  const auto gpu_figures = not_positive({{"hbm_capacity", g.hbm_capacity.value}, {"hbm_bandwidth", g.hbm_bandwidth.value}, {"tdp", g.tdp.value}});
+  if (!gpu_figures.empty()) throw blame_first(at, sections, "gpu", gpu_figures, "hbm_capacity, hbm_bandwidth and tdp must be positive");
   const auto& n = s.node;
-  auto fail = [&](const std::string& reason) { fail_in("node", reason); };
-  if (n.nvlink_bandwidth.value <= 0 || n.nic_bandwidth.value <= 0 || n.host_link_bandwidth.value <= 0 ||
-      n.host_memory_bandwidth.value <= 0)
-    fail("bandwidths (nvlink_bandwidth, nic_bandwidth, host_link_bandwidth, host_memory_bandwidth) must be positive");
+  const auto bandwidths = not_positive({{"nvlink_bandwidth", n.nvlink_bandwidth.value}, {"nic_bandwidth", n.nic_bandwidth.value},
+                                        {"host_link_bandwidth", n.host_link_bandwidth.value},
+                                        {"host_memory_bandwidth", n.host_memory_bandwidth.value}});
+  if (!bandwidths.empty()) {
+    throw blame_first(at, sections, "node", bandwidths,
+                      "bandwidths (nvlink_bandwidth, nic_bandwidth, host_link_bandwidth, host_memory_bandwidth) must be positive");
+  }
   if (n.nvlink_domain_size % n.gpus_per_node != 0)
-    fail("nvlink_domain_size (" + std::to_string(n.nvlink_domain_size) +
-         ") must be a multiple of gpus_per_node (" + std::to_string(n.gpus_per_node) + ")");
+    throw blame(at, sections, "node", {"nvlink_domain_size", "gpus_per_node"},
+                "nvlink_domain_size (" + std::to_string(n.nvlink_domain_size) +
+                ") must be a multiple of gpus_per_node (" + std::to_string(n.gpus_per_node) + ")");
   if (n.gpus_per_node % n.nics_per_node != 0)
-    fail("gpus_per_node (" + std::to_string(n.gpus_per_node) + ") must be a multiple of nics_per_node (" +
-         std::to_string(n.nics_per_node) + ")");
+    throw blame(at, sections, "node", {"nics_per_node", "gpus_per_node"},
+                "gpus_per_node (" + std::to_string(n.gpus_per_node) + ") must be a multiple of nics_per_node (" +
+                std::to_string(n.nics_per_node) + ")");
   const auto& f = s.fabric;
-  auto fail_fabric = [&](const std::string& reason) { fail_in("fabric", reason); };
-  if (f.switch_radix % 2 != 0) fail_fabric("switch_radix must be even (half the ports face down)");
+  if (f.switch_radix % 2 != 0) throw blame(at, sections, "fabric", {"switch_radix"}, "switch_radix must be even (half the ports face down)");
   const int down = f.switch_radix / 2;
   const int nics_per_domain = n.nics_per_node * (n.nvlink_domain_size / n.gpus_per_node);
   if (f.kind == FabricKind::RailOptimized) {
     if (down % f.domains_per_su != 0 || nics_per_domain % (down / f.domains_per_su) != 0)
-      fail_fabric("rail_optimized: a leaf's " + std::to_string(down) + " NIC ports must hold whole rails of " +
-           std::to_string(f.domains_per_su) + " domains (domains_per_su must divide switch_radix/2, and "
-           "the rails per leaf must divide the " + std::to_string(nics_per_domain) + " NICs of a domain)");
+      throw blame(at, sections, "fabric", {"domains_per_su", "switch_radix", "nvlink_domain_size", "nics_per_node"},
+                  "rail_optimized: a leaf's " + std::to_string(down) + " NIC ports must hold whole rails of " +
+                  std::to_string(f.domains_per_su) + " domains (domains_per_su must divide switch_radix/2, and "
+                  "the rails per leaf must divide the " + std::to_string(nics_per_domain) + " NICs of a domain)");
   } else if (down % n.nics_per_node != 0) {
-    fail_fabric("non_rail: nics_per_node (" + std::to_string(n.nics_per_node) + ") must divide switch_radix/2 (" +
-         std::to_string(down) + ")");
+    throw blame(at, sections, "fabric", {"switch_radix", "nics_per_node", "kind"},
+                "non_rail: nics_per_node (" + std::to_string(n.nics_per_node) + ") must divide switch_radix/2 (" +
+                std::to_string(down) + ")");
   }
   if (f.oversubscription.leaf > down || f.oversubscription.spine > down)
-    fail_fabric("oversubscription must not exceed switch_radix/2 (" + std::to_string(down) +
-         "): a switch's uplinks must carry at least one NIC's bandwidth");
+    throw blame(at, sections, "fabric", {"oversubscription", "switch_radix"},
+                "oversubscription must not exceed switch_radix/2 (" + std::to_string(down) +
+                "): a switch's uplinks must carry at least one NIC's bandwidth");
   if (Topology::max_gpus_any(s) < n.nvlink_domain_size)
-    fail_fabric("the fabric holds no whole NVLink domain: one domain's " + std::to_string(nics_per_domain) +
+    throw blame(at, sections, "fabric", {"nvlink_domain_size", "switch_radix", "nics_per_node", "domains_per_su"},
+                "the fabric holds no whole NVLink domain: one domain's " + std::to_string(nics_per_domain) +
                 " NICs need more leaves than a " + std::to_string(f.switch_radix) +
                 "-port switch can connect (a smaller nvlink_domain_size or fewer nics_per_node, or a "
                 "larger switch_radix)");

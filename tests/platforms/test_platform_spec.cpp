@@ -111,7 +111,7 @@ TEST(PlatformFile, MissingFieldIsAnError) {
 
 TEST(PlatformFile, InconsistentDomainIsAnError) {
   const std::string path = write_file("domain.yaml", replace(read_catalog("hgx_h100"), "nvlink_domain_size: 8", "nvlink_domain_size: 12"));
-  expect_spec_error([&] { load_platform_file(path); }, {path + ":", "node", "multiple of gpus_per_node"});
+  expect_spec_error([&] { load_platform_file(path); }, {path + ":", "node.nvlink_domain_size", "multiple of gpus_per_node"});
 }
 
 // A domain whose NICs need more leaves than a switch reaches holds no GPUs at any size: an error
@@ -160,6 +160,10 @@ TEST(ClusterSection, UnknownOverrideIsAnErrorAtItsLine) {
 TEST(ClusterSection, InconsistentOverrideIsAnError) {
   expect_spec_error([] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides: {gpus_per_node: 3}\n"); },
                     {"job.yaml:4", "cluster.overrides", "multiple of gpus_per_node"});
+  // At the override that breaks it, not the first line of the block.
+  expect_spec_error([] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides:\n"
+                                       "    nic_bandwidth: 800Gbps\n    nvlink_domain_size: 36\n"); },
+                    {"job.yaml:6", "cluster.overrides.nvlink_domain_size", "multiple of gpus_per_node"});
 }
 
 // A power limit below the GPU's activity powers: the board cannot draw them. Lowering tdp alone
