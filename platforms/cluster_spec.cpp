@@ -35,7 +35,7 @@ ClusterSpec parse_cluster_section(YamlMap& cluster) {
     throw;
   }
   if (auto overrides = cluster.get_map_opt("overrides")) apply_overrides(out.platform, *overrides);
-  out.gpus = static_cast<int>(cluster.get_int("gpus", 1, 1 << 30));
+  out.gpus = static_cast<int>(cluster.get_int("gpus", 1, kMaxClusterGpus));
   const std::string problem = Topology::check(out.platform, out.gpus);
   if (!problem.empty()) throw cluster.error("gpus", problem);
   cluster.finish();

@@ -8,7 +8,7 @@ namespace clustersim::platforms {
 namespace {
 
 constexpr int kMinGpus = 1;
-constexpr long long kMaxGpus = 1 << 20;
+constexpr long long kMaxGpus = kMaxClusterGpus;
 
 long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 

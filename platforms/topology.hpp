@@ -76,6 +76,9 @@ struct LaneSharing {
   std::string problem;  ///< why the lanes are not shared evenly ("" when they are)
 };
 
+/// Most GPUs a cluster may have (a job's `cluster.gpus`, `--gpus`).
+inline constexpr int kMaxClusterGpus = 1 << 20;
+
 /// The oversubscription a switch of `switch_radix` ports (half facing down) is built with for a
 /// requested ratio: its uplinks are whole ports, ceil(radix/2 / requested) of them, so a ratio
 /// that does not divide radix/2 rounds to the next whole port (3:1 on 64 ports: 32 down, 11 up,

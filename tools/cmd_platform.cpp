@@ -2,6 +2,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
 #include "platforms/cluster_spec.hpp"
 #include "platforms/summary.hpp"
@@ -18,24 +19,37 @@ struct ShowArgs {
   std::string xml;
 };
 
+// The platform the command line names: an unknown catalog name is the command line's error,
+// a platform file's own errors stay at their file and line.
+platforms::PlatformSpec command_line_platform(const std::string& name) {
+  try {
+    return platforms::load_platform(name);
+  } catch (const SpecError& e) {
+    if (e.field() != "platform" || e.line() != 0) throw;
+    throw SpecError("<command line>", 0, "platform", e.reason());
+  }
+}
+
 int show_command(const ShowArgs& args) {
-  const platforms::PlatformSpec spec = platforms::load_platform(args.platform);
+  const platforms::PlatformSpec spec = command_line_platform(args.platform);
   const std::string problem = platforms::Topology::check(spec, args.gpus);
   if (!problem.empty()) throw SpecError("<command line>", 0, "--gpus", problem);
-  std::cout << platforms::format_summary(platforms::summarize(spec, args.gpus));
-  if (args.xml.empty()) return 0;
-  if (args.gpus > platforms::kMaxXmlGpus) {
+  // Every check before the summary, so that a refused --xml prints nothing else.
+  if (!args.xml.empty() && args.gpus > platforms::kMaxXmlGpus) {
     throw SpecError("<command line>", 0, "--xml",
                     "the XML platform lists every route; it is written for at most " +
                         std::to_string(platforms::kMaxXmlGpus) + " GPUs");
   }
-  std::ofstream out(args.xml);
+  std::ofstream out;
+  if (!args.xml.empty()) {
+    out.open(args.xml);
+    if (!out) throw std::runtime_error("cannot write --xml file '" + args.xml + "'");
+  }
+  std::cout << platforms::format_summary(platforms::summarize(spec, args.gpus));
+  if (args.xml.empty()) return 0;
   platforms::write_simgrid_xml(spec, args.gpus, out);
   out.close();
-  if (!out) {
-    std::cerr << "error: cannot write '" << args.xml << "'\n";
-    return 1;
-  }
+  if (!out) throw std::runtime_error("failed writing --xml file '" + args.xml + "'");
   std::cout << "xml               " << args.xml << " (SimGrid 3.32 platform, Full routing)\n";
   return 0;
 }
