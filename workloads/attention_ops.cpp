@@ -160,14 +160,17 @@ void TransformerOps::attention_forward() {
   } else {
     // MLA (Megatron-core MLASelfAttention): down projections with replicated weights on the
     // rank's sequence shard, norms of the compressed latents, then column-parallel up
-    // projections that gather the (narrow) latents over TP.
+    // projections that gather the (narrow) latents over TP. The down projections are Transformer
+    // Engine Linears (parallel_mode "duplicated"): in FP8 each casts its input as the others do.
     if (s_.q_lora > 0) {
+      fp8_quantize("q_down_fp8_cast", s_.sp_tokens, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
       b_.gemm("q_down", s_.sp_tokens, s_.q_lora, s_.hidden, s_.linear_dtype, kOutBytes);
       b_.mem("q_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.q_lora));
       linear_in("q_up", s_.q_up_out, s_.q_lora, s_.linear_dtype);
     } else {
       linear_in("q_proj", s_.q_up_out, s_.hidden, s_.linear_dtype);
     }
+    fp8_quantize("kv_down_fp8_cast", s_.sp_tokens, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
     b_.gemm("kv_down", s_.sp_tokens, s_.kv_lora + s_.rope_dim, s_.hidden, s_.linear_dtype, kOutBytes);
     b_.mem("kv_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.kv_lora));
     linear_in("kv_up", s_.kv_up_out, s_.kv_lora, s_.linear_dtype);
@@ -201,6 +204,7 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
                               layer, nullptr);
   b_.mem("kv_norm_bwd", MemKernel::Norm, 3.0 * act_bytes(s_.sp_tokens, s_.kv_lora), std::move(comm));
   const std::int64_t kv_down = s_.kv_lora + s_.rope_dim;
+  fp8_quantize("kv_down_fp8_grad_cast", s_.sp_tokens, kv_down, kFp8CastTransposeBytes, s_.linear_dtype);
   b_.gemm("kv_down_dgrad", s_.sp_tokens, s_.hidden, kv_down, s_.linear_dtype, kOutBytes);
   std::uint32_t last_wgrad =
       b_.wgrad("kv_down_wgrad", s_.hidden, kv_down, s_.sp_tokens, s_.linear_dtype, s_.wgrad_accum);
@@ -208,6 +212,7 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
     comm = column_backward("q_up", s_.q_lora, s_.q_up_out, s_.linear_dtype, ParamGroup::Qkv, layer,
                            nullptr);
     b_.mem("q_norm_bwd", MemKernel::Norm, 3.0 * act_bytes(s_.sp_tokens, s_.q_lora), std::move(comm));
+    fp8_quantize("q_down_fp8_grad_cast", s_.sp_tokens, s_.q_lora, kFp8CastTransposeBytes, s_.linear_dtype);
     b_.gemm("q_down_dgrad", s_.sp_tokens, s_.hidden, s_.q_lora, s_.linear_dtype, kOutBytes);
     last_wgrad =
         b_.wgrad("q_down_wgrad", s_.hidden, s_.q_lora, s_.sp_tokens, s_.linear_dtype, s_.wgrad_accum);
