@@ -36,6 +36,7 @@ const std::string kMla = "  attention: mla\n  head_dim: 48\n  v_head_dim: 32\n  
 struct Counts {
   int ops = 0;
   double flops = 0.0;
+  double bytes = 0.0;
 };
 Counts count(const sim::Program& p, const std::string& label, sim::Stream stream = sim::Stream::Compute) {
   Counts c;
@@ -43,6 +44,7 @@ Counts count(const sim::Program& p, const std::string& label, sim::Stream stream
     if (p.labels[op.label] == label && op.stream == stream) {
       ++c.ops;
       c.flops += op.flops;
+      c.bytes += op.bytes;
     }
   }
   return c;
@@ -236,6 +238,17 @@ TEST(ExpertParallel, ExpertTensorParallelGathersOverEtpAndMlaKeepsTheInvariant) 
   EXPECT_GT(count(w.programs[0], "ep_dispatch_etp_ag").ops, 0);
   EXPECT_GT(count(w.programs[0], "q_down").ops, 0);
   expect_flop_invariant(spec);
+  // In FP8 the down projections cast their input (the rank's 128 tokens of 256 hidden) and
+  // their output gradients (64 and 32 + 16 wide), 4 bytes per element, as every FP8 Linear does.
+  yaml.replace(yaml.find("precision: bf16"), 15, "precision: fp8");
+  const auto fp8 = testing::parse_job(yaml, 8);
+  const sim::Workload f = generate_workload(fp8);
+  const std::int64_t layers = 4, microbatches = fp8.num_microbatches(), t = 128;
+  ASSERT_EQ(microbatches, 1);
+  EXPECT_EQ(count(f.programs[0], "q_down_fp8_cast").ops, layers * microbatches);
+  EXPECT_DOUBLE_EQ(count(f.programs[0], "kv_down_fp8_cast").bytes, layers * microbatches * t * 256 * 4.0);
+  EXPECT_DOUBLE_EQ(count(f.programs[0], "q_down_fp8_grad_cast").bytes, layers * microbatches * t * 64 * 4.0);
+  EXPECT_DOUBLE_EQ(count(f.programs[0], "kv_down_fp8_grad_cast").bytes, layers * microbatches * t * 48 * 4.0);
 }
 
 TEST(Recompute, FullRecomputeReplaysTheLayerForwardAndCountsInHfuOnly) {
