@@ -11,7 +11,8 @@
 
 namespace clustersim::energy {
 
-/// What one failing unit of a failure mode is; the job has gpus / (GPUs per unit) of them.
+/// What one failing unit of a failure mode is; the job has ceil(gpus / GPUs per unit) of them
+/// (a unit it fills only in part counts whole).
 enum class UnitKind : std::uint8_t {
   Gpu,     ///< one GPU (board, HBM, its NIC and link)
   Node,    ///< one server or compute tray

@@ -139,7 +139,7 @@ void read_section(YamlMap& root, const char* name, Section section, PlatformSpec
 // sections, as overrides name them flat) or in the job's overrides (`at` is the `overrides:`
 // block); else at `section`, or at the overrides block.
 SpecError blame(const YamlMap& at, bool sections, const char* section,
-                std::initializer_list<const char*> keys, const std::string& reason) {
+                const std::vector<const char*>& keys, const std::string& reason) {
   YamlMap map = at;
   for (const char* k : keys) {
     if (!sections) {
@@ -164,19 +164,13 @@ std::vector<const char*> not_positive(std::initializer_list<std::pair<const char
   return bad;
 }
 
-SpecError blame_first(const YamlMap& at, bool sections, const char* section,
-                      const std::vector<const char*>& keys, const std::string& reason) {
-  // blame() takes an initializer list; the first offending key is the one reported.
-  return keys.empty() ? blame(at, sections, section, {}, reason) : blame(at, sections, section, {keys[0]}, reason);
-}
-
 void validate_power(const PlatformSpec& s, const YamlMap& at, bool sections) {
   const PowerFigures& p = s.power;
   if (!p.present) return;
   const auto powers = not_positive({{"gpu_tensor", p.gpu_tensor.value}, {"gpu_memory_bound", p.gpu_memory_bound.value},
                                     {"gpu_communication", p.gpu_communication.value}, {"gpu_waiting", p.gpu_waiting.value}});
   if (!powers.empty()) {
-    throw blame_first(at, sections, "power", powers,
+    throw blame(at, sections, "power", powers,
                       "GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) must be positive");
   }
   // A board's power limit caps what it draws in every activity (nvidia-smi power.limit): a
@@ -189,7 +183,8 @@ void validate_power(const PlatformSpec& s, const YamlMap& at, bool sections) {
                                  {"gpu_communication", p.gpu_communication.value}, {"gpu_waiting", p.gpu_waiting.value}}) {
       if (w > s.gpu.tdp.value) over.push_back(key);
     }
-    throw blame_first(at, sections, "power", over,
+    over.push_back("tdp");  // or the limit the overrides lowered
+    throw blame(at, sections, "power", over,
                 "GPU powers (gpu_tensor, gpu_memory_bound, gpu_communication, gpu_waiting) cannot exceed "
                 "the GPU's tdp (" + std::to_string(static_cast<long long>(s.gpu.tdp.value)) + " W, its "
                 "power limit); the highest is " + std::to_string(static_cast<long long>(most)) + " W");
@@ -205,15 +200,15 @@ void validate_power(const PlatformSpec& s, const YamlMap& at, bool sections) {
 void validate(const PlatformSpec& s, const YamlMap& at, bool sections) {
   const auto& g = s.gpu;
   const auto peaks = not_positive({{"peak_bf16", g.peak_bf16.value}, {"peak_fp8", g.peak_fp8.value}, {"peak_fp32", g.peak_fp32.value}});
-  if (!peaks.empty()) throw blame_first(at, sections, "gpu", peaks, "peaks (peak_bf16, peak_fp8, peak_fp32) must be positive");
+  if (!peaks.empty()) throw blame(at, sections, "gpu", peaks, "peaks (peak_bf16, peak_fp8, peak_fp32) must be positive");
   const auto gpu_figures = not_positive({{"hbm_capacity", g.hbm_capacity.value}, {"hbm_bandwidth", g.hbm_bandwidth.value}, {"tdp", g.tdp.value}});
-  if (!gpu_figures.empty()) throw blame_first(at, sections, "gpu", gpu_figures, "hbm_capacity, hbm_bandwidth and tdp must be positive");
+  if (!gpu_figures.empty()) throw blame(at, sections, "gpu", gpu_figures, "hbm_capacity, hbm_bandwidth and tdp must be positive");
   const auto& n = s.node;
   const auto bandwidths = not_positive({{"nvlink_bandwidth", n.nvlink_bandwidth.value}, {"nic_bandwidth", n.nic_bandwidth.value},
                                         {"host_link_bandwidth", n.host_link_bandwidth.value},
                                         {"host_memory_bandwidth", n.host_memory_bandwidth.value}});
   if (!bandwidths.empty()) {
-    throw blame_first(at, sections, "node", bandwidths,
+    throw blame(at, sections, "node", bandwidths,
                       "bandwidths (nvlink_bandwidth, nic_bandwidth, host_link_bandwidth, host_memory_bandwidth) must be positive");
   }
   if (n.nvlink_domain_size % n.gpus_per_node != 0)

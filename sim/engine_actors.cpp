@@ -247,9 +247,12 @@ double StreamActor::play_phases(const CollectivePlan& plan, GroupKind group, Str
   std::vector<int*> sink;
   // NCCL's latency terms (measured or from its tuning model) include the wire latency, which
   // the flows already carry through the platform's links: charge only the difference. What a
-  // phase carried is the route latency of its flow that finished last (a receive counts as the
-  // send of its lane): netting the largest route latency instead made a longer NIC latency
-  // shorten a ring whose NVLink flow is the slower one (a review, 2026-12-05).
+  // phase carried is the route latency of its flow that finished last: netting the largest
+  // route latency instead made a longer NIC latency shorten a ring whose NVLink flow is the
+  // slower one (a review, 2026-12-05). A receive is taken to carry what this rank's send on the
+  // same lane carries (the phase's largest when it sends on none): exact for the rings' lanes,
+  // where the neighbour sends over the same kind of route; an approximation for trees, pairwise
+  // exchanges and DeepEP, whose receives come from other peers.
   double wire = 0.0;
   for (size_t ph = 0; ph < plan.phases.size(); ++ph) {
     const FlowPhase& phase = plan.phases[ph];

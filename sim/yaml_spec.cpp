@@ -148,7 +148,7 @@ std::int64_t YamlMap::get_int(const std::string& key, std::int64_t min, std::int
   YAML::Node value = require(key);
   std::int64_t parsed = 0;
   if (!decode_decimal(value, parsed)) {
-    throw error(key, "expected a decimal integer (no leading zeros, no 0x), got '" +
+    throw error(key, "expected a decimal integer (no leading zeros, no 0x, unquoted), got '" +
                          (value.IsScalar() ? value.Scalar() : "a collection") + "'");
   }
   if (parsed < min || parsed > max) {

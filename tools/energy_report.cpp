@@ -24,14 +24,15 @@ energy::SystemPower system_power(const platforms::PlatformSpec& p) {
 }
 
 // The job's GPUs and the switch ports its NICs use in a fat-tree of the topology's tiers: per
-// NIC one leaf port down, the leaf's share of uplinks (1 / leaf oversubscription) and the
-// spine ports they land on, and with 3 tiers the spine's uplinks and core ports likewise.
+// NIC one leaf port down, the leaf's share of uplinks (1 / leaf oversubscription, as built with
+// whole uplink ports: platforms::built_oversubscription) and the spine ports they land on, and
+// with 3 tiers the spine's uplinks and core ports likewise.
 // This is the job's share of a fabric built for whole scalable units.
 energy::ClusterShape cluster_shape(const platforms::PlatformSpec& p, int gpus) {
   const platforms::TopologySummary t = platforms::summarize(p, gpus);
-  const double leaf_up = 1.0 / t.oversubscription_leaf;
+  const double leaf_up = 1.0 / t.built_leaf;
   double ports_per_nic = 1.0 + 2.0 * leaf_up;
-  if (t.tiers == 3) ports_per_nic += 2.0 * leaf_up / t.oversubscription_spine;
+  if (t.tiers == 3) ports_per_nic += 2.0 * leaf_up / t.built_spine;
   energy::ClusterShape s;
   s.gpus = gpus;
   s.gpus_per_node = p.node.gpus_per_node;

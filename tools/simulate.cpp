@@ -14,6 +14,7 @@
 #include "calib/measured_tables.hpp"
 #include "calib/roofline_cost_model.hpp"
 #include "platforms/builder.hpp"
+#include "platforms/topology.hpp"
 #include "tools/steady_window.hpp"
 #include "workloads/generator.hpp"
 
@@ -186,11 +187,17 @@ sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim:
 // share its uplinks with the played flows, so the step can come out fast: a 64-GPU TP4 PP2 DP8
 // job on 8:1 non-rail leaves ran 7% faster identical than full (review, 2026-12-05).
 std::string replicas_note(const Job& job, const sim::EngineOptions& engine_options) {
-  const auto& over = job.cluster.platform.fabric.oversubscription;
-  if (!engine_options.identical_dp_replicas || (over.leaf <= 1.0 && over.spine <= 1.0)) return "";
+  if (!engine_options.identical_dp_replicas) return "";
+  const auto& f = job.cluster.platform.fabric;
+  const double leaf = platforms::built_oversubscription(f.switch_radix, f.oversubscription.leaf);
+  const double spine = platforms::Topology(job.cluster.platform, job.cluster.gpus).tiers() == 3
+                           ? platforms::built_oversubscription(f.switch_radix, f.oversubscription.spine)
+                           : 1.0;  // the spine ratio applies with 3 tiers only
+  if (leaf <= 1.0 && spine <= 1.0) return "";
   std::ostringstream out;
-  out << "the fabric is oversubscribed (leaf " << over.leaf << ":1, spine " << over.spine
-      << ":1): the identical-replica reduction does not play the other replicas' pipeline and "
+  out << std::setprecision(3) << "the fabric is oversubscribed (leaf " << leaf << ":1";
+  if (spine > 1.0) out << ", spine " << spine << ":1";
+  out << "): the identical-replica reduction does not play the other replicas' pipeline and "
          "tensor-parallel flows, which would share its uplinks, so the step may be short; "
          "--replicas full plays them";
   return out.str();

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <tuple>
 
 #include "platforms/platform_spec.hpp"
 #include "sim/spec_error.hpp"
@@ -253,16 +253,19 @@ std::string sweep_fingerprint(const std::string& job_text, std::int64_t gpus,
 
 namespace {
 
-// The configurations 0 .. space-1 that no shard holds, as "3, 7, 11 (and 5 more)".
+// The configurations 0 .. space-1 that no shard holds, as "3, 7, 11 (and 5 more)"; stops after
+// the first eight (the rest are counted), so a huge space costs no more than the rows.
 std::string missing_configs(const std::set<std::size_t>& seen, std::size_t space) {
+  const std::size_t in_space = static_cast<std::size_t>(
+      std::count_if(seen.begin(), seen.end(), [&](std::size_t id) { return id < space; }));
+  const std::size_t n = space - in_space;
   std::string list;
-  std::size_t n = 0;
-  for (std::size_t id = 0; id < space; ++id) {
-    if (seen.count(id) != 0) continue;
-    if (++n <= 8) list += (n > 1 ? ", " : "") + std::to_string(id);
+  std::size_t listed = 0;
+  for (std::size_t id = 0; id < space && listed < std::min<std::size_t>(n, 8); ++id) {
+    if (seen.count(id) == 0) list += (listed++ > 0 ? ", " : "") + std::to_string(id);
   }
   if (n > 8) list += " (and " + std::to_string(n - 8) + " more)";
-  return n == 0 ? "" : list;
+  return list;
 }
 
 }  // namespace
@@ -278,7 +281,7 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
     }
   }
   std::set<std::size_t> seen;
-  std::string sweep, space;
+  std::optional<std::pair<std::string, std::string>> first;  // the first row's sweep and space
   for (const auto& [file, table] : shards) {
     if (table.header != merged.header) {
       throw SpecError(file, 1, "", "header differs from " + shards.front().first +
@@ -287,10 +290,11 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
     for (const auto& row : table.rows) {
       const std::string& id = row[table.column("config")];
       const std::string& s = row[table.column("sweep")];
-      if (sweep.empty()) std::tie(sweep, space) = std::pair(s, row[table.column("space")]);
-      if (s != sweep || row[table.column("space")] != space) {
+      if (s.empty()) throw SpecError(file, 0, "sweep", "configuration " + id + " has no sweep fingerprint");
+      if (!first) first.emplace(s, row[table.column("space")]);
+      if (s != first->first || row[table.column("space")] != first->second) {
         throw SpecError(file, 0, "sweep", "configuration " + id + " comes from sweep " + s +
-                        ", the first shard's rows from " + sweep + ": the job file, --gpus, "
+                        ", the first shard's rows from " + first->first + ": the job file, --gpus, "
                         "--space or --replicas differ, so these are not shards of one sweep");
       }
       if (!seen.insert(parse_size(id, file + ": config")).second) {
@@ -299,7 +303,8 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
       merged.rows.push_back(row);
     }
   }
-  const std::size_t total = space.empty() ? 0 : parse_size(space, "space");
+  const std::string space = first ? first->second : "0";
+  const std::size_t total = parse_size(space, "space");
   const std::string missing = missing_configs(seen, total);
   if (!missing.empty() || (!seen.empty() && *seen.rbegin() >= total)) {
     throw SpecError("", 0, "config", "the shard outputs do not cover the sweep's " + space +

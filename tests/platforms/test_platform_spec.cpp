@@ -118,7 +118,7 @@ TEST(PlatformFile, InconsistentDomainIsAnError) {
 // when the file is read, not "at most 0 GPUs" at the first --gpus.
 TEST(PlatformFile, AFabricThatHoldsNoDomainIsAnError) {
   const std::string path = write_file("dom512.yaml", replace(read_catalog("hgx_h100"), "nvlink_domain_size: 8", "nvlink_domain_size: 512"));
-  expect_spec_error([&] { load_platform_file(path); }, {path + ":", "fabric", "holds no whole NVLink domain"});
+  expect_spec_error([&] { load_platform_file(path); }, {path + ":39: node.nvlink_domain_size", "holds no whole NVLink domain"});
 }
 
 TEST(PlatformFile, RailsMustFitALeaf) {
@@ -170,7 +170,11 @@ TEST(ClusterSection, InconsistentOverrideIsAnError) {
 // once left every figure as it was, silently; with the activity powers lowered too it is valid.
 TEST(ClusterSection, GpuPowersCannotExceedTheTdp) {
   expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 64, overrides: {tdp: 500W}}\n"); },
-                    {"cluster.overrides", "cannot exceed the GPU's tdp (500 W", "the highest is 692 W"});
+                    {"cluster.overrides.tdp", "cannot exceed the GPU's tdp (500 W", "the highest is 692 W"});
+  // At the tdp the overrides lowered, whatever comes before it.
+  expect_spec_error([] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides:\n"
+                                       "    nic_bandwidth: 800Gbps\n    tdp: 500W\n"); },
+                    {"job.yaml:6", "cluster.overrides.tdp", "cannot exceed"});
   EXPECT_NO_THROW(parse_cluster("cluster: {platform: hgx_h100, gpus: 64, overrides: {tdp: 500W, "
                                 "gpu_tensor: 495W, gpu_memory_bound: 490W}}\n"));
 }
