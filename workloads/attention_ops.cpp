@@ -174,6 +174,12 @@ void TransformerOps::attention_forward() {
     b_.gemm("kv_down", s_.sp_tokens, s_.kv_lora + s_.rope_dim, s_.hidden, s_.linear_dtype, kOutBytes);
     b_.mem("kv_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.kv_lora));
     linear_in("kv_up", s_.kv_up_out, s_.kv_lora, s_.linear_dtype);
+    // The shared RoPE key (k_pos_emb, rope_dim wide) is split off the down projection's output
+    // on the sequence shard and gathered over TP too (Megatron-core MLASelfAttention:
+    // gather_from_sequence_parallel_region(k_pos_emb)); its backward reduce-scatters.
+    if (s_.sequence_parallel) {
+      tp_blocking("k_pos_emb_ag", CollectiveKind::AllGather, act_bytes(s_.tokens, s_.rope_dim));
+    }
     b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
   }
   attention_core_forward();
@@ -200,6 +206,9 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
     return column_backward("qkv", s_.hidden, s_.qkv_out, s_.linear_dtype, ParamGroup::Qkv, layer, sink);
   }
   b_.mem("rope_bwd", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
+  if (s_.sequence_parallel) {
+    tp_blocking("k_pos_emb_rs", CollectiveKind::ReduceScatter, act_bytes(s_.tokens, s_.rope_dim));
+  }
   auto comm = column_backward("kv_up", s_.kv_lora, s_.kv_up_out, s_.linear_dtype, ParamGroup::Qkv,
                               layer, nullptr);
   b_.mem("kv_norm_bwd", MemKernel::Norm, 3.0 * act_bytes(s_.sp_tokens, s_.kv_lora), std::move(comm));

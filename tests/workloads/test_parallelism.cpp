@@ -238,6 +238,13 @@ TEST(ExpertParallel, ExpertTensorParallelGathersOverEtpAndMlaKeepsTheInvariant) 
   EXPECT_GT(count(w.programs[0], "ep_dispatch_etp_ag").ops, 0);
   EXPECT_GT(count(w.programs[0], "q_down").ops, 0);
   expect_flop_invariant(spec);
+  // With sequence parallelism the shared RoPE key (16 wide) is gathered over TP and its gradient
+  // reduce-scattered, per layer: 256 tokens x 16 x 2 bytes.
+  const sim::Program& mla = w.programs[0];
+  const int passes = 4 * static_cast<int>(spec.num_microbatches());
+  EXPECT_EQ(count(mla, "k_pos_emb_ag").ops, passes);
+  EXPECT_DOUBLE_EQ(count(mla, "k_pos_emb_ag").bytes, passes * 256.0 * 16 * 2);
+  EXPECT_EQ(count(mla, "k_pos_emb_rs").ops, passes);
   // In FP8 the down projections cast their input (the rank's 128 tokens of 256 hidden) and
   // their output gradients (64 and 32 + 16 wide), 4 bytes per element, as every FP8 Linear does.
   yaml.replace(yaml.find("precision: bf16"), 15, "precision: fp8");
