@@ -5,8 +5,10 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
 
+#include "platforms/topology.hpp"
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
@@ -153,6 +155,12 @@ void register_plot(CLI::App* scale, int& exit_code) {
 
 int scale_command(const ScaleArgs& args) {
   if (args.job.empty() || args.gpus.empty()) throw std::invalid_argument("scale needs JOB.yaml and --gpus");
+  std::set<std::int64_t> seen;
+  for (const std::int64_t g : args.gpus) {
+    if (!seen.insert(g).second) {
+      throw std::invalid_argument("--gpus: " + std::to_string(g) + " is given twice");
+    }
+  }
   const ScaleMode mode = parse_scale_mode(args.mode);
   const JobTemplate tmpl = JobTemplate::load(args.job);
   const auto measured = measured_points(args);
@@ -183,13 +191,13 @@ void register_scale_command(CLI::App& app, int& exit_code) {
       "scale", "Simulate a job at several GPU counts (tp, cp, pp kept, dp grows): CSV of step "
                "time, MFU, tokens/s/GPU, breakdown, peak memory, and an SVG plot");
   cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->check(CLI::ExistingFile);
-  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256")
+  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256 (each once)")
       ->delimiter(',')
       ->check(decimal_integer())
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(CLI::Range(1, platforms::kMaxClusterGpus));
   cmd->add_option("--mode", args->mode,
-                  "weak: keep the batch per data-parallel replica (global batch grows with dp); "
-                  "strong: keep the global batch")
+                  "weak (default): keep the batch per data-parallel replica (global batch grows "
+                  "with dp); strong: keep the global batch")
       ->check(CLI::IsMember({"weak", "strong"}));
   cmd->add_option("--csv", args->csv, "CSV output (default scale.csv)");
   cmd->add_option("--svg", args->svg, "SVG plot output (default scale.svg)");
