@@ -3,6 +3,7 @@
 // communicator groups with their NVLink-domain shape.
 #include <simgrid/s4u.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <vector>
@@ -83,6 +84,46 @@ const TokenFanout& Shared::fanout(int rank, GroupKind kind, const TokenRouting& 
   }
   g.fanouts.emplace_back(routing, token_fanout(routing, g.members, g.index, platform->nvlink_domain_size));
   return g.fanouts.back().second;
+}
+
+// The step's breakdown, averaged over ranks (docs/engine.md, "Breakdown").
+Breakdown account(Shared& sh, double& step) {
+  step = 0.0;
+  // A mirror's compute stream is its representative's (it plays only its DP streams); a folded
+  // rank plays nothing and takes TP coordinate 0's times. Mirrors first: a folded rank's
+  // coordinate 0 may be a mirror.
+  auto take_times = [&sh](RankState& r, int source) {
+    const RankState& src = sh.ranks[static_cast<size_t>(source)];
+    r.busy = src.busy;
+    r.exposed = src.exposed;
+    r.exposed_by_group = src.exposed_by_group;
+    r.exposed_other = src.exposed_other;
+    r.bubble = src.bubble;
+    r.compute_end = src.compute_end;
+    r.end = std::max(r.end, src.end);
+  };
+  for (RankState& r : sh.ranks) {
+    if (r.mirror) take_times(r, r.source);
+  }
+  for (RankState& r : sh.ranks) {
+    if (r.folded_to >= 0) take_times(r, r.folded_to);
+  }
+  for (const RankState& r : sh.ranks) step = std::max(step, r.end);
+  Breakdown b;
+  for (const RankState& r : sh.ranks) {
+    b.compute_s += r.busy;
+    b.exposed_comm_s += r.exposed;
+    for (size_t g = 0; g < r.exposed_by_group.size(); ++g) b.exposed_by_group_s[g] += r.exposed_by_group[g];
+    b.exposed_other_s += r.exposed_other;
+    b.bubble_s += r.bubble + (step - r.compute_end);
+  }
+  const auto n = static_cast<double>(sh.ranks.size());
+  b.compute_s /= n;
+  b.exposed_comm_s /= n;
+  for (double& g : b.exposed_by_group_s) g /= n;
+  b.exposed_other_s /= n;
+  b.bubble_s /= n;
+  return b;
 }
 
 }  // namespace clustersim::sim::detail

@@ -223,6 +223,10 @@ void set_copying(RankState& r, bool h2d, bool start);
 /// exact). With `ends`, appends every op's end time.
 void play_compute(RankState& r, const StreamPlan& sp, const Unit& u, std::vector<double>* ends);
 
+/// After the run: mirrors and folded ranks take their representatives' times; returns the
+/// breakdown averaged over ranks and sets `step` to the latest rank's end, s.
+Breakdown account(Shared& sh, double& step);
+
 /// Slowdown of a communication op with parameters `prm` starting now, given the rank whose
 /// compute stream it overlaps: its comm_slowdown if that stream is computing, else 1.
 double comm_slowdown(const RankState& compute_rank, const CommParams& prm);
