@@ -238,7 +238,7 @@ double hierarchical_estimate(const CollectiveCall& c, double nvlink_bw, double n
 bool tree_applicable(const CollectiveCall& c) {
   if (c.kind != CollectiveKind::AllReduce) return false;
   const Shape& s = *c.shape;
-  return s.domains > 2 && s.regular;
+  return s.domains >= 2 && s.regular;
 }
 
 // Flows of one heap-ordered binary tree over the rail (positions 0..R-1; the mirrored tree maps

@@ -89,6 +89,34 @@ size_t expect_per_peer_link_loads(const GroupPlans& g, int domain, double bytes)
   return flows;
 }
 
+// NCCL runs its double binary tree over any number of nodes from two (its tuning model only
+// changes the tree's per-channel bandwidth cap at two): an all-reduce over two NVLink domains
+// may take it; inside one domain it is a ring (until 2026-12-05 it took 3 or more domains).
+TEST(DoubleBinaryTree, AllReducesFromTwoDomains) {
+  const detail::CollectiveAlgorithm* tree = nullptr;
+  for (const auto& a : detail::collective_algorithms()) {
+    if (std::string_view(a.name) == "tree") tree = &a;
+  }
+  ASSERT_NE(tree, nullptr);
+  auto applies = [&](std::vector<int> members, CollectiveKind kind) {
+    const GroupShape shape = detail::group_shape(members, 0, 8);
+    CollectiveCall c;
+    c.kind = kind;
+    c.bytes = 1e6;
+    c.members = &members;
+    c.index = 0;
+    c.domain_size = 8;
+    c.shape = &shape;
+    return tree->applicable(c);
+  };
+  std::vector<int> two(16), one(8);
+  std::iota(two.begin(), two.end(), 0);
+  std::iota(one.begin(), one.end(), 0);
+  EXPECT_TRUE(applies(two, CollectiveKind::AllReduce));
+  EXPECT_FALSE(applies(one, CollectiveKind::AllReduce));
+  EXPECT_FALSE(applies(two, CollectiveKind::AllGather));
+}
+
 TEST(PairwiseAllToAll, AcrossDomainsOneFlowPerRemoteDomainWithThePerPeerNicLoads) {
   // 64 ranks on 8 domains of 8 (an EP group of 64 on 8 HGX nodes), 64 MB per rank.
   std::vector<int> members(64);

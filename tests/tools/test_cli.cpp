@@ -185,7 +185,7 @@ TEST(Cli, NcclProtocolFromTheJobMatchesTheFlag) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
 }
 
-// A forced algorithm that cannot run a collective (tree: all-reduces over 3+ NVLink domains) is
+// A forced algorithm that cannot run a collective (tree: all-reduces over 2+ NVLink domains) is
 // replaced by ring, and the report says where: the small job's TP and data-parallel collectives,
 // all inside one HGX node (TP2 x DP4 per pipeline stage). Ring runs everything it has, and NCCL's own choice
 // falls back nowhere.

@@ -15,7 +15,7 @@
 namespace {
 
 constexpr int kPoints = 51;               // every point of the shipped set
-constexpr double kSetMean = 0.075;        // recorded 7.02%
+constexpr double kSetMean = 0.075;        // recorded 7.03%
 constexpr double kSetPoint = 0.40;        // recorded 35.6% (l3_405b_16384_long_context)
 // The DGX Cloud Llama 3.1 recipes (ids dgxc_llama3_*): every setting of these jobs is a
 // published recipe's, and they are held to issue 7's own thresholds (recorded 2.8%, 6.9%).
