@@ -17,6 +17,7 @@
 
 #include "platforms/topology.hpp"
 #include "sim/log.hpp"
+#include "sim/units.hpp"
 
 namespace clustersim::platforms {
 namespace {
@@ -133,7 +134,7 @@ class FabricBuilder final : public sim::PlatformBuilder {
     const std::string nodes =
         topo_.gpus() < s.node.gpus_per_node
             ? "1 node, " + std::to_string(topo_.gpus()) + " of its " + std::to_string(s.node.gpus_per_node)
-            : std::to_string(topo_.nodes()) + " nodes x " + std::to_string(s.node.gpus_per_node);
+            : count_noun(topo_.nodes(), "node", "nodes") + " x " + std::to_string(s.node.gpus_per_node);
     std::string changed;
     for (const auto& o : s.overridden) changed += (changed.empty() ? " (overrides: " : ", ") + o;
     if (!changed.empty()) changed += ")";

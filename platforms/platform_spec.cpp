@@ -6,6 +6,7 @@
 #include <string>
 
 #include "platforms/topology.hpp"
+#include "sim/units.hpp"
 
 #ifndef CLUSTERSIM_PLATFORM_DIR
 #error "CLUSTERSIM_PLATFORM_DIR must name the platform catalog directory"
@@ -33,10 +34,13 @@ void read_kind(YamlMap& m, const char* k, PlatformSpec& s, bool /*partial*/) {
 }
 
 void read_tiers(YamlMap& m, const char* k, PlatformSpec& s, bool /*partial*/) {
-  if (m.get_string(k) == "auto") {
+  const std::string text = m.get_string(k);
+  if (text == "auto") {
     s.fabric.tiers = 0;
     return;
   }
+  // Not "expected a decimal integer" for 'Auto': auto is one of the values.
+  if (text != "2" && text != "3") throw m.error(k, "expected 2, 3 or auto, got '" + text + "'");
   s.fabric.tiers = static_cast<int>(m.get_int(k, 2, 3));
 }
 
@@ -227,8 +231,8 @@ void validate(const PlatformSpec& s, const YamlMap& at, bool sections) {
     if (down % f.domains_per_su != 0 || nics_per_domain % (down / f.domains_per_su) != 0)
       throw blame(at, sections, "fabric", {"domains_per_su", "switch_radix", "nvlink_domain_size", "nics_per_node"},
                   "rail_optimized: a leaf's " + std::to_string(down) + " NIC ports must hold whole rails of " +
-                  std::to_string(f.domains_per_su) + " domains (domains_per_su must divide switch_radix/2, and "
-                  "the rails per leaf must divide the " + std::to_string(nics_per_domain) + " NICs of a domain)");
+                  count_noun(f.domains_per_su, "domain", "domains") + " (domains_per_su must divide switch_radix/2, and "
+                  "the rails per leaf must divide the " + count_noun(nics_per_domain, "NIC", "NICs") + " of a domain)");
   } else if (down % n.nics_per_node != 0) {
     throw blame(at, sections, "fabric", {"switch_radix", "nics_per_node", "kind"},
                 "non_rail: nics_per_node (" + std::to_string(n.nics_per_node) + ") must divide switch_radix/2 (" +

@@ -7,6 +7,7 @@
 #include "platforms/builder.hpp"
 #include "platforms/summary.hpp"
 #include "platforms/topology.hpp"
+#include "sim/units.hpp"
 
 namespace clustersim::platforms {
 namespace {
@@ -72,7 +73,7 @@ void write_simgrid_xml(const PlatformSpec& spec, int gpus, std::ostream& out) {
   const Topology t(spec, gpus);
   out << "<?xml version='1.0'?>\n"
       << "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
-      << "<!-- " << xml_comment("clustersim: " + spec.name + ", " + std::to_string(gpus) + " GPUs (" +
+      << "<!-- " << xml_comment("clustersim: " + spec.name + ", " + count_noun(gpus, "GPU", "GPUs") + " (" +
                                 spec.description + "); generated from " + spec.source_file)
       << " -->\n"
       << "<platform version=\"4.1\">\n"

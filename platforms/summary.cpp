@@ -1,34 +1,38 @@
 #include "platforms/summary.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <limits>
 #include <sstream>
 
 #include "platforms/topology.hpp"
+#include "sim/units.hpp"
 
 namespace clustersim::platforms {
 namespace {
 
-int ceil_div(double a, double b) { return static_cast<int>(std::ceil(a / b - 1e-9)); }
+int ceil_div(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
 // Physical switch counts of the designed fabric (whole scalable units, every leaf with
-// radix/2 NIC-facing ports and radix/2 / oversubscription spine-facing ones).
+// radix/2 NIC-facing ports and uplink_ports spine-facing ones, the ports the link bandwidths
+// are built with).
 void count_switches(const Topology& t, TopologySummary& s) {
   const auto& f = t.spec().fabric;
   const int radix = f.switch_radix, down = radix / 2;
-  const int leaf_up_ports = ceil_div(down, f.oversubscription.leaf);
+  const int leaf_up_ports = uplink_ports(radix, f.oversubscription.leaf);
   s.leaf_switches = t.leaves();
   if (t.tiers() == 2) {
-    s.spine_switches = ceil_div(static_cast<double>(t.leaves()) * leaf_up_ports, radix);
+    s.spine_switches = ceil_div(static_cast<long long>(t.leaves()) * leaf_up_ports, radix);
     return;
   }
-  const int spines_per_pod = ceil_div(static_cast<double>(t.leaves_per_pod()) * leaf_up_ports, down);
+  const int spines_per_pod = ceil_div(static_cast<long long>(t.leaves_per_pod()) * leaf_up_ports, down);
   s.spine_switches = t.pods() * spines_per_pod;
-  const int spine_up_ports = ceil_div(down, f.oversubscription.spine);
-  s.core_switches = ceil_div(static_cast<double>(s.spine_switches) * spine_up_ports, radix);
+  const int spine_up_ports = uplink_ports(radix, f.oversubscription.spine);
+  s.core_switches = ceil_div(static_cast<long long>(s.spine_switches) * spine_up_ports, radix);
 }
 
 // Half of each tier's units (an odd count splits one unit between the halves, which then use
@@ -49,16 +53,25 @@ void add_tier(TopologySummary& s, const Topology& t, const char* name, LinkKind 
   if (links > 0) s.link_tiers.push_back({name, links, t.link_class(up).bandwidth});
 }
 
+// Bytes/s to 4 significant digits with a decimal prefix, never in exponent notation: the prefix
+// is picked after rounding (999.96 GB/s is "1 TB/s", not "1000 GB/s"), and figures past what
+// the prefixes reach read "over 9999 EB/s" (a what-if "1e300Gbps" NIC; an overflow to inf too)
+// or "under 0.0001 B/s" (where %g would have written "1.25e+293 PB/s" or "inf PB/s").
 std::string rate(double bytes_per_s) {
-  const char* units[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s"};
-  int u = 0;
-  while (bytes_per_s >= 1000.0 && u < 5) {
-    bytes_per_s /= 1000.0;
+  static constexpr std::array<const char*, 7> kUnits = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s", "EB/s"};
+  if (std::isnan(bytes_per_s)) return "undefined";
+  if (bytes_per_s >= 9999.5e18) return "over 9999 EB/s";
+  if (bytes_per_s > 0.0 && bytes_per_s < 1e-4) return "under 0.0001 B/s";
+  double v = bytes_per_s;
+  std::size_t u = 0;
+  char buf[48];
+  for (;;) {
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    if (u + 1 == kUnits.size() || std::strtod(buf, nullptr) < 1000.0) break;
+    v /= 1000.0;
     ++u;
   }
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.4g %s", bytes_per_s, units[u]);
-  return buf;
+  return std::string(buf) + " " + kUnits[u];
 }
 
 }  // namespace
@@ -104,9 +117,9 @@ TopologySummary summarize(const PlatformSpec& spec, int gpus) {
 std::string format_summary(const TopologySummary& s) {
   std::ostringstream o;
   o << "platform          " << s.platform << ": " << s.description << "\n";
-  o << "gpus              " << s.gpus << " x " << s.gpu_name << " on " << s.nodes << " nodes of "
-    << s.gpus_per_node << "\n";
-  o << "nvlink domains    " << s.nvlink_domains << " of " << s.nvlink_domain_size << " GPUs, "
+  o << "gpus              " << s.gpus << " x " << s.gpu_name << " on " << count_noun(s.nodes, "node", "nodes")
+    << " of " << s.gpus_per_node << "\n";
+  o << "nvlink domains    " << s.nvlink_domains << " of " << count_noun(s.nvlink_domain_size, "GPU", "GPUs") << ", "
     << rate(s.nvlink_bandwidth_per_gpu) << " per GPU per direction, bisection "
     << rate(s.nvlink_bisection_per_domain) << " per domain\n";
   o << "fabric            " << s.fabric_kind << " fat-tree, " << s.tiers << " tiers of "

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/units.hpp"
+
 namespace clustersim::platforms {
 namespace {
 
@@ -64,10 +66,13 @@ Layout make_layout(const PlatformSpec& s, long long gpus) {
 
 }  // namespace
 
-double built_oversubscription(int switch_radix, double requested) {
+int uplink_ports(int switch_radix, double requested) {
   const int down = switch_radix / 2;
-  const double up = std::max(1.0, std::ceil(down / requested - 1e-9));
-  return down / up;
+  return std::max(1, static_cast<int>(std::ceil(down / requested - 1e-9)));
+}
+
+double built_oversubscription(int switch_radix, double requested) {
+  return static_cast<double>(switch_radix / 2) / uplink_ports(switch_radix, requested);
 }
 
 const char* to_string(PathClass cls) {
@@ -114,9 +119,10 @@ std::string Topology::check(const PlatformSpec& s, int gpus) {
   // reaches).
   const int tiers = s.fabric.tiers;
   const std::string built = tiers == 0 ? "2- or 3-tier" : std::to_string(tiers) + "-tier";
-  return std::to_string(gpus) + " GPUs do not fit " + s.name + "'s " + built + " fabric of " +
+  return count_noun(gpus, "GPU", "GPUs") + (gpus == 1 ? " does" : " do") + " not fit " + s.name + "'s " + built +
+         " fabric of " +
          std::to_string(s.fabric.switch_radix) + "-port switches (" + l.error + "; at most " +
-         std::to_string(max_gpus_any(s)) + " GPUs)";
+         count_noun(max_gpus_any(s), "GPU", "GPUs") + ")";
 }
 
 Topology::Topology(const PlatformSpec& spec, int gpus) : spec_(spec), gpus_(gpus) {

@@ -79,10 +79,15 @@ struct LaneSharing {
 /// Most GPUs a cluster may have (a job's `cluster.gpus`, `--gpus`).
 inline constexpr int kMaxClusterGpus = 1 << 20;
 
-/// The oversubscription a switch of `switch_radix` ports (half facing down) is built with for a
-/// requested ratio: its uplinks are whole ports, ceil(radix/2 / requested) of them, so a ratio
-/// that does not divide radix/2 rounds to the next whole port (3:1 on 64 ports: 32 down, 11 up,
-/// 2.91:1). Link bandwidths and switch counts both follow the built ports.
+/// The uplink (next-tier-facing) ports of a switch of `switch_radix` ports, half facing down,
+/// built for a requested oversubscription: whole ports, ceil(radix/2 / requested) of them and
+/// at least one (3:1 on 64 ports: 32 down, 11 up). The one rounding that link bandwidths
+/// (built_oversubscription) and switch counts (summarize) share.
+int uplink_ports(int switch_radix, double requested);
+
+/// The oversubscription a switch of `switch_radix` ports is built with for a requested ratio:
+/// radix/2 / uplink_ports, so a ratio that does not divide radix/2 rounds to the next whole
+/// port (3:1 on 64 ports: 32 / 11 = 2.91:1).
 double built_oversubscription(int switch_radix, double requested);
 
 /// The cluster: `gpus` GPUs of `spec`, GPU i on node i / gpus_per_node.

@@ -22,6 +22,9 @@ std::pair<double, std::string_view> split_number(std::string_view text) {
   const auto* begin = text.data();
   const auto* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec == std::errc::result_out_of_range) {  // "1e400Gbps" starts with a number, just not a double
+    throw UnitError("'" + std::string(text) + "': the number is too large or too small to represent");
+  }
   if (ec != std::errc() || ptr == begin) {
     throw UnitError("'" + std::string(text) + "' does not start with a number");
   }
@@ -130,6 +133,10 @@ std::string format_bytes(double bytes) {
     std::snprintf(buf, sizeof buf, "%.0f B", bytes);
   }
   return buf;
+}
+
+std::string count_noun(long long count, std::string_view singular, std::string_view plural) {
+  return std::to_string(count) + " " + std::string(count == 1 ? singular : plural);
 }
 
 }  // namespace clustersim

@@ -54,5 +54,8 @@ Watts parse_power(std::string_view text);
 std::string format_seconds(double seconds);
 /// Formats bytes with a binary prefix ("78.2 GiB").
 std::string format_bytes(double bytes);
+/// A count and its noun, singular for exactly one: count_noun(1, "node", "nodes") is "1 node",
+/// count_noun(2, "node", "nodes") "2 nodes".
+std::string count_noun(long long count, std::string_view singular, std::string_view plural);
 
 }  // namespace clustersim

@@ -190,9 +190,14 @@ std::string replicas_note(const Job& job, const sim::EngineOptions& engine_optio
   if (!engine_options.identical_dp_replicas) return "";
   const auto& f = job.cluster.platform.fabric;
   const double leaf = platforms::built_oversubscription(f.switch_radix, f.oversubscription.leaf);
-  const double spine = platforms::Topology(job.cluster.platform, job.cluster.gpus).tiers() == 3
-                           ? platforms::built_oversubscription(f.switch_radix, f.oversubscription.spine)
-                           : 1.0;  // the spine ratio applies with 3 tiers only
+  double spine = platforms::built_oversubscription(f.switch_radix, f.oversubscription.spine);
+  // The spine ratio applies with 3 tiers only: the spec's count, or with tiers: auto the one the
+  // GPU count gives, asked of a Topology only for an oversubscribed spine (the platform builder
+  // holds the built one behind sim::PlatformBuilder, which does not expose tiers).
+  if (spine > 1.0) {
+    const int tiers = f.tiers != 0 ? f.tiers : platforms::Topology(job.cluster.platform, job.cluster.gpus).tiers();
+    if (tiers != 3) spine = 1.0;
+  }
   if (leaf <= 1.0 && spine <= 1.0) return "";
   std::ostringstream out;
   out << std::setprecision(3) << "the fabric is oversubscribed (leaf " << leaf << ":1";

@@ -193,6 +193,19 @@ TEST(ClusterSection, GpusMustFitTheNodesAndTheFabric) {
   EXPECT_EQ(parse_cluster("cluster: {platform: gb200_nvl72, gpus: 16384}\n").gpus, 16384);
 }
 
+// tiers takes 2, 3 or auto: 'Auto' had been answered "expected a decimal integer".
+TEST(ClusterSection, TiersAreTwoThreeOrAutoAndCountsTakeTheirNumber) {
+  for (const char* tiers : {"Auto", "4", "two"}) {
+    const std::string yaml = std::string("cluster: {platform: hgx_h100, gpus: 64, overrides: {tiers: ") + tiers + "}}\n";
+    expect_spec_error([&] { parse_cluster(yaml); },
+                      {"overrides.tiers", std::string("expected 2, 3 or auto, got '") + tiers + "'"});
+  }
+  EXPECT_EQ(parse_cluster("cluster: {platform: hgx_h100, gpus: 64, overrides: {tiers: 3}}\n").platform.fabric.tiers, 3);
+  // One domain per scalable unit: "1 domain", not "1 domains".
+  expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 64, overrides: {domains_per_su: 1}}\n"); },
+                    {"whole rails of 1 domain (", "the 8 NICs of a domain"});
+}
+
 TEST(ClusterSection, UnknownPlatformAndUnknownKey) {
   expect_spec_error([] { parse_cluster("cluster: {platform: dgx_h100, gpus: 64}\n"); },
                     {"job.yaml:1", "cluster.platform", "unknown platform 'dgx_h100'", "hgx_h100", "path ending in .yaml"});

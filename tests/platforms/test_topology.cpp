@@ -2,6 +2,9 @@
 // counts against NVIDIA's published SuperPOD table, bisection figures.
 #include <gtest/gtest.h>
 
+#include <regex>
+
+#include "platforms/builder.hpp"
 #include "platforms/platform_spec.hpp"
 #include "platforms/summary.hpp"
 #include "platforms/topology.hpp"
@@ -119,6 +122,48 @@ TEST(Topology, SwitchCountsMatchNvidiaSuperPodTable) {
   }
 }
 
+// Switch counts and link bandwidths take their uplink ports from one rounding (uplink_ports):
+// for a ratio that does not divide radix/2 (3:1 on 64 ports: 10.67 -> 11 ports) every leaf
+// uplink lands on a spine port with no spine to spare, and the built ratio is down / those ports.
+TEST(Topology, SwitchCountsAndBuiltRatiosShareTheWholeUplinkPorts) {
+  EXPECT_EQ(uplink_ports(64, 1), 32);
+  EXPECT_EQ(uplink_ports(64, 3), 11);
+  EXPECT_EQ(uplink_ports(64, 2.5), 13);  // 12.8
+  EXPECT_EQ(uplink_ports(64, 32), 1);
+  EXPECT_DOUBLE_EQ(built_oversubscription(64, 3), 32.0 / 11);
+  PlatformSpec s = find_platform("hgx_b200");
+  const double nic = s.node.nic_bandwidth.value;
+  for (const double leaf : {1.0, 2.5, 3.0, 5.0, 7.0}) {
+    for (const double spine : {1.0, 3.0}) {
+      s.fabric.oversubscription = {leaf, spine};
+      for (const int gpus : {1280, 2048, 4096}) {  // 2 and 3 tiers (40 leaves: 8.125 spines of ports)
+        const Topology t(s, gpus);
+        const TopologySummary sum = summarize(s, gpus);
+        const int up = uplink_ports(64, leaf), spine_up = uplink_ports(64, spine);
+        const std::string at = std::to_string(leaf) + ":1 / " + std::to_string(spine) + ":1 at " + std::to_string(gpus);
+        EXPECT_DOUBLE_EQ(sum.built_leaf, 32.0 / up) << at;
+        EXPECT_DOUBLE_EQ(sum.built_spine, 32.0 / spine_up) << at;
+        EXPECT_NEAR(t.leaf_uplink_bandwidth(), up * nic, 1e-12 * up * nic) << at;
+        if (sum.tiers == 2) {
+          const long long ports = static_cast<long long>(sum.leaf_switches) * up;
+          EXPECT_GE(sum.spine_switches * 64LL, ports) << at;
+          EXPECT_LT((sum.spine_switches - 1) * 64LL, ports) << at;
+          continue;
+        }
+        // 3 tiers: per spine group, leaf uplinks on the spines' 32 leaf-facing ports; the
+        // spines' uplinks on the core switches' 64 ports.
+        const long long group_ports = static_cast<long long>(t.leaves_per_pod()) * up;
+        const long long per_group = sum.spine_switches / t.pods();
+        EXPECT_GE(per_group * 32, group_ports) << at;
+        EXPECT_LT((per_group - 1) * 32, group_ports) << at;
+        const long long core_ports = static_cast<long long>(sum.spine_switches) * spine_up;
+        EXPECT_GE(sum.core_switches * 64LL, core_ports) << at;
+        EXPECT_LT((sum.core_switches - 1) * 64LL, core_ports) << at;
+      }
+    }
+  }
+}
+
 TEST(Topology, BisectionOfTheClosingNoteClusters) {
   const TopologySummary h = summarize(find_platform("hgx_h100"), 2048);
   EXPECT_DOUBLE_EQ(h.bisection_bandwidth, 1024 * 50e9);  // 51.2 TB/s
@@ -188,6 +233,36 @@ TEST(Topology, SummaryTextNamesTheFigures) {
                            "scalable units 8", "bisection         51.2 TB/s", "injection         50 GB/s",
                            "nic 4096 x 50 GB/s", "leaf-spine 128 x 1.6 TB/s"})
     EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+}
+
+// One node is "1 node" in the summary and the run's platform line (both had said "1 nodes").
+TEST(Topology, OneNodeIsSingular) {
+  const PlatformSpec s = find_platform("hgx_h100");
+  const std::string text = format_summary(summarize(s, 8));
+  EXPECT_NE(text.find("8 x H100-SXM on 1 node of 8\n"), std::string::npos) << text;
+  EXPECT_NE(format_summary(summarize(s, 16)).find("on 2 nodes of 8"), std::string::npos);
+  EXPECT_NE(make_platform_builder(s, 8)->describe().find(": 1 node x 8 H100-SXM,"), std::string::npos)
+      << make_platform_builder(s, 8)->describe();
+  EXPECT_NE(make_platform_builder(s, 16)->describe().find(": 2 nodes x 8 H100-SXM,"), std::string::npos);
+}
+
+// Bandwidths print with a decimal prefix chosen after rounding and never in exponent notation:
+// a what-if NIC of 1e300 Gb/s had printed "1.25e+293 PB/s" and, overflowing, "inf PB/s".
+TEST(Topology, SummaryRatesNeverTurnToExponents) {
+  PlatformSpec s = find_platform("hgx_h100");
+  s.node.nic_bandwidth.value = 1.25e308;  // "1e300Gbps": x 8 NICs / 8 GPUs overflows to inf
+  s.node.nvlink_bandwidth.value = 999.96e9;
+  s.node.host_link_bandwidth.value = 12e18;  // 12 EB/s, the largest prefix
+  const std::regex exponent("[0-9]e[-+]?[0-9]|\\binf\\b|\\bnan\\b");
+  std::string text = format_summary(summarize(s, 16));
+  EXPECT_FALSE(std::regex_search(text, exponent)) << text;
+  for (const char* part : {"injection         over 9999 EB/s per GPU", "nic 32 x over 9999 EB/s",
+                           "1 TB/s per GPU per direction", "host 32 x 12 EB/s"})
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  s.node.nic_bandwidth.value = 1.25e-5;  // "0.0001bps"
+  text = format_summary(summarize(s, 16));
+  EXPECT_FALSE(std::regex_search(text, exponent)) << text;
+  EXPECT_NE(text.find("injection         under 0.0001 B/s per GPU"), std::string::npos) << text;
 }
 
 }  // namespace

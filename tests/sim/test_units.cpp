@@ -30,6 +30,26 @@ TEST(Units, RejectsBadQuantities) {
   EXPECT_THROW(parse_bytes("80GiB/s"), UnitError);
 }
 
+// A number past a double's range starts with a number all the same ("does not start with a
+// number" had been the reason for "1e400Gbps").
+TEST(Units, OutOfRangeNumbersSaySo) {
+  for (const char* text : {"1e400Gbps", "1e-400Gbps"}) {
+    try {
+      parse_bandwidth(text);
+      ADD_FAILURE() << text;
+    } catch (const UnitError& e) {
+      EXPECT_NE(std::string(e.what()).find("too large or too small"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_DOUBLE_EQ(parse_bandwidth("1e300Gbps").value, 1.25e308);
+}
+
+TEST(Units, CountNounIsSingularForOne) {
+  EXPECT_EQ(count_noun(1, "node", "nodes"), "1 node");
+  EXPECT_EQ(count_noun(0, "node", "nodes"), "0 nodes");
+  EXPECT_EQ(count_noun(2048, "GPU", "GPUs"), "2048 GPUs");
+}
+
 TEST(YamlSpec, UnknownKeyNamesFileLineAndKey) {
   auto map = YamlMap::load_string("a: 1\nb: 2\ntypo: 3\n", "job.yaml");
   EXPECT_EQ(map.get_int("a", 0, 10), 1);

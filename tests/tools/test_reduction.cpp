@@ -109,6 +109,13 @@ TEST(ReductionNote, SaysWhatTheReductionLeavesOutOnOversubscribedFabrics) {
   EXPECT_EQ(simulate_job(thin, full).replicas_note, "");  // every flow played
   const Job fat = load(Case{"note_fat", 64, (std::string("cluster: {platform: hgx_h100, gpus: 64}\n") + body).c_str()});
   EXPECT_EQ(simulate_job(fat, reduced).replicas_note, "");
+  // A spine ratio counts with 3 tiers only: 64 GPUs take 2 with tiers: auto, 3 when asked.
+  const char* spine = "cluster: {platform: hgx_h100, gpus: 64, overrides: {oversubscription: {spine: 4}";
+  const Job two = load(Case{"note_spine2", 64, (std::string(spine) + "}}\n" + body).c_str()});
+  EXPECT_EQ(simulate_job(two, reduced).replicas_note, "");
+  const Job three = load(Case{"note_spine3", 64, (std::string(spine) + ", tiers: 3}}\n" + body).c_str()});
+  const std::string note = simulate_job(three, reduced).replicas_note;
+  EXPECT_NE(note.find("(leaf 1:1, spine 4:1)"), std::string::npos) << note;
 }
 
 }  // namespace
