@@ -1,5 +1,6 @@
 // `clustersim scale JOB.yaml --gpus 64,128,... --mode weak|strong [--csv F] [--svg F] [-j N]`
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -10,6 +11,7 @@
 
 #include "platforms/topology.hpp"
 #include "sim/spec_error.hpp"
+#include "sim/units.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
 #include "tools/scale.hpp"
@@ -22,6 +24,7 @@ namespace {
 
 struct ScaleArgs {
   std::string job;
+  std::vector<std::string> gpus_text;  ///< --gpus as given (decimal_integer_list checks it)
   std::vector<std::int64_t> gpus;
   std::string mode = "weak";
   std::string csv = "scale.csv";
@@ -78,7 +81,8 @@ std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args,
     }
     rows.push_back(std::move(row));
   }
-  ProgressBar bar("simulating " + std::to_string(tasks.size()) + " GPU counts", tasks.size());
+  ProgressBar bar("simulating " + count_noun(static_cast<long long>(tasks.size()), "GPU count", "GPU counts"),
+                  tasks.size());
   const int jobs = args.jobs > 0 ? args.jobs : default_worker_count();
   const auto results = run_in_workers(tasks, jobs, [&bar](std::size_t d, std::size_t) { bar.update(d); });
   bar.finish();
@@ -101,9 +105,11 @@ std::string table(const std::vector<ScaleRow>& rows) {
   out << std::setw(7) << "gpus" << std::setw(6) << "dp" << std::setw(8) << "gbs" << std::setw(10)
       << "step s" << std::setw(8) << "MFU" << std::setw(12) << "tok/s/GPU" << std::setw(8)
       << "eff" << std::setw(10) << "mem GiB" << "  status\n";
+  // dp and the batch are 0 for a GPU count that is not a multiple of tp*cp*pp: none, not 0.
+  const auto count = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("-"); };
   for (const auto& r : rows) {
-    out << std::setw(7) << r.point.gpus << std::setw(6) << r.point.dp << std::setw(8)
-        << r.point.global_batch << std::fixed;
+    out << std::setw(7) << r.point.gpus << std::setw(6) << count(r.point.dp) << std::setw(8)
+        << count(r.point.global_batch) << std::fixed;
     if (r.figures) {
       out << std::setw(10) << std::setprecision(3) << r.figures->step_time_s << std::setw(7)
           << std::setprecision(1) << 100 * r.figures->mfu << "%" << std::setw(12)
@@ -153,6 +159,20 @@ void register_plot(CLI::App* scale, int& exit_code) {
   plot->callback([args, &exit_code] { exit_code = run_guarded_usage([&] { return plot_command(*args); }); });
 }
 
+// With nothing to plot, a plot an earlier run left at `path` would pass for this run's: it is
+// removed (a file or a link, never a directory). Returns whether there was one.
+// @throws std::runtime_error when it cannot be removed.
+bool remove_stale_plot(const std::string& path) {
+  std::error_code ec;
+  const auto type = std::filesystem::symlink_status(path, ec).type();
+  if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::symlink) return false;
+  if (!std::filesystem::remove(path, ec) && ec) {
+    throw std::runtime_error("no GPU count could be simulated, and the plot of an earlier run, " + path +
+                             ", cannot be removed: " + ec.message());
+  }
+  return true;
+}
+
 int scale_command(const ScaleArgs& args) {
   if (args.job.empty() || args.gpus.empty()) throw std::invalid_argument("scale needs JOB.yaml and --gpus");
   std::set<std::int64_t> seen;
@@ -172,7 +192,9 @@ int scale_command(const ScaleArgs& args) {
   std::cout << "wrote " << args.csv << "\n";
   const bool any = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
   if (!any) {
-    std::cerr << "error: no GPU count could be simulated; no plot written\n";
+    const bool removed = remove_stale_plot(args.svg);
+    std::cerr << "error: no GPU count could be simulated; no plot written"
+              << (removed ? " (the earlier " + args.svg + " removed)" : std::string()) << "\n";
     return 1;
   }
   const std::string title = args.title.empty() ? tmpl.base().workload.model.name + ", " +
@@ -191,10 +213,8 @@ void register_scale_command(CLI::App& app, int& exit_code) {
       "scale", "Simulate a job at several GPU counts (tp, cp, pp kept, dp grows): CSV of step "
                "time, MFU, tokens/s/GPU, breakdown, peak memory, and an SVG plot");
   cmd->add_option("job", args->job, "Job YAML (docs/job-spec.md)")->check(CLI::ExistingFile);
-  cmd->add_option("--gpus", args->gpus, "GPU counts, e.g. 64,128,256 (each once)")
-      ->delimiter(',')
-      ->check(decimal_integer())
-      ->check(CLI::Range(1, platforms::kMaxClusterGpus));
+  cmd->add_option("--gpus", args->gpus_text, "GPU counts, e.g. 64,128,256 (each once)")
+      ->check(decimal_integer_list(1, platforms::kMaxClusterGpus));
   cmd->add_option("--mode", args->mode,
                   "weak (default): keep the batch per data-parallel replica (global batch grows "
                   "with dp); strong: keep the global batch")
@@ -216,7 +236,10 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   register_plot(cmd, exit_code);
   cmd->callback([cmd, args, &exit_code] {
     if (cmd->got_subcommand("plot")) return;
-    exit_code = run_guarded_usage([&] { return scale_command(*args); });
+    exit_code = run_guarded_usage([&] {
+      args->gpus = parse_integer_list(args->gpus_text);
+      return scale_command(*args);
+    });
   });
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "sim/spec_error.hpp"
+#include "sim/units.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
 #include "tools/svg_plot.hpp"
@@ -57,7 +58,7 @@ int validate_command(const ValidateArgs& args) {
   bar.finish();
   if (args.show_jobs) {
     for (const auto& p : summary.points) {
-      std::cout << "# job of " << p.id << " @ " << p.gpus << " GPUs\n" << p.job_yaml << "\n";
+      std::cout << "# job of " << p.id << " @ " << count_noun(p.gpus, "GPU", "GPUs") << "\n" << p.job_yaml << "\n";
     }
   }
   std::cout << validation::validation_text(summary);

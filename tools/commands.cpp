@@ -1,4 +1,5 @@
 #include <iostream>
+#include <stdexcept>
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
@@ -15,6 +16,53 @@ const CLI::Validator& decimal_integer() {
       },
       "DECIMAL");
   return kDecimal;
+}
+
+namespace {
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  for (std::size_t comma = text.find(','); comma != std::string::npos; comma = text.find(',', start)) {
+    items.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  items.push_back(text.substr(start));
+  return items;
+}
+
+}  // namespace
+
+CLI::Validator decimal_integer_list(std::int64_t min, std::int64_t max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        if (text.empty()) return "is empty (a comma-separated list, e.g. 64,128)";
+        for (std::string item : split_commas(text)) {
+          if (item.empty()) return "'" + text + "' has an empty item (separate the values with single commas)";
+          const std::string bad = decimal_integer()(item);
+          if (!bad.empty()) return bad;
+          const std::string digits = item.front() == '+' ? item.substr(1) : item;
+          // Digits only, no leading zero: longer than max's digits is out of range for sure.
+          if (digits.size() > std::to_string(max).size() || std::stoll(digits) < min || std::stoll(digits) > max)
+            return "value " + item + " not in range [" + std::to_string(min) + " - " + std::to_string(max) + "]";
+        }
+        return "";
+      },
+      "INT,...");
+}
+
+std::vector<std::int64_t> parse_integer_list(const std::vector<std::string>& raw) {
+  std::vector<std::int64_t> values;
+  for (const std::string& text : raw) {
+    for (const std::string& item : split_commas(text)) {
+      try {
+        values.push_back(std::stoll(item));
+      } catch (const std::exception&) {
+        throw std::invalid_argument("'" + item + "' is not an integer");
+      }
+    }
+  }
+  return values;
 }
 
 int run_guarded(const std::function<int()>& body) {

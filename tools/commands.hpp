@@ -5,7 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace clustersim::tools {
 
@@ -19,6 +22,13 @@ int run_guarded_usage(const std::function<int()>& body);
 /// Accepts a plain decimal integer only: the option parser would read a leading zero as octal
 /// ("010" is 8) and "0x10" as hex. For integer options and each element of an integer list.
 const CLI::Validator& decimal_integer();
+/// Accepts a comma-separated list of plain decimal integers from `min` to `max` with every item
+/// present: "64,,128", ",64" and "64," are refused (CLI11's delimiter would drop the empty item
+/// silently). For list options that keep the raw text; parse_integer_list reads it afterwards.
+CLI::Validator decimal_integer_list(std::int64_t min, std::int64_t max);
+/// The integers of list arguments decimal_integer_list accepted, in order ("64,128" "256":
+/// 64, 128, 256). @throws std::invalid_argument on an item that is not an integer.
+std::vector<std::int64_t> parse_integer_list(const std::vector<std::string>& raw);
 
 /// `clustersim run [JOB.yaml] [--json FILE] [--trace FILE] [--ignore-oom]`: stops with exit
 /// code 3 before simulating when the memory model says the job does not fit

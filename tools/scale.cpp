@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "sim/spec_error.hpp"
+#include "sim/units.hpp"
 
 namespace clustersim::tools {
 
@@ -21,7 +22,7 @@ ScalePoint scale_point(const Job& base, std::int64_t gpus, ScaleMode mode) {
   ScalePoint point;
   point.gpus = gpus;
   if (gpus <= 0 || gpus % model_parallel != 0) {
-    point.invalid = std::to_string(gpus) + " GPUs are not a multiple of tp*cp*pp = " +
+    point.invalid = count_noun(gpus, "GPU", "GPUs") + (gpus == 1 ? " is" : " are") + " not a multiple of tp*cp*pp = " +
                     std::to_string(model_parallel);
     return point;
   }
@@ -65,9 +66,11 @@ CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
               "mfu",            "tflops_per_gpu", "tokens_per_s_per_gpu", "scaling_efficiency",
               "compute_s",      "exposed_comm_s", "bubble_s",          "peak_memory_gib",
               "replicas",       "status",      "reason"};
+  // dp 0: the GPU count does not divide into replicas, so neither dp nor the batch exists.
+  const auto count = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string(); };
   for (const auto& r : rows) {
-    std::vector<std::string> row = {std::to_string(r.point.gpus), std::to_string(r.point.dp),
-                                    std::to_string(r.point.global_batch)};
+    std::vector<std::string> row = {std::to_string(r.point.gpus), count(r.point.dp),
+                                    count(r.point.global_batch)};
     if (r.figures) {
       const auto& f = *r.figures;
       for (const double v : {f.step_time_s, f.mfu, f.tflops_per_gpu, f.tokens_per_s_per_gpu,
@@ -90,10 +93,12 @@ std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::stri
   std::vector<ScaleRow> rows;
   try {
     const auto col = [&](const char* name) { return table.column(name); };
+    // dp and global_batch_size are empty where the GPU count gives none (scale_csv).
+    const auto count = [](const std::string& v) { return v.empty() ? std::int64_t{0} : std::stoll(v); };
     for (const auto& r : table.rows) {
       ScaleRow row;
-      row.point = ScalePoint{std::stoll(r[col("gpus")]), std::stoll(r[col("dp")]),
-                             std::stoll(r[col("global_batch_size")]), ""};
+      row.point = ScalePoint{std::stoll(r[col("gpus")]), count(r[col("dp")]),
+                             count(r[col("global_batch_size")]), ""};
       row.status = r[col("status")];
       row.reason = r[col("reason")];
       if (row.status == "ok") {

@@ -26,8 +26,8 @@ const char* to_string(ScaleMode mode);
 /// The layout and batch at one GPU count.
 struct ScalePoint {
   std::int64_t gpus = 0;
-  std::int64_t dp = 0;             ///< gpus / (tp * cp * pp)
-  std::int64_t global_batch = 0;   ///< sequences per step
+  std::int64_t dp = 0;             ///< gpus / (tp * cp * pp); 0 when not a multiple of it
+  std::int64_t global_batch = 0;   ///< sequences per step; 0 when dp is
   std::string invalid;             ///< why this count cannot run the job (empty: it can)
 };
 
@@ -56,7 +56,8 @@ void compute_efficiency(std::vector<ScaleRow>& rows);
 
 /// The CSV: gpus, dp, global_batch_size, step_time_s, mfu, tflops_per_gpu,
 /// tokens_per_s_per_gpu, scaling_efficiency, compute_s, exposed_comm_s, bubble_s,
-/// peak_memory_gib, replicas, status, reason.
+/// peak_memory_gib, replicas, status, reason. A field with no value is empty: the figures of a
+/// row not simulated, dp and global_batch_size of a GPU count not a multiple of tp*cp*pp.
 CsvTable scale_csv(const std::vector<ScaleRow>& rows);
 
 /// The rows of a CSV written by scale_csv (for re-plotting without simulating again).

@@ -72,7 +72,7 @@ TEST(ValidateCli, JsonFollowsTheDocumentedSchemaAndStatistics) {
   EXPECT_EQ(j["not_simulated"][0]["id"], "tiny_bad_tp");
   const std::string reason = j["not_simulated"][0]["reason"];
   EXPECT_NE(reason.find("tiny_reference.yaml:14: parallelism.tp"), std::string::npos) << reason;
-  EXPECT_NE(r.output.find("Not simulated (1 points)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Not simulated (1 point)"), std::string::npos) << r.output;  // not "(1 points)"
 }
 
 // Figures validate reads but does not compare are listed, and a point skipped before its job
@@ -131,6 +131,9 @@ TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
   EXPECT_EQ(t.rows[0][t.column("scaling_efficiency")], "1.0000");
   EXPECT_EQ(t.rows[2][t.column("status")], "invalid");
   EXPECT_NE(t.rows[2][t.column("reason")].find("not a multiple"), std::string::npos);
+  // 18 GPUs make no whole replicas: no dp and no batch (it had written 0 and 0).
+  EXPECT_EQ(t.rows[2][t.column("dp")], "");
+  EXPECT_EQ(t.rows[2][t.column("global_batch_size")], "");
   const std::string svg = slurp(tmp("w.svg"));
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("weak scaling efficiency"), std::string::npos);
@@ -157,6 +160,44 @@ TEST(ScaleCli, StrongScalingKeepsTheGlobalBatch) {
   EXPECT_EQ(t.rows[1][t.column("global_batch_size")], "32");
   // Same work on twice the GPUs: the step gets shorter.
   EXPECT_LT(std::stod(t.rows[1][t.column("step_time_s")]), std::stod(t.rows[0][t.column("step_time_s")]));
+}
+
+// CLI11's list delimiter drops empty items: "16,,32" was read as 16,32 and simulated.
+TEST(ScaleCli, AnEmptyGpuCountIsAUsageErrorNamingTheOption) {
+  for (const std::string gpus : {"16,,32", ",16", "16,", "\"\""}) {
+    std::remove(tmp("empty.csv").c_str());
+    const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus " + gpus + " -j 2 --csv " + tmp("empty.csv") +
+                           " --svg " + tmp("empty.svg"));
+    EXPECT_EQ(r.exit_code, 2) << gpus << "\n" << r.output;
+    EXPECT_NE(r.output.find("--gpus"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("empty"), std::string::npos) << r.output;
+    EXPECT_FALSE(std::ifstream(tmp("empty.csv")).good()) << gpus << ": nothing simulated, nothing written";
+  }
+  const auto plus = run_cli("scale " + data("small_job.yaml") + " --gpus 16,+16 -j 2 --csv " + tmp("empty.csv"));
+  EXPECT_EQ(plus.exit_code, 2) << plus.output;
+  EXPECT_NE(plus.output.find("16 is given twice"), std::string::npos) << plus.output;
+}
+
+// With no GPU count simulated there is no plot, and a plot an earlier run left at --svg would
+// pass for this run's: it is removed.
+TEST(ScaleCli, NothingSimulatedRemovesTheEarlierPlot) {
+  std::ofstream(tmp("stale.svg")) << "<svg>an earlier study</svg>\n";
+  const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 18,20 -j 2 --csv " + tmp("stale.csv") +
+                         " --svg " + tmp("stale.svg"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no plot written (the earlier " + tmp("stale.svg") + " removed)"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::ifstream(tmp("stale.svg")).good());
+  const auto t = read_csv(tmp("stale.csv"));
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][t.column("dp")], "");  // 18: not a multiple of tp*cp*pp = 4
+  EXPECT_EQ(t.rows[1][t.column("dp")], "5");  // 20: whole replicas, a cluster the platform refuses
+  EXPECT_EQ(t.rows[1][t.column("status")], "invalid");
+  // Again with no plot there: nothing to remove, nothing said about it.
+  const auto again = run_cli("scale " + data("small_job.yaml") + " --gpus 18 -j 2 --csv " + tmp("stale.csv") +
+                             " --svg " + tmp("stale.svg"));
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_EQ(again.output.find("removed"), std::string::npos) << again.output;
 }
 
 TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {

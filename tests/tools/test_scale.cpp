@@ -41,7 +41,8 @@ TEST(ScaleRules, StrongKeepsTheGlobalBatch) {
 TEST(ScaleRules, CountsThatCannotRunSayWhy) {
   const JobTemplate tmpl = JobTemplate::load(data("small_job.yaml"));
   const ScalePoint odd = scale_point(tmpl.base(), 18, ScaleMode::Weak);
-  EXPECT_NE(odd.invalid.find("tp*cp*pp = 4"), std::string::npos) << odd.invalid;
+  EXPECT_EQ(odd.invalid, "18 GPUs are not a multiple of tp*cp*pp = 4");
+  EXPECT_EQ(scale_point(tmpl.base(), 1, ScaleMode::Weak).invalid, "1 GPU is not a multiple of tp*cp*pp = 4");
   // 256 GPUs: dp 64 does not divide the global batch of 32.
   const ScalePoint big = scale_point(tmpl.base(), 256, ScaleMode::Strong);
   EXPECT_NE(big.invalid.find("not divisible"), std::string::npos) << big.invalid;
@@ -103,8 +104,18 @@ TEST(ScaleCsv, HasTheDocumentedColumnsAndEmptyFieldsForInvalidRows) {
   EXPECT_EQ(t.rows[0][t.column("scaling_efficiency")], "1.0000");
   EXPECT_EQ(t.rows[1][t.column("mfu")], "");
   EXPECT_EQ(t.rows[1][t.column("status")], "invalid");
+  // 96 GPUs give no dp and no batch: empty, not a misleading 0.
+  EXPECT_EQ(t.rows[1][t.column("dp")], "");
+  EXPECT_EQ(t.rows[1][t.column("global_batch_size")], "");
   const CsvTable back = parse_csv(to_csv(t), "scale.csv");
   EXPECT_EQ(back.rows, t.rows);
+  // Re-read for `scale plot`: the empty fields read back as no dp and no batch.
+  const auto reread = scale_rows_from_csv(back, "scale.csv");
+  ASSERT_EQ(reread.size(), 2u);
+  EXPECT_EQ(reread[1].point.dp, 0);
+  EXPECT_EQ(reread[1].point.global_batch, 0);
+  EXPECT_FALSE(reread[1].figures.has_value());
+  EXPECT_EQ(to_csv(scale_csv(reread)), to_csv(t));
 }
 
 // Every opening tag is closed in order (or self-closed): enough to catch broken output.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/spec_error.hpp"
+#include "sim/units.hpp"
 #include "sim/yaml_spec.hpp"
 #include "tools/validation/recipe_families.hpp"
 #include "workloads/model_catalog.hpp"
@@ -103,7 +104,7 @@ void apply_grad_accum(const ReferenceSet& set, const ReferenceCase& rc, std::int
     throw SpecError(set.file, ga->line, rc.id + ".config.grad_accum",
                     "global batch " + gbs->value + " != mbs*dp*grad_accum = " +
                         std::to_string(mbs) + "*" + std::to_string(dp) + "*" +
-                        std::to_string(ga->value) + " at " + std::to_string(gpus) + " GPUs");
+                        std::to_string(ga->value) + " at " + count_noun(gpus, "GPU", "GPUs"));
   }
 }
 
@@ -279,7 +280,7 @@ std::optional<std::int64_t> eval_batch_expression(const std::string& text, std::
     expect_operand = false;
   }
   if (expect_operand) return fail("incomplete expression");
-  if (den != 1) return fail("is not an integer at " + std::to_string(gpus) + " GPUs");
+  if (den != 1) return fail("is not an integer at " + count_noun(gpus, "GPU", "GPUs"));
   return num;
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/spec_error.hpp"
+#include "sim/units.hpp"
 #include "tools/simulate.hpp"
 #include "tools/step_figures.hpp"
 #include "tools/validation/case_job.hpp"
@@ -88,7 +89,7 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
   o.measured_peak_gib = p.peak_memory_gib;
   o.peak_memory_metric = p.peak_memory_metric;
   if (options.max_gpus > 0 && o.gpus > options.max_gpus) {
-    o.reason = "skipped for time: " + std::to_string(o.gpus) + " GPUs > --max-gpus " +
+    o.reason = "skipped for time: " + count_noun(o.gpus, "GPU", "GPUs") + " > --max-gpus " +
                std::to_string(options.max_gpus);
     return {};
   }
@@ -140,7 +141,7 @@ void summarize(ValidationSummary& s) {
     sum += a;
     if (a >= s.max_abs_error) {
       s.max_abs_error = a;
-      s.max_point = o.id + " @ " + std::to_string(o.gpus) + " GPUs";
+      s.max_point = o.id + " @ " + count_noun(o.gpus, "GPU", "GPUs");
     }
   }
   s.mean_abs_error = s.simulated > 0 ? sum / static_cast<double>(s.simulated) : 0.0;
@@ -230,7 +231,7 @@ void over_memory_text(const ValidationSummary& s, std::ostream& out) {
       out << "\nOver the GPU's memory by the memory model, simulated anyway (docs/memory-model.md):\n";
       header = true;
     }
-    out << std::fixed << std::setprecision(1) << "  " << o.id << " @ " << o.gpus << " GPUs: "
+    out << std::fixed << std::setprecision(1) << "  " << o.id << " @ " << count_noun(o.gpus, "GPU", "GPUs") << ": "
         << *o.estimated_peak_gib << " of " << *o.capacity_gib << " GiB\n";
   }
 }
@@ -258,7 +259,7 @@ std::string validation_text(const ValidationSummary& s) {
         << std::setprecision(1) << 100.0 * o.rel_error << std::noshowpos << "%\n";
   }
   out << std::fixed << std::setprecision(1) << "\nsimulated " << s.simulated << " of "
-      << s.points.size() << " points";
+      << count_noun(static_cast<long long>(s.points.size()), "point", "points");
   if (s.simulated > 0) {
     out << ": mean |error| " << 100.0 * s.mean_abs_error << "%, max |error| "
         << 100.0 * s.max_abs_error << "% (" << s.max_point << ")";
@@ -266,11 +267,12 @@ std::string validation_text(const ValidationSummary& s) {
   out << "\n";
   over_memory_text(s, out);
   if (s.simulated < s.points.size()) {
-    out << "\nNot simulated (" << s.points.size() - s.simulated << " points):\n";
+    const auto skipped = static_cast<long long>(s.points.size() - s.simulated);
+    out << "\nNot simulated (" << count_noun(skipped, "point", "points") << "):\n";
     for (const auto& o : s.points) {
       if (o.simulated) continue;
       const std::string detail = point_detail(o);
-      out << "  " << o.id << " @ " << o.gpus << " GPUs" << (detail.empty() ? "" : " (" + detail + ")")
+      out << "  " << o.id << " @ " << count_noun(o.gpus, "GPU", "GPUs") << (detail.empty() ? "" : " (" + detail + ")")
           << ": " << o.reason << "\n";
     }
   }
