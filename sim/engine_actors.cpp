@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -249,10 +250,9 @@ double StreamActor::play_phases(const CollectivePlan& plan, GroupKind group, Str
   // the flows already carry through the platform's links: charge only the difference. What a
   // phase carried is the route latency of its flow that finished last: netting the largest
   // route latency instead made a longer NIC latency shorten a ring whose NVLink flow is the
-  // slower one (a review, 2026-12-05). A receive is taken to carry what this rank's send on the
-  // same lane carries (the phase's largest when it sends on none): exact for the rings' lanes,
-  // where the neighbour sends over the same kind of route; an approximation for trees, pairwise
-  // exchanges and DeepEP, whose receives come from other peers.
+  // slower one (a review, 2026-12-05). A receive carries the route latency from its sender,
+  // whose rank the flow's payload names (Shared::rank_ids): trees, pairwise exchanges and
+  // DeepEP receive from other peers than they send to.
   double wire = 0.0;
   for (size_t ph = 0; ph < plan.phases.size(); ++ph) {
     const FlowPhase& phase = plan.phases[ph];
@@ -264,21 +264,16 @@ double StreamActor::play_phases(const CollectivePlan& plan, GroupKind group, Str
       // The collective's own slowdown acts where the GPU, not the link, limits it: NVLink.
       const double bytes = sh_->domain(f.to) == sh_->domain(rank_) ? f.bytes * slow : f.bytes;
       carried.push_back(sh_->route_latency(rank_, f.to));
-      comms.push_back(sh_->mailbox(f.to, slot)->put_async(&payload_token, wire_size(bytes)));
+      comms.push_back(sh_->mailbox(f.to, slot)->put_async(&sh_->rank_ids[static_cast<size_t>(rank_)],
+                                                          wire_size(bytes)));
     }
-    const double widest = carried.empty() ? 0.0 : *std::max_element(carried.begin(), carried.end());
     for (size_t i = 0; i < phase.receive_lanes.size(); ++i) {
-      const int lane = phase.receive_lanes[i];
-      const int slot = collective_slot(group, stream, static_cast<int>(ph), lane);
-      double lane_latency = widest;
-      for (size_t k = 0; k < phase.sends.size(); ++k) {
-        if (phase.sends[k].lane == lane) lane_latency = carried[k];
-      }
-      carried.push_back(lane_latency);
+      const int slot = collective_slot(group, stream, static_cast<int>(ph), phase.receive_lanes[i]);
       comms.push_back(sh_->mailbox(rank_, slot)->get_async<int>(&sink[i]));
     }
     sg4::Comm::wait_all(comms);
     sh_->events += comms.size();
+    for (const int* from : sink) carried.push_back(sh_->route_latency(*from, rank_));
     std::size_t last = 0;
     for (std::size_t i = 1; i < comms.size(); ++i) {
       if (comms[i]->get_finish_time() > comms[last]->get_finish_time()) last = i;
@@ -444,6 +439,8 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   }
   const int world = workload.layout.world();
   sh.ranks.resize(static_cast<size_t>(world));
+  sh.rank_ids.resize(static_cast<size_t>(world));
+  std::iota(sh.rank_ids.begin(), sh.rank_ids.end(), 0);
   for (int rank = 0; rank < world; ++rank) setup_rank(sh, rank, reduce);
   engine.run();
   const std::string blocked = describe_blocked(sh);

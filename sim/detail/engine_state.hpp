@@ -131,6 +131,9 @@ struct Shared {
   std::vector<std::vector<CommParams>> comm_params;  ///< [program][op]
   std::vector<std::vector<bool>> replica_streams;    ///< [program][stream slot]
   std::vector<RankState> ranks;
+  /// rank_ids[r] == r: a collective's flows carry a pointer to their sender's entry, so that a
+  /// receive knows the route it came over (StreamActor::play_phases).
+  std::vector<int> rank_ids;
   std::uint64_t events = 0;
   std::vector<TimelineEvent> timeline;
   /// Collectives that could not run the forced algorithm (EngineOptions::nccl_algo): calls by
