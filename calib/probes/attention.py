@@ -64,6 +64,14 @@ def grids(name):
         long = [49152, 65536, 98304, 131072]
         return [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], long),
                 ("mha", 128, 128, [(h, h) for h in (6, 8, 12, 16, 24, 32, 48, 64, 96, 128)], long)]
+    if name == "h100":
+        # Run 85: nodes of the H200 table at the catalog's per-rank heads (Llama 3 8B-405B at
+        # tp 1-8: 8-64 gqa heads; GPT-3 at tp 4-2: 24-48 mha heads; DeepSeek-V3's MLA), 1k-32k,
+        # to set an H100's times beside the H200's at the same points.
+        return [("gqa", 128, 128, [(8, 1), (16, 2), (32, 4), (64, 8)],
+                 [1024, 2048, 4096, 8192, 16384, 32768]),
+                ("mha", 128, 128, [(24, 24), (48, 48)], [2048, 4096, 8192]),
+                ("mla", 192, 128, [(16, 16), (32, 32)], [4096, 8192])]
     full = [("gqa", 128, 128, [(h, max(1, h // 8)) for h in (4, 8, 16, 32, 64, 128)], seqs),
             ("mha", 128, 128, [(h, h) for h in (12, 24, 48, 96)], [s for s in seqs if 2048 <= s <= 8192]),
             ("mla", 192, 128, [(h, h) for h in (16, 32, 64, 128)], [s for s in seqs if s <= 32768])]

@@ -44,10 +44,12 @@ Costed costed(const std::string& name, const std::string& yaml) {
   return c;
 }
 
-// Four GPT-3 175B layers at one TP shard of `tp`, no sequence parallelism, micro batch 1.
-std::string gpt3_layer_yaml(int tp, int seq, const std::string& precision) {
+// Four GPT-3 175B layers at one TP shard of `tp`, no sequence parallelism, micro batch 1, on
+// `platform` (hgx_h200 unless said).
+std::string gpt3_layer_yaml(int tp, int seq, const std::string& precision,
+                            const std::string& platform = "hgx_h200") {
   std::ostringstream yaml;
-  yaml << "cluster: {platform: hgx_h200, gpus: " << tp << "}\n"
+  yaml << "cluster: {platform: " << platform << ", gpus: " << tp << "}\n"
        << "model: {catalog: gpt3_175b, layers: 4, max_position_embeddings: " << seq << "}\n"
        << "parallelism: {tp: " << tp << ", sequence_parallel: false, gradient_accumulation_fusion: false}\n"
        << "training: {seq_length: " << seq << ", micro_batch_size: 1, global_batch_size: 1, "
@@ -146,9 +148,11 @@ struct LayerGemmPoint {
   double measured_gemm_s, predicted_gemm_s, share;
 };
 
-LayerGemmPoint layer_gemm_point(const calib::CsvTable& t, std::size_t r, const std::string& precision) {
+LayerGemmPoint layer_gemm_point(const calib::CsvTable& t, std::size_t r, const std::string& precision,
+                                const std::string& platform = "hgx_h200") {
   const int seq = static_cast<int>(t.number(r, t.column("seq")));
-  const Costed c = costed("gpt3_" + precision + std::to_string(seq), gpt3_layer_yaml(4, seq, precision));
+  const Costed c = costed(platform + "_gpt3_" + precision + std::to_string(seq),
+                          gpt3_layer_yaml(4, seq, precision, platform));
   LayerGemmPoint p{};
   p.measured_gemm_s = t.number(r, t.column("sustained_gemm_s"));
   p.share = (p.measured_gemm_s + t.number(r, t.column("sustained_attention_s"))) /
