@@ -123,8 +123,9 @@ const std::map<std::string, DerivationRule>& rules() {
         "H200 times; same GH100 tensor cores, clocks and 700 W limit (datasheets), so GEMM and "
         "attention unchanged; memory-bound ops take 4.8/3.35 as long above their floor (HBM3 "
         "3.35 TB/s vs HBM3e 4.8 TB/s; the floor, launch and DRAM latency, unchanged)",
-        "GEMM/attention +-5% (the H200's faster HBM helps memory-bound GEMM tails); "
-        "memory-bound +-10%", true, 989.0, 1979.0, 3.35, 700.0, true, true}},
+        "GEMM/attention +-5% (checked on an H100, calibration run 85, calib/data/h100: GEMMs "
+        "0-3.5% faster than the H200's, attention -2..+3%, medians); memory-bound +-10% (run 85: "
+        "1.31-1.41x the H200's time at >= 256 MiB, the rule 1.43x)", true, 989.0, 1979.0, 3.35, 700.0, true, true}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
        {"B200", false, kB200Bf16, kB200Fp8, kB200Bf16, 7.7 / 4.8,

@@ -9,8 +9,10 @@ Pairs (H100 file in RUN_DIR: H200 file under calib/data/h200):
   grid_fp8.csv           : run49/ + run51/grid_fp8.csv
   grid_fp8_fastacc.csv   : run49/ + run51/grid_fp8_fastacc.csv
   gemm_catalog.csv       : gemm_catalog_bf16.csv / gemm_catalog_fp8.csv (run 9, 77 shapes each)
-  sustained_*.csv        : the sustained state over the tables' procedure on each GPU
-                           (table_state.py's windows), H100's ratio over the H200's
+  sustained_*.csv        : state_*: the sustained state over the tables' procedure on each GPU
+                           (table_state.py's windows), the H200's ratio over the H100's (a time
+                           ratio of the two GPUs' state factors); sustained_*: the sustained
+                           rates themselves, run49/sustained_*.csv's over the H100's
   membound.csv           : membound.csv (run 62), per kernel; "floor" the smallest call,
                            "bandwidth" calls of 256 MiB and more
   attention.csv          : attention.csv at the same backend, set, direction, heads, seq
@@ -46,6 +48,19 @@ def gemm_pairs(run_rows, ref_rows, layouts):
         k = gemm_key(r)
         if r["layout"] in layouts and k in ref:
             out.append((f"{k[1]} {k[2]}x{k[3]}x{k[4]}", float(r["time_s"]), ref[k]))
+    return out
+
+
+def sustained_rates(sus_rows):
+    """{(m, n, k): median TFLOP/s of the second half of the shape's windows}."""
+    by_shape = {}
+    for r in sus_rows:
+        by_shape.setdefault((r["m"], r["n"], r["k"]), []).append(r)
+    out = {}
+    for shape, rs in by_shape.items():
+        t0, t1 = float(rs[0]["t_s"]), float(rs[-1]["t_s"])
+        out[shape] = statistics.median(
+            [float(r["tflops"]) for r in rs if float(r["t_s"]) - t0 >= (t1 - t0) / 2])
     return out
 
 
@@ -127,7 +142,7 @@ def main():
     for kind, name in (("gemm_fp8_tn", "grid_fp8.csv"), ("gemm_fp8_fastacc", "grid_fp8_fastacc.csv")):
         if exists(name):
             ref = h200(f"run49/{name}") + h200(f"run51/{name}")
-            summary(kind, gemm_pairs(run(name), ref, {"tn"}), points)
+            summary(kind, gemm_pairs(run(name), ref, {"tn", "tn_fastacc"}), points)
     if exists("gemm_catalog.csv"):
         c = run("gemm_catalog.csv")
         summary("gemm_catalog_bf16", gemm_pairs(c, h200("gemm_catalog_bf16.csv"), {"fwd"}), points)
@@ -139,6 +154,11 @@ def main():
             # time ratio of the state factors: (H200 state rate ratio) / (H100's)
             summary(f"state_{dtype}", [("x".join(s), ref[s], mine[s]) for s in mine if s in ref],
                     points)
+            # the sustained state itself, GPU against GPU (rates, so H200 rate / H100 rate)
+            mine_r = sustained_rates(run(f"sustained_{dtype}.csv"))
+            ref_r = sustained_rates(h200(f"run49/sustained_{dtype}.csv"))
+            summary(f"sustained_{dtype}", [("x".join(s), ref_r[s], mine_r[s]) for s in mine_r
+                                           if s in ref_r], points)
     if exists("membound.csv"):
         floor, bw = membound_pairs(run("membound.csv"), h200("membound.csv"))
         summary("membound_floor", list(floor.values()), points)

@@ -61,6 +61,7 @@ struct Measured {
   double peak_allocated = 0.0;  ///< max_memory_allocated over the timed steps, max over ranks, B
   double kernels_gemm_s = 0.0;  ///< GEMM kernel time of one profiled step, rank 0
   std::string attention = "cudnn";  ///< the SDPA kernel library the probe ran (run 54: flash2)
+  std::string platform = "hgx_h200";  ///< the GPU it ran on (run 86: an H100)
 };
 
 // One measured file and the layout it ran.
@@ -73,6 +74,7 @@ struct Source {
   int microbatches;
   bool sp;
   const char* attention = "cudnn";  ///< attention_backend of the job (run 54 forced SDPA's)
+  const char* platform = "hgx_h200";  ///< hgx_h100: the file is under calib/data/h100/
 };
 
 std::vector<Measured> measured_steps() {
@@ -95,10 +97,12 @@ std::vector<Measured> measured_steps() {
       {"run38/step_cp2_p2p.csv", "cp", "llama3_8b", 1, 1, 1, false},
       {"run39/step_ep2.csv", "moe", "mixtral_8x7b", 1, 1, 1, false},
       {"run55/step_single_flash.csv", "single", "llama3_8b", 1, 1, 1, false, "flash2"},
-      {"run55/step_single_cudnn.csv", "single", "llama3_8b", 1, 1, 1, false, "cudnn"}};
-  for (const auto& [file, layout, model, tp, vp, microbatches, sp, attention] : files) {
-    const calib::CsvTable t =
-        calib::read_csv(std::string(CLUSTERSIM_SOURCE_DIR) + "/calib/data/h200/" + file);
+      {"run55/step_single_cudnn.csv", "single", "llama3_8b", 1, 1, 1, false, "cudnn"},
+      // Run 86 (2026-12-05): run 23's single-GPU step on an H100, against the H100's derived costs.
+      {"run86/step_single.csv", "single", "llama3_8b", 1, 1, 1, false, "cudnn", "hgx_h100"}};
+  for (const auto& [file, layout, model, tp, vp, microbatches, sp, attention, platform] : files) {
+    const std::string dir = std::string(platform) == "hgx_h100" ? "/calib/data/h100/" : "/calib/data/h200/";
+    const calib::CsvTable t = calib::read_csv(std::string(CLUSTERSIM_SOURCE_DIR) + dir + file);
     for (std::size_t r = 0; r < t.rows.size(); ++r) {
       const int gpus = static_cast<int>(t.number(r, t.column("gpus")));
       const bool pipelined = std::string(layout) == "pp", context = std::string(layout) == "cp";
@@ -109,7 +113,7 @@ std::vector<Measured> measured_steps() {
                      static_cast<int>(t.number(r, t.column("seq"))),
                      t.number(r, t.column("fwd_bwd_s")),
                      t.number(r, t.column("peak_allocated_bytes")),
-                     t.number(r, t.column("kernels_gemm_s")), attention});
+                     t.number(r, t.column("kernels_gemm_s")), attention, platform});
     }
   }
   return out;
@@ -120,10 +124,10 @@ std::string job_path(const Measured& m) {
   const std::string path = ::testing::TempDir() + "/step_" + m.layout + std::to_string(m.tp) +
                            std::to_string(m.cp) + (m.cp_p2p ? "p2p" : "") + std::to_string(m.ep) +
                            std::to_string(m.vp) + std::to_string(m.microbatches) +
-                           (m.sp ? "sp" : "") + m.model + m.attention +
+                           (m.sp ? "sp" : "") + m.model + m.attention + m.platform +
                            std::to_string(m.seq) + ".yaml";
   const int dp = m.gpus / (m.tp * m.pp * m.cp);
-  std::ofstream(path) << "cluster: {platform: hgx_h200, gpus: " << m.gpus << "}\n"
+  std::ofstream(path) << "cluster: {platform: " << m.platform << ", gpus: " << m.gpus << "}\n"
                       << "model: {catalog: " << m.model << ", layers: " << m.layers << "}\n"
                       << "parallelism: {"
                       << (m.layout == "fsdp" ? "fsdp: true" : "zero_stage: 0")
@@ -174,7 +178,7 @@ double simulated_fwd_bwd(const Measured& m, bool power_state = true) {
 
 TEST(StepCheck, RealStepsOnOneAndTwoH200WithinTenPercent) {
   const auto steps = measured_steps();
-  ASSERT_EQ(steps.size(), 46u);
+  ASSERT_EQ(steps.size(), 49u);
   for (const Measured& m : steps) {
     if (m.layout == "moe") continue;  // its plumbing is the probe's own (next test)
     const double sim = simulated_fwd_bwd(m);
@@ -184,8 +188,8 @@ TEST(StepCheck, RealStepsOnOneAndTwoH200WithinTenPercent) {
     const double tolerance = m.layout == "cp" ? 0.12 : 0.10;
     if (std::getenv("STEPCHECK_PRINT") != nullptr) {  // each point's miss, for docs/validation.md
       const double tables = simulated_fwd_bwd(m, false);
-      std::fprintf(stderr, "%s%s tp%d pp%d vp%d x%d %s %s seq %d: measured %.1f ms, simulated "
-                   "%.1f ms, %+.2f%%; no power state %.1f ms, %+.2f%%\n", m.layout.c_str(),
+      std::fprintf(stderr, "%s %s%s tp%d pp%d vp%d x%d %s %s seq %d: measured %.1f ms, simulated "
+                   "%.1f ms, %+.2f%%; no power state %.1f ms, %+.2f%%\n", m.platform.c_str(), m.layout.c_str(),
                    m.sp ? " sp" : "", m.tp, m.pp, m.vp, m.microbatches, m.model.c_str(),
                    m.attention.c_str(), static_cast<int>(m.seq), m.fwd_bwd_s * 1e3, sim * 1e3,
                    (sim / m.fwd_bwd_s - 1.0) * 100.0, tables * 1e3,
@@ -293,7 +297,7 @@ TEST(StepCheck, PeakAllocatedMemoryWithinThreePercent) {
         << " seq " << m.seq << ": model " << peak << " B, measured " << m.peak_allocated << " B";
     ++checked;
   }
-  EXPECT_EQ(checked, 46);
+  EXPECT_EQ(checked, 49);  // the H100 step of run 86 peaks as the H200 one
 }
 
 }  // namespace
