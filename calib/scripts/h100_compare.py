@@ -68,16 +68,8 @@ def sustained_ratio(grid_rows, sus_rows):
     """{(m, n, k): sustained rate / table-procedure rate} (table_state.py's windows)."""
     grid = {(r["m"], r["n"], r["k"]): float(r["tflops"]) for r in grid_rows if r["layout"] == "fwd"
             or r["dtype"] == "fp8"}
-    by_shape = {}
-    for r in sus_rows:
-        by_shape.setdefault((r["m"], r["n"], r["k"]), []).append(r)
-    out = {}
-    for shape, rs in by_shape.items():
-        t0, t1 = float(rs[0]["t_s"]), float(rs[-1]["t_s"])
-        late = [float(r["tflops"]) for r in rs if float(r["t_s"]) - t0 >= (t1 - t0) / 2]
-        if shape in grid:
-            out[shape] = statistics.median(late) / grid[shape]
-    return out
+    return {shape: rate / grid[shape] for shape, rate in sustained_rates(sus_rows).items()
+            if shape in grid}
 
 
 def membound_pairs(run_rows, ref_rows):
