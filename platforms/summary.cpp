@@ -59,7 +59,7 @@ void add_tier(TopologySummary& s, const Topology& t, const char* name, LinkKind 
 // or "under 0.0001 B/s" (where %g would have written "1.25e+293 PB/s" or "inf PB/s").
 std::string rate(double bytes_per_s) {
   static constexpr std::array<const char*, 7> kUnits = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s", "EB/s"};
-  if (std::isnan(bytes_per_s)) return "undefined";
+  if (!(bytes_per_s >= 0.0)) return "undefined";  // NaN or negative: never a built link
   if (bytes_per_s >= 9999.5e18) return "over 9999 EB/s";
   if (bytes_per_s > 0.0 && bytes_per_s < 1e-4) return "under 0.0001 B/s";
   double v = bytes_per_s;

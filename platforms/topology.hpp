@@ -82,7 +82,8 @@ inline constexpr int kMaxClusterGpus = 1 << 20;
 /// The uplink (next-tier-facing) ports of a switch of `switch_radix` ports, half facing down,
 /// built for a requested oversubscription: whole ports, ceil(radix/2 / requested) of them and
 /// at least one (3:1 on 64 ports: 32 down, 11 up). The one rounding that link bandwidths
-/// (built_oversubscription) and switch counts (summarize) share.
+/// (built_oversubscription) and switch counts (summarize) share. `requested` in [1, radix/2],
+/// as the platform loader checks.
 int uplink_ports(int switch_radix, double requested);
 
 /// The oversubscription a switch of `switch_radix` ports is built with for a requested ratio:

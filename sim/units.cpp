@@ -40,7 +40,13 @@ template <size_t N>
 double parse_with(std::string_view text, const std::array<Suffix, N>& suffixes, const char* kind) {
   auto [value, unit] = split_number(text);
   for (const auto& s : suffixes) {
-    if (unit == s.name) return value * s.factor;
+    if (unit == s.name) {
+      const double scaled = value * s.factor;  // "2e300Gbps" is finite, its bytes/s are not
+      if (!std::isfinite(scaled)) {
+        throw UnitError("'" + std::string(text) + "': the number is too large or too small to represent");
+      }
+      return scaled;
+    }
   }
   std::string expected;
   for (const auto& s : suffixes) {

@@ -160,12 +160,16 @@ void register_plot(CLI::App* scale, int& exit_code) {
 }
 
 // With nothing to plot, a plot an earlier run left at `path` would pass for this run's: it is
-// removed (a file or a link, never a directory). Returns whether there was one.
+// removed if it is one (a regular file that starts as an SVG, never the CSV just written, a link
+// or a directory: a mistyped --svg must not delete a job file). Returns whether there was one.
 // @throws std::runtime_error when it cannot be removed.
-bool remove_stale_plot(const std::string& path) {
+bool remove_stale_plot(const std::string& path, const std::string& csv) {
   std::error_code ec;
-  const auto type = std::filesystem::symlink_status(path, ec).type();
-  if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::symlink) return false;
+  if (std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::regular) return false;
+  if (std::filesystem::equivalent(path, csv, ec)) return false;
+  std::string head(5, '\0');
+  std::ifstream(path).read(head.data(), 5);
+  if (head.rfind("<svg", 0) != 0 && head != "<?xml") return false;
   if (!std::filesystem::remove(path, ec) && ec) {
     throw std::runtime_error("no GPU count could be simulated, and the plot of an earlier run, " + path +
                              ", cannot be removed: " + ec.message());
@@ -192,7 +196,7 @@ int scale_command(const ScaleArgs& args) {
   std::cout << "wrote " << args.csv << "\n";
   const bool any = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
   if (!any) {
-    const bool removed = remove_stale_plot(args.svg);
+    const bool removed = remove_stale_plot(args.svg, args.csv);
     std::cerr << "error: no GPU count could be simulated; no plot written"
               << (removed ? " (the earlier " + args.svg + " removed)" : std::string()) << "\n";
     return 1;

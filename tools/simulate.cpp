@@ -189,15 +189,14 @@ sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim:
 std::string replicas_note(const Job& job, const sim::EngineOptions& engine_options) {
   if (!engine_options.identical_dp_replicas) return "";
   const auto& f = job.cluster.platform.fabric;
-  const double leaf = platforms::built_oversubscription(f.switch_radix, f.oversubscription.leaf);
-  double spine = platforms::built_oversubscription(f.switch_radix, f.oversubscription.spine);
-  // The spine ratio applies with 3 tiers only: the spec's count, or with tiers: auto the one the
-  // GPU count gives, asked of a Topology only for an oversubscribed spine (the platform builder
-  // holds the built one behind sim::PlatformBuilder, which does not expose tiers).
-  if (spine > 1.0) {
-    const int tiers = f.tiers != 0 ? f.tiers : platforms::Topology(job.cluster.platform, job.cluster.gpus).tiers();
-    if (tiers != 3) spine = 1.0;
-  }
+  // A tier's ratio counts where its uplinks exist: none above a single leaf, none above a single
+  // spine group or with 2 tiers (the layout only: a Topology costs no per-GPU work).
+  const platforms::Topology t(job.cluster.platform, job.cluster.gpus);
+  const auto built = [&](platforms::LinkKind up, double ratio) {
+    return t.link_class(up).count > 0 ? platforms::built_oversubscription(f.switch_radix, ratio) : 1.0;
+  };
+  const double leaf = built(platforms::LinkKind::LeafUp, f.oversubscription.leaf);
+  const double spine = built(platforms::LinkKind::PodUp, f.oversubscription.spine);
   if (leaf <= 1.0 && spine <= 1.0) return "";
   std::ostringstream out;
   out << std::setprecision(3) << "the fabric is oversubscribed (leaf " << leaf << ":1";

@@ -18,7 +18,9 @@ Pairs (H100 file in RUN_DIR: H200 file under calib/data/h200):
   attention.csv          : attention.csv at the same backend, set, direction, heads, seq
   gpt_layer_tp4_*.csv    : run57/ (the same probe and settings), fwd+bwd behind heater and back
                            to back
-Usage: h100_compare.py RUN_DIR [--points FILE]  (prints CSV on stdout; --points writes every pair)
+p10 and p90 are the points' own percentiles (inclusive method).
+Usage: h100_compare.py RUN_DIR [--points FILE]  (prints CSV on stdout; --points writes every pair:
+seconds, or for state_ and sustained_ rows the reciprocal of the ratio or rate, H100 first)
 """
 import argparse
 import csv
@@ -108,7 +110,8 @@ def summary(kind, pairs, points):
     for name, a, b in pairs:
         points.append((kind, name, a, b, a / b))
     n = len(ratios)
-    q = statistics.quantiles(ratios, n=10) if n >= 2 else [ratios[0]] * 9
+    # inclusive: the percentiles of the points themselves, never beyond min and max
+    q = statistics.quantiles(ratios, n=10, method="inclusive") if n >= 2 else [ratios[0]] * 9
     print(f"{kind},{n},{statistics.median(ratios):.4f},{q[0]:.4f},{q[-1]:.4f},"
           f"{ratios[0]:.4f},{ratios[-1]:.4f}")
 
@@ -144,12 +147,13 @@ def main():
             mine = sustained_ratio(run(grid_name), run(f"sustained_{dtype}.csv"))
             ref = sustained_ratio(h200(f"run49/{grid_name}"), h200(f"run49/sustained_{dtype}.csv"))
             # time ratio of the state factors: (H200 state rate ratio) / (H100's)
-            summary(f"state_{dtype}", [("x".join(s), ref[s], mine[s]) for s in mine if s in ref],
+            # as time-like figures (reciprocals), H100 first like every other row
+            summary(f"state_{dtype}", [("x".join(s), 1 / mine[s], 1 / ref[s]) for s in mine if s in ref],
                     points)
             # the sustained state itself, GPU against GPU (rates, so H200 rate / H100 rate)
             mine_r = sustained_rates(run(f"sustained_{dtype}.csv"))
             ref_r = sustained_rates(h200(f"run49/sustained_{dtype}.csv"))
-            summary(f"sustained_{dtype}", [("x".join(s), ref_r[s], mine_r[s]) for s in mine_r
+            summary(f"sustained_{dtype}", [("x".join(s), 1 / mine_r[s], 1 / ref_r[s]) for s in mine_r
                                            if s in ref_r], points)
     if exists("membound.csv"):
         floor, bw = membound_pairs(run("membound.csv"), h200("membound.csv"))
@@ -171,7 +175,8 @@ def main():
     if a.points:
         with open(a.points, "w") as f:
             w = csv.writer(f)
-            w.writerow(["kind", "point", "h100_s", "h200_s", "ratio"])
+            # seconds; state_ and sustained_ rows: 1 / (state ratio or TFLOP/s), time-like
+            w.writerow(["kind", "point", "h100", "h200", "ratio"])
             for kind, name, x, y, r in points:
                 w.writerow([kind, name, f"{x:.6g}", f"{y:.6g}", f"{r:.4f}"])
 

@@ -2,16 +2,16 @@
 # Run 85 (2026-12-05): an H100 SXM's own kernels at points the H200 tables hold, so that the
 # H100 derivation rule (calib/measured_tables.cpp: H200 times, memory-bound ops by HBM bandwidth)
 # can be checked against measurements, each by the same probe and procedure as the H200 run it is
-# set beside (calib/scripts/h100_compare.py):
+# set beside (calib/scripts/h100_compare.py), in this order (CALIB_DEADLINE skips what is left):
 #   - GEMMs behind 10 s of heater matmuls at runs 49/51's sixteen shapes (BF16 fwd, dgrad, wgrad;
-#     FP8 TN with and without fast accumulation) and at the catalog's 77 shapes (run 9);
-#   - the same shapes' sustained state back to back (runs 49/51), six shapes;
+#     FP8 TN with and without fast accumulation);
 #   - the memory-bound kernels over run 62's sizes (32 KiB-4 GiB), queued behind a GPU spin;
 #   - cuDNN and FlashAttention-2 attention at 34 nodes of the H200 table (attention.py --grid
 #     h100), behind heater matmuls;
-#   - one TP4 rank's GPT-3 175B layer in FP8 and BF16 (runs 56-57's gpt_layer.py).
-# In that order of priority (CALIB_DEADLINE skips what is left). One GPU (nvidia-h100-x1),
-# under 560 s. Usage: calib/scripts/run_h100.sh RESULTS_DIR. Never
+#   - one TP4 rank's GPT-3 175B layer in FP8 and BF16 (runs 56-57's gpt_layer.py);
+#   - the catalog's 77 shapes, BF16 and FP8, behind heater matmuls (run 9);
+#   - six of the sixteen shapes back to back, 5 s each (the sustained state, runs 49/51).
+# One GPU (nvidia-h100-x1), under 560 s. Usage: calib/scripts/run_h100.sh RESULTS_DIR. Never
 # changes GPU clocks or settings.
 set -uo pipefail
 OUT_DIR=${1:?usage: run_h100.sh RESULTS_DIR}

@@ -113,8 +113,18 @@ TEST(ReductionNote, SaysWhatTheReductionLeavesOutOnOversubscribedFabrics) {
   const char* spine = "cluster: {platform: hgx_h100, gpus: 64, overrides: {oversubscription: {spine: 4}";
   const Job two = load(Case{"note_spine2", 64, (std::string(spine) + "}}\n" + body).c_str()});
   EXPECT_EQ(simulate_job(two, reduced).replicas_note, "");
-  const Job three = load(Case{"note_spine3", 64, (std::string(spine) + ", tiers: 3}}\n" + body).c_str()});
-  const std::string note = simulate_job(three, reduced).replicas_note;
+  // With 3 tiers the spine's uplinks exist only above two or more spine groups: 64 GPUs on
+  // 64-port switches make one (no note); 128 GPUs on 16-port switches two (16 leaves, 8 a group).
+  const Job one_group = load(Case{"note_spine3", 64, (std::string(spine) + ", tiers: 3}}\n" + body).c_str()});
+  EXPECT_EQ(simulate_job(one_group, reduced).replicas_note, "");
+  const Job groups = load(Case{"note_spine3_groups", 128,
+                               "cluster: {platform: hgx_h100, gpus: 128, overrides: {oversubscription: "
+                               "{spine: 4}, tiers: 3, switch_radix: 16, domains_per_su: 8}}\n"
+                               "model: {catalog: llama3_8b, layers: 2}\n"
+                               "parallelism: {tp: 4, pp: 2, dp: 16, sequence_parallel: true}\n"
+                               "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 64, "
+                               "precision: bf16}\n"});
+  const std::string note = simulate_job(groups, reduced).replicas_note;
   EXPECT_NE(note.find("(leaf 1:1, spine 4:1)"), std::string::npos) << note;
 }
 

@@ -223,6 +223,7 @@ TEST(StepCheck, FlashAttention2CostsWhatItCostsInARealStep) {
     cudnn.push_back(steps[i + 3]);
     ASSERT_EQ(cudnn.back().seq, steps[i].seq);
     ASSERT_EQ(cudnn.back().attention, "cudnn");
+    ASSERT_EQ(cudnn.back().platform, "hgx_h200");
   }
   ASSERT_EQ(flash.size(), 3u);
   ASSERT_EQ(cudnn.size(), 3u);
