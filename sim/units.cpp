@@ -14,6 +14,12 @@ struct Suffix {
   double factor;
 };
 
+// A number that starts the text but is no finite double ("1e400Gbps"), or whose value in the
+// unit's base is not ("2e300Gbps").
+UnitError out_of_range(std::string_view text) {
+  return UnitError("'" + std::string(text) + "': the number is too large or too small to represent");
+}
+
 // Splits "12.5GiB" into 12.5 and "GiB". Leading/trailing spaces are allowed.
 std::pair<double, std::string_view> split_number(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
@@ -23,7 +29,7 @@ std::pair<double, std::string_view> split_number(std::string_view text) {
   const auto* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec == std::errc::result_out_of_range) {  // "1e400Gbps" starts with a number, just not a double
-    throw UnitError("'" + std::string(text) + "': the number is too large or too small to represent");
+    throw out_of_range(text);
   }
   if (ec != std::errc() || ptr == begin) {
     throw UnitError("'" + std::string(text) + "' does not start with a number");
@@ -43,7 +49,7 @@ double parse_with(std::string_view text, const std::array<Suffix, N>& suffixes, 
     if (unit == s.name) {
       const double scaled = value * s.factor;  // "2e300Gbps" is finite, its bytes/s are not
       if (!std::isfinite(scaled)) {
-        throw UnitError("'" + std::string(text) + "': the number is too large or too small to represent");
+        throw out_of_range(text);
       }
       return scaled;
     }
