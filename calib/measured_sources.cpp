@@ -124,8 +124,8 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
   out.insert(out.end(), rest.begin(), rest.end());
   if (!tables_->copy_delay().empty()) {
     out.push_back("kernels beside host copies (activation offloading): " + tables_->copy_delay().file() +
-                  " (a fixed time per kernel and a share of its time, per class and copy "
-                  "directions); " +
+                  " (the share of a kernel's time per class and copy directions; its fixed time "
+                  "per call, seen only when timed call by call, not charged: runs 88-89); " +
                   (rule_.host_copy_delay ? std::string("measured on H200") +
                                                (rule_.measured ? "" : ", applied unchanged")
                                          : std::string("not applied on this GPU (not measured)")));

@@ -8,8 +8,9 @@ in the profiled step alone). The cost model charges such a kernel f x (fixed + s
 per direction set (docs/cost-model.md, "Kernels beside host copies": CopyDelayTable's lines,
 fitted from calib/data/h200/copy_interference.csv; the table below is docs/cost-model.md's,
 to be kept equal to what `CopyDelayTable` fits). The sum over the step's kernels (one stream)
-is the predicted extra time; the probe's CSV gives the measured one (median paced - median
-alone).
+is the predicted extra time, with the whole line (predicted_extra_s) and with the share alone
+(share_only_s, what calib::MeasuredCostModel charges since runs 88-89); the probe's CSV gives the
+measured one (median paced - median alone).
 
 Usage: copy_pace_predict.py STEPS_CSV KERNELS_CSV
 """
@@ -41,7 +42,7 @@ def overlap(a0, a1, intervals):
     return covered
 
 
-def predict(kernels, seq):
+def predict(kernels, seq, share_only=False):
     alone = [r for r in kernels if r["seq"] == seq and r["run"] == "alone" and r["kind"] == "kernel"]
     paced = [r for r in kernels if r["seq"] == seq and r["run"] == "paced" and r["kind"] == "kernel"]
     copies = {d: [] for d in ("d2h", "h2d")}
@@ -67,19 +68,20 @@ def predict(kernels, seq):
             if us <= 0:
                 continue
             fixed, share = LINES[p["class"]][which]
-            extra += us / (e - s) * (fixed + share * t)
+            extra += us / (e - s) * ((0.0 if share_only else fixed) + share * t)
         beside += int(d2h + h2d > 0)
     return extra, beside, len(paced)
 
 
 def main():
     steps, kernels = rows(sys.argv[1]), rows(sys.argv[2])
-    print("seq,measured_extra_s,predicted_extra_s,ratio,kernels_beside_copies,kernels")
+    print("seq,measured_extra_s,predicted_extra_s,ratio,share_only_s,kernels_beside_copies,kernels")
     for r in steps:
         extra, beside, n = predict(kernels, r["seq"])
+        shares, _, _ = predict(kernels, r["seq"], share_only=True)
         measured = float(r["extra_s"])
         ratio = extra / measured if measured > 0 else float("nan")
-        print(f"{r['seq']},{measured:.6f},{extra:.6f},{ratio:.3f},{beside},{n}")
+        print(f"{r['seq']},{measured:.6f},{extra:.6f},{ratio:.3f},{shares:.6f},{beside},{n}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sets run 85's H100 measurements (calib/scripts/run_h100.sh) beside the H200 tables at the same
+"""Sets H100 runs' measurements (calib/scripts/run_h100.sh: runs 85, 87) beside the H200 tables at the same
 points, by the same probe and procedure, and prints per kind the H100's time over the H200's:
 median, 10th and 90th percentile, min, max over the points both hold.
 
@@ -19,11 +19,13 @@ Pairs (H100 file in RUN_DIR: H200 file under calib/data/h200):
   gpt_layer_tp4_*.csv    : run57/ (the same probe and settings), fwd+bwd behind heater and back
                            to back
 p10 and p90 are the points' own percentiles (inclusive method).
-Usage: h100_compare.py RUN_DIR [--points FILE]  (prints CSV on stdout; --points writes every pair:
-seconds, or for state_ and sustained_ rows the reciprocal of the ratio or rate, H100 first)
+Usage: h100_compare.py RUN_DIR... [--points FILE]  (prints CSV on stdout, a row per run and kind;
+--points writes every pair: seconds, or for state_ and sustained_ rows the reciprocal of the
+ratio or rate, H100 first)
 """
 import argparse
 import csv
+import functools
 import os
 import statistics
 
@@ -102,31 +104,46 @@ def attention_pairs(run_rows, ref_rows):
     return out
 
 
-def summary(kind, pairs, points):
+def summary_row(run_name, kind, pairs, points):
     ratios = sorted(a / b for _, a, b in pairs)
     if not ratios:
-        print(f"{kind},0,,,,,")
+        print(f"{run_name},{kind},0,,,,,")
         return
     for name, a, b in pairs:
-        points.append((kind, name, a, b, a / b))
+        points.append((run_name, kind, name, a, b, a / b))
     n = len(ratios)
     # inclusive: the percentiles of the points themselves, never beyond min and max
     q = statistics.quantiles(ratios, n=10, method="inclusive") if n >= 2 else [ratios[0]] * 9
-    print(f"{kind},{n},{statistics.median(ratios):.4f},{q[0]:.4f},{q[-1]:.4f},"
+    print(f"{run_name},{kind},{n},{statistics.median(ratios):.4f},{q[0]:.4f},{q[-1]:.4f},"
           f"{ratios[0]:.4f},{ratios[-1]:.4f}")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("run_dir")
+    ap.add_argument("run_dirs", nargs="+")
     ap.add_argument("--points")
     a = ap.parse_args()
-    run = lambda name: rows(os.path.join(a.run_dir, name))  # noqa: E731
-    exists = lambda name: os.path.exists(os.path.join(a.run_dir, name))  # noqa: E731
     points = []
-    print("# derived: calib/scripts/h100_compare.py from run 85 (one H100 SXM) against the H200 "
-          "tables at the same points; ratio = H100 time / H200 time")
-    print("kind,points,median,p10,p90,min,max")
+    names = [os.path.basename(os.path.normpath(d)) for d in a.run_dirs]
+    print(f"# derived: calib/scripts/h100_compare.py from {', '.join(names)} (H100 SXM) against "
+          "the H200 tables at the same points; ratio = H100 time / H200 time")
+    print("run,kind,points,median,p10,p90,min,max")
+    for run_dir, run_name in zip(a.run_dirs, names):
+        compare(run_dir, run_name, points)
+    if a.points:
+        with open(a.points, "w") as f:
+            w = csv.writer(f)
+            # seconds; state_ and sustained_ rows: 1 / (state ratio or TFLOP/s), time-like
+            w.writerow(["run", "kind", "point", "h100", "h200", "ratio"])
+            for run_name, kind, name, x, y, r in points:
+                w.writerow([run_name, kind, name, f"{x:.6g}", f"{y:.6g}", f"{r:.4f}"])
+
+
+def compare(run_dir, run_name, points):
+    """Prints one run's rows and appends its pairs to `points`."""
+    run = lambda name: rows(os.path.join(run_dir, name))  # noqa: E731
+    exists = lambda name: os.path.exists(os.path.join(run_dir, name))  # noqa: E731
+    summary = functools.partial(summary_row, run_name)
     ts = h200("run49/grid_bf16.csv") + h200("run51/grid_bf16.csv")
     if exists("grid_bf16.csv"):
         g = run("grid_bf16.csv")
@@ -172,13 +189,6 @@ def main():
                 summary(f"gpt_layer_{p}_{col}",
                         [(f"seq {r['seq']}", float(r[col]), float(ref[r["seq"]][col]))
                          for r in mine if r["seq"] in ref], points)
-    if a.points:
-        with open(a.points, "w") as f:
-            w = csv.writer(f)
-            # seconds; state_ and sustained_ rows: 1 / (state ratio or TFLOP/s), time-like
-            w.writerow(["kind", "point", "h100", "h200", "ratio"])
-            for kind, name, x, y, r in points:
-                w.writerow([kind, name, f"{x:.6g}", f"{y:.6g}", f"{r:.4f}"])
 
 
 if __name__ == "__main__":

@@ -30,9 +30,13 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
   const sim::Op g = gemm_op(8192, 8192, 8192, sim::DType::BF16, 1, 0, 0);
   const sim::Op m = mem_op(sim::MemKernel::Copy, 1e9);
-  EXPECT_DOUBLE_EQ(h100.compute_time(g), h200_.compute_time(g));
+  // The H100's ratios are measured (runs 85/87): GEMMs 0.982 (BF16) of the H200's time, copies
+  // 1.397 above their floor.
+  const DerivationRule& h100_rule = derivation_rule("H100-SXM");
+  EXPECT_NEAR(h100.compute_time(g) / h200_.compute_time(g), 0.982, 0.001);
+  EXPECT_DOUBLE_EQ(h100.compute_time(g) * h100_rule.gemm_bf16, h200_.compute_time(g));
   const double floor = tables_->grid("membound/copy").node_time(0);
-  EXPECT_NEAR((h100.compute_time(m) - floor) / (h200_.compute_time(m) - floor), 4.8 / 3.35, 1e-12);
+  EXPECT_NEAR((h100.compute_time(m) - floor) / (h200_.compute_time(m) - floor), 1.397, 0.001);
   EXPECT_NEAR(h200_.compute_time(g) / b200.compute_time(g), 1745.0 / 794.5, 1e-12);
   EXPECT_NE(b200.describe().find("derived"), std::string::npos);
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
@@ -48,9 +52,11 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   EXPECT_NE(copies(h100).find("applied unchanged"), std::string::npos);
   EXPECT_NE(copies(b200).find("not applied on this GPU"), std::string::npos);
   EXPECT_TRUE(b200.copy_kernel_delay(sim::ComputeClass::Gemm, true, true).none());
-  EXPECT_DOUBLE_EQ(h100.copy_kernel_delay(sim::ComputeClass::Gemm, true, false).fixed_s,
-                   h200_.copy_kernel_delay(sim::ComputeClass::Gemm, true, false).fixed_s);
-  EXPECT_GT(h200_.copy_kernel_delay(sim::ComputeClass::Gemm, true, false).fixed_s, 0.0);
+  EXPECT_DOUBLE_EQ(h100.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share,
+                   h200_.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share);
+  EXPECT_GT(h200_.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share, 0.08);
+  // The table's fixed time per call is not charged (runs 88-89; test_copy_pace.cpp).
+  EXPECT_EQ(h200_.copy_kernel_delay(sim::ComputeClass::Gemm, true, true).fixed_s, 0.0);
   EXPECT_NE(h100.table_sources().back().find("same die and power limit"), std::string::npos);
   EXPECT_NE(b200.table_sources().back().find("not applied to B200"), std::string::npos);
   EXPECT_DOUBLE_EQ(b200.clock_boost(g, 0.5), 1.0);
@@ -120,15 +126,16 @@ TEST_F(DerivationRules, MemoryBoundFloorDoesNotScaleWithHbmBandwidth) {
   for (double bytes : {4e6, 64e6, 4e9}) {
     const sim::Op op = mem_op(sim::MemKernel::Copy, bytes);
     const double t = h200_.compute_time(op);
-    EXPECT_NEAR(h100.compute_time(op), floor + (t - floor) * 4.8 / 3.35, 1e-12 * t) << bytes;
-    EXPECT_LT(h100.compute_time(op), t * 4.8 / 3.35) << bytes;
+    const double h100_time = 1.0 / derivation_rule("H100-SXM").memory;  // measured, runs 85/87
+    EXPECT_NEAR(h100.compute_time(op), floor + (t - floor) * h100_time, 1e-12 * t) << bytes;
+    EXPECT_LT(h100.compute_time(op), t * h100_time) << bytes;
     EXPECT_NEAR(b200.compute_time(op), floor + (t - floor) * 4.8 / 7.7, 1e-12 * t) << bytes;
   }
   // Eager modules take the same rule over their own floor.
   const LogGrid& eager = tables_->grid("membound/rmsnorm_eager_fwd");
   sim::Op e = mem_op(sim::MemKernel::RmsNormEager, 64e6);
   const double te = h200_.compute_time(e), fe = eager.node_time(0);
-  EXPECT_NEAR(h100.compute_time(e), fe + (te - fe) * 4.8 / 3.35, 1e-12 * te);
+  EXPECT_NEAR(h100.compute_time(e), fe + (te - fe) / derivation_rule("H100-SXM").memory, 1e-12 * te);
 }
 
 // A platform that states other figures for a known GPU (its own file, or cluster.overrides)
@@ -152,7 +159,7 @@ TEST_F(DerivationRules, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatashe
   EXPECT_DOUBLE_EQ(bf16_half.compute_time(m), h100.compute_time(m));
   // Catalog figures keep the rule exactly, and say nothing; others are stated.
   EXPECT_TRUE(h100.scale().note.empty());
-  EXPECT_DOUBLE_EQ(h100.scale().memory, 3.35 / 4.8);
+  EXPECT_DOUBLE_EQ(h100.scale().memory, derivation_rule("H100-SXM").memory);
   EXPECT_NE(hbm2.describe().find("hbm_bandwidth 6.7 TB/s vs the rule's 3.35"), std::string::npos);
   EXPECT_NE(bf16_half.table_sources().back().find("GEMM BF16 and attention x0.5"), std::string::npos);
   // The B200 rule's HBM is the HGX B200 datasheet's 7.7 TB/s, as platforms/catalog/hgx_b200.yaml.
@@ -171,43 +178,50 @@ TEST_F(DerivationRules, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatashe
   EXPECT_THROW(MeasuredCostModel(zero, tables_), std::invalid_argument);
 }
 
-// The H100 rule against an H100 (calibration run 85, calib/data/h100/run85/, the same probes and
-// procedures as the H200 tables): the derived model's GEMM times at the catalog's 77 shapes
-// (BF16 forward; FP8 with split accumulation, which the model gives backward GEMMs) within the
-// rule's stated +-5% at the median and 10% at every shape, and its copies of >= 256 MiB within
-// the stated +-10% (2026-12-05: the model BF16 +2.7% at the median, -0.1..+6.0% from the 10th to
-// the 90th percentile; FP8 +0.3%, -3.6..+3.9%; copies +1.8..+3.4%: the H100 ran GEMMs no slower
-// than the H200 and reached 2.86 of its 3.35 TB/s).
-TEST_F(DerivationRules, H100RuleHoldsAgainstAnH100WithinItsStatedUncertainty) {
+// The H100 rule against an H100 (calibration runs 85 and 87, calib/data/h100/run85/ and run87/,
+// the same probes and procedures as the H200 tables; the rule's factors are those runs' GEMMs in
+// the sustained state and copies of >= 256 MiB): at the catalog's 77 shapes at the tables'
+// procedure (BF16 forward; FP8 with split accumulation, which the model gives backward GEMMs) the
+// derived model within the stated +-2% at the median and 15% at every shape (one FP8 shape, m 8192
+// n 16384, is 12-13% fast in both runs: there the H100 took 1.08-1.09x the H200's time), its
+// copies and AdamW updates of >= 256 MiB within 2% (2026-12-05: medians BF16 +0.8% / +0.9%, FP8
+// -1.8% / -1.2%; the former rule, the H200's GEMM times and memory-bound kernels 4.8/3.35 as
+// long, was +2.7% for BF16 at run 85's median and +2.6% for copies).
+TEST_F(DerivationRules, H100RuleHoldsAgainstTwoH100RunsWithinItsStatedUncertainty) {
   const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
-  const std::string dir = default_measured_dir() + "/../h100/run85/";
-  const CsvTable gemm = read_csv(dir + "gemm_catalog.csv");
-  for (const std::string dtype : {"bf16", "fp8"}) {
-    std::vector<double> errors;
-    for (std::size_t r = 0; r < gemm.rows.size(); ++r) {
-      if (gemm.text(r, gemm.column("dtype")) != dtype) continue;
-      const auto dim = [&](const char* c) { return static_cast<std::int64_t>(gemm.number(r, gemm.column(c))); };
-      const bool fp8 = dtype == "fp8";
-      const sim::Op op = gemm_op(dim("m"), dim("n"), dim("k"), fp8 ? sim::DType::FP8 : sim::DType::BF16, 1, 0, 0,
-                                 fp8 ? sim::Phase::Backward : sim::Phase::Forward);
-      const double measured = gemm.number(r, gemm.column("time_s"));
-      errors.push_back(h100.compute_time(op) / measured - 1.0);
-      EXPECT_NEAR(errors.back(), 0.0, 0.10) << dtype << " m=" << dim("m") << " n=" << dim("n") << " k=" << dim("k");
+  for (const std::string run : {"run85", "run87"}) {
+    const std::string dir = default_measured_dir() + "/../h100/" + run + "/";
+    const CsvTable gemm = read_csv(dir + "gemm_catalog.csv");
+    for (const std::string dtype : {"bf16", "fp8"}) {
+      std::vector<double> errors;
+      for (std::size_t r = 0; r < gemm.rows.size(); ++r) {
+        if (gemm.text(r, gemm.column("dtype")) != dtype) continue;
+        const auto dim = [&](const char* c) { return static_cast<std::int64_t>(gemm.number(r, gemm.column(c))); };
+        const bool fp8 = dtype == "fp8";
+        const sim::Op op = gemm_op(dim("m"), dim("n"), dim("k"), fp8 ? sim::DType::FP8 : sim::DType::BF16, 1, 0,
+                                   0, fp8 ? sim::Phase::Backward : sim::Phase::Forward);
+        errors.push_back(h100.compute_time(op) / gemm.number(r, gemm.column("time_s")) - 1.0);
+        EXPECT_NEAR(errors.back(), 0.0, 0.15) << run << " " << dtype << " m=" << dim("m") << " n=" << dim("n");
+      }
+      ASSERT_EQ(errors.size(), 77u) << run << " " << dtype;
+      std::sort(errors.begin(), errors.end());
+      EXPECT_NEAR(errors[errors.size() / 2], 0.0, 0.02) << run << " " << dtype;
     }
-    ASSERT_EQ(errors.size(), 77u) << dtype;
-    std::sort(errors.begin(), errors.end());
-    EXPECT_NEAR(errors[errors.size() / 2], 0.0, 0.05) << dtype;
+    const CsvTable mem = read_csv(dir + "membound.csv");
+    int copies = 0, adamw = 0;
+    for (std::size_t r = 0; r < mem.rows.size(); ++r) {
+      const double bytes = mem.number(r, mem.column("bytes"));
+      const std::string kernel = mem.text(r, mem.column("kernel"));
+      if (bytes < 256.0 * (1 << 20) || (kernel != "copy" && kernel != "adamw")) continue;
+      const bool copy = kernel == "copy";
+      const sim::Op op = mem_op(copy ? sim::MemKernel::Copy : sim::MemKernel::Optimizer, bytes);
+      EXPECT_NEAR(h100.compute_time(op) / mem.number(r, mem.column("time_s")), 1.0, 0.02)
+          << run << " " << kernel << " " << bytes;
+      ++(copy ? copies : adamw);
+    }
+    EXPECT_EQ(copies, 9) << run;
+    EXPECT_EQ(adamw, 8) << run;
   }
-  const CsvTable mem = read_csv(dir + "membound.csv");
-  int copies = 0;
-  for (std::size_t r = 0; r < mem.rows.size(); ++r) {
-    const double bytes = mem.number(r, mem.column("bytes"));
-    if (mem.text(r, mem.column("kernel")) != "copy" || bytes < 256.0 * (1 << 20)) continue;
-    const double measured = mem.number(r, mem.column("time_s"));
-    EXPECT_NEAR(h100.compute_time(mem_op(sim::MemKernel::Copy, bytes)) / measured, 1.0, 0.10) << bytes;
-    ++copies;
-  }
-  EXPECT_EQ(copies, 9);
 }
 
 }  // namespace
