@@ -1,12 +1,15 @@
 // A minimal platform and cost model for engine tests: N GPUs on a star, each with one
-// up and one down link of `bw` bytes/s and zero latency; GPUs are grouped into NVLink domains
-// of `domain` GPUs only as far as the engine's link classes are concerned.
+// up and one down link of `bw` bytes/s and zero latency (or, given `latency_s`, GPU i's two links
+// latency_s[i] each: a route from a to b carries latency_s[a] + latency_s[b]); GPUs are grouped
+// into NVLink domains of `domain` GPUs only as far as the engine's link classes are concerned.
 #pragma once
 
 #include <simgrid/s4u.hpp>
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/cost_model.hpp"
 #include "sim/platform.hpp"
@@ -17,7 +20,9 @@ namespace clustersim::test {
 
 class StarPlatform : public sim::PlatformBuilder {
  public:
-  StarPlatform(int gpus, double bw, int domain = 8) : gpus_(gpus), bw_(bw), domain_(domain) {
+  StarPlatform(int gpus, double bw, int domain = 8, std::vector<double> latency_s = {})
+      : gpus_(gpus), bw_(bw), domain_(domain), latency_s_(std::move(latency_s)) {
+    latency_s_.resize(static_cast<size_t>(gpus), 0.0);
     gpu_.name = "test-gpu";
     gpu_.peak_bf16 = FlopsPerSecond{1e15};
   }
@@ -28,8 +33,9 @@ class StarPlatform : public sim::PlatformBuilder {
     out.nvlink_domain_size = domain_;
     for (int i = 0; i < gpus_; ++i) {
       auto* host = zone->create_host("gpu" + std::to_string(i), 1e15);
-      auto* up = zone->create_link("up" + std::to_string(i), bw_)->set_latency(0);
-      auto* down = zone->create_link("down" + std::to_string(i), bw_)->set_latency(0);
+      const double lat = latency_s_[static_cast<size_t>(i)];
+      auto* up = zone->create_link("up" + std::to_string(i), bw_)->set_latency(lat);
+      auto* down = zone->create_link("down" + std::to_string(i), bw_)->set_latency(lat);
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {simgrid::s4u::LinkInRoute(up)}, false);
       zone->add_route(nullptr, host->get_netpoint(), nullptr, nullptr,
@@ -48,6 +54,7 @@ class StarPlatform : public sim::PlatformBuilder {
   int gpus_;
   double bw_;
   int domain_;
+  std::vector<double> latency_s_;
   sim::GpuSpec gpu_;
 };
 

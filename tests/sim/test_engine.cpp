@@ -76,6 +76,23 @@ TEST(Engine, RingAllReduceTakesTwiceTheRingShareOverTheLink) {
   EXPECT_NEAR(r.breakdown.exposed_comm_s, r.step_time_s, 1e-12);
 }
 
+// NCCL's latency terms include the wire latency that the flows already carry, so a phase nets
+// the route latency of its comm that finished last, and a receive carries the route latency from
+// its sender. Ring of three whose GPU 2 has links of D: 0 -> 1 carries 0, 1 -> 2 and 2 -> 0 carry
+// D, so every phase takes D and each rank's last comm carried D (rank 0's is its receive from 2,
+// whereas it sends over a route of 0). Netted right, the all-reduce takes the plan's latency
+// (base + 4 steps) and the bytes' time; netting rank 0's receive by its own send route (0) made
+// it D longer (2026-12-05, the engine mutated so).
+TEST(Engine, APhaseNetsTheRouteLatencyItsLastCommCarriedFromItsSender) {
+  const double d = 10e-6;
+  test::StarPlatform platform(3, 1e12, 8, {0.0, 0.0, d});
+  test::SimpleCost cost(200e-6, 1e-6);
+  auto r = run(single_program(RankLayout(3, 1, 1, 1), {coll(CollectiveKind::AllReduce, GroupKind::TP, 3e3)}),
+               platform, cost);
+  // 2 (p-1)/p * 3 kB at 1 TB/s per phase chain: 4 ns; base 200 us + 2(p-1) steps of 1 us.
+  EXPECT_NEAR(r.step_time_s, 200e-6 + 4 * 1e-6, 1e-8);
+}
+
 TEST(Engine, AllToAllFlowsShareTheNic) {
   test::StarPlatform platform(3, 1e9);
   test::SimpleCost cost;
