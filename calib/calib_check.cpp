@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
+
+#include "calib/tables.hpp"
 
 namespace clustersim::calib {
 namespace {
@@ -249,6 +252,51 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
   return r;
 }
 
+void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, const std::string& run_dir) {
+  if (derived.rule().measured) throw std::invalid_argument("check_derived_gpu needs a derived GPU's model");
+  std::string run = run_dir;
+  while (!run.empty() && run.back() == '/') run.pop_back();
+  run = run.substr(run.find_last_of('/') + 1);
+  const CsvTable gemm = read_csv(run_dir + "/gemm_catalog.csv");
+  for (const auto& [dtype, layout] : {std::pair<std::string, std::string>{"bf16", "fwd"}, {"fp8", "tn"}}) {
+    CheckRow row;
+    row.table = run + " gemm/" + dtype + " (catalog)";
+    row.file = gemm.path;
+    Tally tally(row);
+    for (std::size_t r = 0; r < gemm.rows.size(); ++r) {
+      if (gemm.text(r, gemm.column("dtype")) != dtype || gemm.text(r, gemm.column("layout")) != layout) continue;
+      const auto dim = [&](const char* c) { return static_cast<std::int64_t>(gemm.number(r, gemm.column(c))); };
+      sim::Op op;
+      op.shape = sim::GemmShape{dim("m"), dim("n"), dim("k"), dtype == "fp8" ? sim::DType::FP8 : sim::DType::BF16};
+      op.phase = dtype == "fp8" ? sim::Phase::Backward : sim::Phase::Forward;  // split accumulation
+      const double measured = gemm.number(r, gemm.column("time_s"));
+      tally.add(std::fabs(derived.compute_time(op) - measured) / measured, [&] {
+        return "m=" + std::to_string(dim("m")) + " n=" + std::to_string(dim("n")) + " k=" + std::to_string(dim("k"));
+      });
+    }
+    tally.done();
+    report.derived.push_back(std::move(row));
+  }
+  const CsvTable mem = read_csv(run_dir + "/membound.csv");
+  std::map<std::string, CheckRow> rows;  // per measured kernel, in name order
+  std::map<std::string, std::unique_ptr<Tally>> tallies;
+  for (std::size_t r = 0; r < mem.rows.size(); ++r) {
+    const std::string kernel = mem.text(r, mem.column("kernel"));
+    const double bytes = mem.number(r, mem.column("bytes")), measured = mem.number(r, mem.column("time_s"));
+    if (!rows.count(kernel)) {
+      rows[kernel].table = run + " membound/" + kernel;
+      rows[kernel].file = mem.path;
+      tallies[kernel] = std::make_unique<Tally>(rows[kernel]);
+    }
+    tallies[kernel]->add(std::fabs(derived.table_membound_time(kernel, bytes) - measured) / measured,
+                         [&] { return "bytes=" + std::to_string(static_cast<long long>(bytes)); });
+  }
+  for (auto& [kernel, row] : rows) {
+    tallies[kernel]->done();
+    report.derived.push_back(std::move(row));
+  }
+}
+
 std::vector<CheckRow> as_the_model_reads(const CheckReport& report) {
   std::map<std::string, const CheckRow*> factor_of;
   for (const auto& f : report.model_reads) factor_of[f.table.substr(0, f.table.find(" / "))] = &f;
@@ -273,6 +321,13 @@ std::string format_check_report(const CheckReport& report) {
               report.model_reads);
   format_rows(s, "Model vs GEMMs measured at the catalog models' shapes (off-grid validation)",
               report.catalog);
+  if (!report.derived.empty()) {
+    format_rows(s,
+                "A derived GPU's model vs that GPU's own measurements (the H100's rule, "
+                "calib/data/h100: catalog GEMMs at the tables' procedure; memory-bound kernels,"
+                " each at every size)",
+                report.derived);
+  }
   if (!report.beyond.empty()) {
     format_rows(s,
                 "Model vs points measured beyond the grids (fallbacks: GEMMs at the edge's rate, "

@@ -43,6 +43,8 @@ struct CheckReport {
   /// the algorithm and protocol NCCL chose at its size. Row names: "<key> / <what it is read
   /// through>".
   std::vector<CheckRow> model_reads;
+  /// A derived GPU's model against that GPU's own measurements (check_derived_gpu), per run.
+  std::vector<CheckRow> derived;
   double long_op_s = 0.0;
 };
 
@@ -56,6 +58,16 @@ std::string factor_reference_key(const std::string& key);
 /// @throws std::invalid_argument if the model is a derived one (its times are not measured).
 CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostModel& model,
                             double long_op_s = 50e-6);
+
+/// A derived GPU's model (`derived`: the H100's, whose rule takes an H100's measured ratios)
+/// against one run of that GPU's own probes in `run_dir` (calib/data/h100/run85, run87: the same
+/// probes and procedures as the H200 tables), rows appended to `report.derived`, named "RUN
+/// WHAT" (RUN the directory's name): the catalog GEMMs of gemm_catalog.csv, BF16 forward and FP8
+/// with split accumulation (the model's backward FP8 table, as the H200's catalog rows), and each
+/// memory-bound kernel of membound.csv at every size (MeasuredCostModel::table_membound_time).
+/// @throws std::invalid_argument for the measured GPU's model; SpecError (file, line, column)
+/// for a missing or malformed file.
+void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, const std::string& run_dir);
 
 /// One row per measured table as the model reads it: its model_reads row where it has one,
 /// else its leave-one-out row over every node.

@@ -107,6 +107,13 @@ class MeasuredCostModel : public sim::CostModel {
   /// For checks of one layout (calib check); ops are costed by compute_time().
   /// @throws std::out_of_range for an unknown key.
   double table_gemm_time(const std::string& key, double m, double n, double k) const;
+  /// Time in s of the measured memory-bound kernel `kernel` ("copy", "rmsnorm", ...: a kernel of
+  /// membound.csv) at `bytes` on this model's GPU, the derivation rule applied above the
+  /// kernel's floor. For checks of one kernel (calib check); ops are costed by compute_time().
+  /// @throws std::out_of_range for a kernel the tables lack.
+  double table_membound_time(const std::string& kernel, double bytes) const {
+    return kernel_time("membound/" + kernel, bytes);
+  }
   /// The derivation rule in use.
   const DerivationRule& rule() const { return rule_; }
   /// The rule's speed-ups at this platform's GPU figures (peaks, HBM bandwidth).

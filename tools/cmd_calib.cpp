@@ -1,11 +1,14 @@
 // `clustersim calib check [--data DIR] [--json FILE] [--long-op-us US]`: how well the measured
 // cost model predicts measurements it was not given (calib/calib_check.hpp, docs/calibration.md
 // section 5): leave-one-out over every measured grid, and the model against the GEMMs measured at
-// the catalog models' shapes. The goal (median <= 3%, max <= 10% per table) is reported per
+// the catalog models' shapes, and the derived H100's model against an H100's own measurements
+// (calib/data/h100/run*/ with a gemm_catalog.csv). The goal (median <= 3%, max <= 10% per table) is reported per
 // table, not enforced: exit code 0 whenever the check ran.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,6 +27,8 @@ namespace {
 
 /// The catalog platform whose GPU the tables were measured on.
 constexpr const char* kMeasuredPlatform = "hgx_h200";
+/// The catalog platform of the derived GPU whose own runs are checked (calib/data/h100).
+constexpr const char* kDerivedPlatform = "hgx_h100";
 
 struct CalibCheckArgs {
   std::string data;
@@ -60,6 +65,7 @@ std::string report_json(const calib::CheckReport& r, const calib::MeasuredTables
   j["catalog"] = rows_json(r.catalog);
   j["beyond_grid"] = rows_json(r.beyond);
   j["model_reads"] = rows_json(r.model_reads);
+  j["derived_gpu"] = rows_json(r.derived);
   return j.dump(2) + "\n";
 }
 
@@ -78,13 +84,25 @@ int calib_check_command(const CalibCheckArgs& args) {
   const std::string dir = args.data.empty() ? calib::default_measured_dir() : args.data;
   const auto tables = calib::MeasuredTables::load(dir);
   const calib::MeasuredCostModel model(platforms::find_platform(kMeasuredPlatform).gpu, tables);
-  const calib::CheckReport report = calib::run_calib_check(*tables, model, args.long_op_us * 1e-6);
+  calib::CheckReport report = calib::run_calib_check(*tables, model, args.long_op_us * 1e-6);
+  // The H100's runs (the repository's, whichever H200 tables the model is built on), in name order.
+  const std::filesystem::path h100 = std::filesystem::path(calib::default_measured_dir()) / ".." / "h100";
+  std::vector<std::string> runs;
+  if (std::filesystem::is_directory(h100)) {
+    for (const auto& e : std::filesystem::directory_iterator(h100)) {
+      if (std::filesystem::exists(e.path() / "gemm_catalog.csv")) runs.push_back(e.path().string());
+    }
+  }
+  std::sort(runs.begin(), runs.end());
+  const calib::MeasuredCostModel derived(platforms::find_platform(kDerivedPlatform).gpu, tables);
+  for (const auto& run : runs) calib::check_derived_gpu(report, derived, run);
   std::cout << "tables: " << tables->dir() << " (" << tables->provenance() << ")\n\n"
             << calib::format_check_report(report) << "\n"
             << "goal (median <= 3%, max <= 10% per table; reported, not enforced) met by "
             << goal_count(report.loo) << " tables leave-one-out, " << goal_count(report.loo_long)
             << " on points >= " << args.long_op_us << " us, " << goal_count(report.catalog)
-            << " catalog rows, " << goal_count(report.beyond) << " beyond-the-grid rows; "
+            << " catalog rows, " << goal_count(report.beyond) << " beyond-the-grid rows, "
+            << goal_count(report.derived) << " derived-GPU rows; "
             << goal_count(calib::as_the_model_reads(report))
             << " tables as the model reads them (TP-overlap and held-SM grids by their factor, NCCL's choice by the chosen protocol's table)\n";
   if (!args.json.empty()) write_text_file(args.json, report_json(report, *tables));

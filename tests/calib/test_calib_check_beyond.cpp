@@ -77,5 +77,35 @@ TEST(CalibCheckBeyond, EachPointAgainstTheFallbackAndTheSeamApart) {
   fs::remove_all(dir);
 }
 
+// The derived H100 against an H100's own runs (calib/data/h100/run85): one row per GEMM dtype of
+// the catalog and per memory-bound kernel, errors of the H100's model (not the H200's: against
+// the H200 model the copies of >= 256 MiB would be ~40% off); refused for the measured GPU's
+// model; a run without its files is an error naming the file.
+TEST(CalibCheckDerived, AnH100RunAgainstTheH100sModel) {
+  const auto tables = MeasuredTables::load(default_measured_dir());
+  const MeasuredCostModel h100(testing::gpu("H100-SXM", 3.35), tables);
+  const std::string run = default_measured_dir() + "/../h100/run85";
+  CheckReport r;
+  check_derived_gpu(r, h100, run + "/");
+  ASSERT_EQ(r.derived.size(), 10u);  // bf16, fp8; adamw, copy, cross_entropy, gelu, layernorm, rmsnorm, rope, swiglu
+  EXPECT_EQ(r.derived[0].table, "run85 gemm/bf16 (catalog)");
+  EXPECT_EQ(r.derived[0].points, 77u);
+  EXPECT_LT(r.derived[0].median, 0.03);
+  EXPECT_EQ(r.derived[3].table, "run85 membound/copy");
+  EXPECT_EQ(r.derived[3].points, 35u);
+  EXPECT_LT(r.derived[3].median, 0.05);
+  const std::string text = format_check_report(r);
+  EXPECT_NE(text.find("run85 membound/rmsnorm"), std::string::npos);
+  const MeasuredCostModel h200_model(h200(), tables);
+  CheckReport wrong;
+  EXPECT_THROW(check_derived_gpu(wrong, h200_model, run), std::invalid_argument);
+  try {
+    check_derived_gpu(wrong, h100, ::testing::TempDir());
+    ADD_FAILURE() << "a directory without gemm_catalog.csv was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm_catalog.csv"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace clustersim::calib

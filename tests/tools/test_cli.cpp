@@ -301,6 +301,11 @@ TEST(Cli, CalibCheckReportsEveryTableAndWritesJson) {
                             "membound/copy", "nccl/default/default/all_reduce"}) {
     EXPECT_NE(r.output.find(table), std::string::npos) << table << "\n" << r.output;
   }
+  // The derived H100 against both H100 runs (calib/data/h100/run85, run87), 10 rows each.
+  ASSERT_EQ(j["derived_gpu"].size(), 20u);
+  EXPECT_EQ(j["derived_gpu"][0]["table"], "run85 gemm/bf16 (catalog)");
+  EXPECT_EQ(j["derived_gpu"][10]["table"], "run87 gemm/bf16 (catalog)");
+  EXPECT_NE(r.output.find("derived-GPU rows"), std::string::npos) << r.output;
   EXPECT_NE(run_cli("calib check --data /nonexistent").exit_code, 0);
   EXPECT_EQ(run_cli("calib").exit_code, 2);
 }
