@@ -4,8 +4,8 @@ calib/probes/copy_pace.py), against the measured extra time.
 
 For each kernel of the profiled paced step, the share f of its interval that overlaps copies of
 each direction set (d2h only, h2d only, both), and its time alone (the same kernel, by position,
-in the profiled step alone). The cost model charges such a kernel f x (fixed + share x alone)
-per direction set (docs/cost-model.md, "Kernels beside host copies": CopyDelayTable's lines,
+in the profiled step alone). The table's line charges such a kernel f x (fixed + share x alone)
+per direction set (the cost model since runs 88-89: f x share x alone) (docs/cost-model.md, "Kernels beside host copies": CopyDelayTable's lines,
 fitted from calib/data/h200/copy_interference.csv; the table below is docs/cost-model.md's,
 to be kept equal to what `CopyDelayTable` fits). The sum over the step's kernels (one stream)
 is the predicted extra time, with the whole line (predicted_extra_s) and with the share alone

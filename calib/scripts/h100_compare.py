@@ -125,6 +125,11 @@ def main():
     a = ap.parse_args()
     points = []
     names = [os.path.basename(os.path.normpath(d)) for d in a.run_dirs]
+    for d in a.run_dirs:
+        if not os.path.isdir(d) or not any(f.endswith(".csv") for f in os.listdir(d)):
+            raise SystemExit(f"h100_compare.py: {d}: not a directory of a run's CSV files")
+    if len(set(names)) != len(names):
+        raise SystemExit(f"h100_compare.py: two runs of the same name in {a.run_dirs}")
     print(f"# derived: calib/scripts/h100_compare.py from {', '.join(names)} (H100 SXM) against "
           "the H200 tables at the same points; ratio = H100 time / H200 time")
     print("run,kind,points,median,p10,p90,min,max")

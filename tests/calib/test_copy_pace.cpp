@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "calib/copy_delay.hpp"
 #include "calib/measured_cost_model.hpp"
 #include "calib/tables.hpp"
 #include "calib_test_util.hpp"
@@ -36,10 +38,13 @@ double covered(double a0, double a1, std::vector<Interval> spans) {
   return total;
 }
 
+// (fixed, share) of a kernel class beside copies of directions `dirs` (bit 1 d2h, bit 2 h2d).
+using DelayOf = std::function<sim::CopyDelay(sim::ComputeClass, int dirs)>;
+
 // The extra seconds `delay` charges the paced step of `seq` in a kernels CSV: each kernel's time
-// alone (the same kernel, by position, in the profiled step alone) times the model's delay for
-// the share of it that overlapped copies of d2h only, h2d only or both.
-double charged(const CsvTable& k, const std::string& seq, const MeasuredCostModel& model) {
+// alone (the same kernel, by position, in the profiled step alone) times the delay for the
+// share of it that overlapped copies of d2h only, h2d only or both.
+double charged(const CsvTable& k, const std::string& seq, const DelayOf& delay_of) {
   const std::size_t seq_c = k.column("seq"), run = k.column("run"), kind = k.column("kind");
   const std::size_t name = k.column("name"), cls = k.column("class");
   const std::size_t start = k.column("start_us"), dur = k.column("dur_us");
@@ -76,7 +81,7 @@ double charged(const CsvTable& k, const std::string& seq, const MeasuredCostMode
     const double parts[] = {covered(s, e, copies[0]) - b, covered(s, e, copies[1]) - b, b};
     for (int dirs = 1; dirs <= 3; ++dirs) {
       if (parts[dirs - 1] <= 0.0) continue;
-      const sim::CopyDelay d = model.copy_kernel_delay(c, dirs & 1, dirs & 2);
+      const sim::CopyDelay d = delay_of(c, dirs);
       extra += parts[dirs - 1] / (e - s) * (d.fixed_s + d.share * t);
     }
   }
@@ -84,32 +89,46 @@ double charged(const CsvTable& k, const std::string& seq, const MeasuredCostMode
 }
 
 // Runs 88 and 89 ran the same probe on H100s: at each chunk size and sequence length the mean of
-// their measured extra times (each the median of 9 paced steps minus 9 alone; the two runs differ
-// by up to 1.9 ms at 64 MiB and 8k tokens) against the model's charge, mean of the two profiled
-// steps, within 0.6 ms. 2026-12-05: measured 0.18, 0.63, 0.54 and 0.13 ms (256 MiB at 4k and 8k
-// tokens, 64 MiB at 4k and 8k), charged 0.24, 0.45, 0.12 and 0.04 ms; the table's whole line, a
-// fixed 20-35 us per GEMM call beside copies included, would charge 2.0, 1.4, 0.67 and 0.41 ms.
+// their measured extra times (each the median of 9 paced steps minus 9 alone; the two runs
+// differ by up to 1.9 ms at 64 MiB and 8k tokens, and two of the eight are negative). What the
+// data can tell: the table's whole line, a fixed 20-35 us per GEMM call beside copies included,
+// charges 2.0 and 1.4 ms at 256 MiB, 1.8 and 0.8 ms more than measured, far outside the runs'
+// noise; the share alone, what the model charges, is within 0.6 ms of every point (2026-12-05:
+// measured 0.17, 0.63, 0.54 and 0.13 ms at 256 MiB 4k and 8k tokens, 64 MiB 4k and 8k; the share
+// 0.24, 0.45, 0.12 and 0.04 ms). The share itself is below what these steps resolve (charging
+// nothing would pass as well): it stays as runs 80-81 measured it per kernel.
 TEST(CopyPace, KernelsBesideCopiesIssuedInPaceCostWhatTheModelCharges) {
-  const MeasuredCostModel h100(testing::gpu("H100-SXM", 3.35), MeasuredTables::load(default_measured_dir()));
+  const auto tables = MeasuredTables::load(default_measured_dir());
+  const MeasuredCostModel h100(testing::gpu("H100-SXM", 3.35), tables);
+  const DelayOf model = [&](sim::ComputeClass c, int dirs) { return h100.copy_kernel_delay(c, dirs & 1, dirs & 2); };
+  const DelayOf line = [&](sim::ComputeClass c, int dirs) { return tables->copy_delay().delay(c, dirs); };
   const std::string dir = default_measured_dir() + "/../h100/";
   int points = 0;
   for (const std::string mib : {"256", "64"}) {
-    std::map<std::string, std::vector<std::pair<double, double>>> by_seq;  // seq: (measured, charged)
+    struct Point {
+      double measured = 0.0, model = 0.0, line = 0.0;
+    };
+    std::map<std::string, Point> by_seq;  // seq: sums over the two runs
     for (const std::string run : {"run88", "run89"}) {
       const CsvTable steps = read_csv(dir + run + "/copy_pace_" + mib + ".csv");
       const CsvTable kernels = read_csv(dir + run + "/copy_pace_kernels_" + mib + ".csv");
       for (std::size_t r = 0; r < steps.rows.size(); ++r) {
         ASSERT_EQ(steps.number(r, steps.column("copy_check")), 1.0);
         const std::string seq = steps.text(r, steps.column("seq"));
-        by_seq[seq].push_back({steps.number(r, steps.column("extra_s")), charged(kernels, seq, h100)});
+        Point& p = by_seq[seq];
+        p.measured += steps.number(r, steps.column("extra_s")) / 2;
+        p.model += charged(kernels, seq, model) / 2;
+        p.line += charged(kernels, seq, line) / 2;
       }
     }
-    for (const auto& [seq, pairs] : by_seq) {
-      ASSERT_EQ(pairs.size(), 2u) << mib << " MiB seq " << seq;
-      const double measured = (pairs[0].first + pairs[1].first) / 2;
-      const double model = (pairs[0].second + pairs[1].second) / 2;
-      EXPECT_GT(model, 0.0) << mib << " MiB seq " << seq;
-      EXPECT_NEAR(model, measured, 0.6e-3) << mib << " MiB seq " << seq;
+    ASSERT_EQ(by_seq.size(), 2u) << mib;
+    for (const auto& [seq, p] : by_seq) {
+      EXPECT_GT(p.model, 0.0) << mib << " MiB seq " << seq;
+      EXPECT_LT(p.model, p.line) << mib << " MiB seq " << seq;
+      EXPECT_NEAR(p.model, p.measured, 0.6e-3) << mib << " MiB seq " << seq;
+      if (mib == "256") {
+        EXPECT_GT(p.line - p.measured, 0.7e-3) << "seq " << seq;
+      }
       ++points;
     }
   }

@@ -34,6 +34,8 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   // 1.397 above their floor.
   const DerivationRule& h100_rule = derivation_rule("H100-SXM");
   EXPECT_NEAR(h100.compute_time(g) / h200_.compute_time(g), 0.982, 0.001);
+  const sim::Op f8 = gemm_op(8192, 8192, 8192, sim::DType::FP8, 1, 0, 0);
+  EXPECT_NEAR(h100.compute_time(f8) / h200_.compute_time(f8), 0.978, 0.001);
   EXPECT_DOUBLE_EQ(h100.compute_time(g) * h100_rule.gemm_bf16, h200_.compute_time(g));
   const double floor = tables_->grid("membound/copy").node_time(0);
   EXPECT_NEAR((h100.compute_time(m) - floor) / (h200_.compute_time(m) - floor), 1.397, 0.001);
