@@ -125,7 +125,7 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
   if (!tables_->copy_delay().empty()) {
     out.push_back("kernels beside host copies (activation offloading): " + tables_->copy_delay().file() +
                   " (the share of a kernel's time per class and copy directions; its fixed time "
-                  "per call, seen only when timed call by call, not charged: runs 88-89); " +
+                  "per call, seen only when timed call by call, not charged: runs 88-91); " +
                   (rule_.host_copy_delay ? std::string("measured on H200") +
                                                (rule_.measured ? "" : ", applied unchanged")
                                          : std::string("not applied on this GPU (not measured)")));

@@ -10,8 +10,9 @@ group at a time; not done yet. The model does not use these runs.
 
 copy_interference.py measured single kernels alone and beside pinned host copies; the cost
 model charged each kernel of a step its class's line (a fixed time per call and a share of its
-time; since runs 88-89, copy_pace.py, the share alone). This probe runs step_check.py's single-GPU step (a 4-layer Llama-3-8B-shaped transformers
-model, BF16, sdpa attention, micro batch 1) forward + backward, alone and while pinned 256 MiB
+time; since runs 88-91, copy_pace.py, the share alone). This probe runs step_check.py's
+single-GPU step (a 4-layer Llama-3-8B-shaped transformers model, BF16, sdpa attention, micro
+batch 1) forward + backward, alone and while pinned 256 MiB
 copies run in both directions over the whole step, and profiles one step alone: how many kernels
 of each class (GEMM, attention, other) it launches and their time. The prediction from the
 per-kernel lines is made offline from these counts (docs/cost-model.md); the probe only measures.

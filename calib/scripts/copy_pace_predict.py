@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""The per-kernel prediction of a step's extra time beside paced host copies (run 84's check;
-calib/probes/copy_pace.py), against the measured extra time.
+"""The per-kernel prediction of a step's extra time beside paced host copies (runs 84, 88, 89
+and 91; calib/probes/copy_pace.py), against the measured extra time.
 
 For each kernel of the profiled paced step, the share f of its interval that overlaps copies of
 each direction set (d2h only, h2d only, both), and its time alone (the same kernel, by position,
 in the profiled step alone). The table's line charges such a kernel f x (fixed + share x alone)
-per direction set (the cost model since runs 88-89: f x share x alone) (docs/cost-model.md, "Kernels beside host copies": CopyDelayTable's lines,
-fitted from calib/data/h200/copy_interference.csv; the table below is docs/cost-model.md's,
-to be kept equal to what `CopyDelayTable` fits). The sum over the step's kernels (one stream)
-is the predicted extra time, with the whole line (predicted_extra_s) and with the share alone
-(share_only_s, what calib::MeasuredCostModel charges since runs 88-89); the probe's CSV gives the
-measured one (median paced - median alone).
+per direction set (docs/cost-model.md, "Kernels beside host copies": CopyDelayTable's lines,
+fitted from calib/data/h200/copy_interference.csv; the table below is docs/cost-model.md's, to
+be kept equal to what `CopyDelayTable` fits); the cost model since runs 88-91 charges
+f x share x alone. The sum over the step's kernels (one stream) is the predicted extra time,
+with the whole line (predicted_extra_s) and with the share alone (share_only_s); the probe's CSV
+gives the measured one (median paced - median alone).
 
 Usage: copy_pace_predict.py STEPS_CSV KERNELS_CSV
 """

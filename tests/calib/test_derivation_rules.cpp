@@ -57,7 +57,7 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   EXPECT_DOUBLE_EQ(h100.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share,
                    h200_.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share);
   EXPECT_GT(h200_.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share, 0.08);
-  // The table's fixed time per call is not charged (runs 88-89; test_copy_pace.cpp).
+  // The table's fixed time per call is not charged (runs 88-91; test_copy_pace.cpp).
   EXPECT_EQ(h200_.copy_kernel_delay(sim::ComputeClass::Gemm, true, true).fixed_s, 0.0);
   EXPECT_NE(h100.table_sources().back().find("same die and power limit"), std::string::npos);
   EXPECT_NE(b200.table_sources().back().find("not applied to B200"), std::string::npos);
