@@ -4,6 +4,7 @@
 
 #include <map>
 #include <numeric>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -87,6 +88,59 @@ size_t expect_per_peer_link_loads(const GroupPlans& g, int domain, double bytes)
     EXPECT_EQ(expected, lane_in[r]) << r;
   }
   return flows;
+}
+
+// The engine addresses a phase's flows by mailbox slot: phase x lane within kMaxPhases x
+// kMaxLanes (engine_actors.cpp, collective_slot). A plan past either bound would make flows of
+// different phases or lanes meet in one mailbox and pair with the wrong senders, silently. Every
+// registered algorithm, for every kind it takes, over groups inside one domain, over 2 and 8
+// domains, strided across domains (a DP group of one rank per node) and uneven (12 ranks over
+// domains of 8), keeps its plans within both bounds and sends only to other members.
+TEST(CollectiveAlgorithms, EveryPlanStaysWithinTheEnginesPhaseAndLaneSlots) {
+  std::vector<std::vector<int>> groups = {std::vector<int>(8), std::vector<int>(16), std::vector<int>(64),
+                                          std::vector<int>(12)};
+  for (auto& g : groups) std::iota(g.begin(), g.end(), 0);
+  std::vector<int> strided;
+  for (int r = 0; r < 64; r += 8) strided.push_back(r);
+  groups.push_back(strided);
+  const CollectiveKind kinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
+                                  CollectiveKind::AllToAll, CollectiveKind::TokenExchange};
+  std::map<std::string, int> plans_of;
+  for (const auto& members : groups) {
+    for (CollectiveKind kind : kinds) {
+      for (int i = 0; i < static_cast<int>(members.size()); ++i) {
+        const GroupShape shape = detail::group_shape(members, i, 8);
+        // 192 experts top-8: every group size here divides them.
+        const auto fanout = detail::token_fanout({192, 8, 0, 0}, members, i, 8);
+        CollectiveCall c;
+        c.kind = kind;
+        c.bytes = 64e6;
+        c.members = &members;
+        c.index = i;
+        c.domain_size = 8;
+        c.shape = &shape;
+        c.fanout = &fanout;
+        c.nvl.bandwidth_efficiency = c.net.bandwidth_efficiency = 1.0;
+        for (const auto& a : detail::collective_algorithms()) {
+          if (!a.applicable(c)) continue;
+          const CollectivePlan plan = a.plan(c);
+          ++plans_of[a.name];
+          ASSERT_LE(plan.phases.size(), static_cast<size_t>(detail::kMaxPhases)) << a.name;
+          for (const auto& ph : plan.phases) {
+            for (const auto& f : ph.sends) {
+              EXPECT_TRUE(f.lane >= 0 && f.lane < detail::kMaxLanes) << a.name << " lane " << f.lane;
+              EXPECT_NE(f.to, members[static_cast<size_t>(i)]) << a.name;
+            }
+            for (int lane : ph.receive_lanes) {
+              EXPECT_TRUE(lane >= 0 && lane < detail::kMaxLanes) << a.name << " receive lane " << lane;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Each algorithm met at least one call (the registry's six, NVLS included on one domain).
+  EXPECT_EQ(plans_of.size(), detail::collective_algorithms().size());
 }
 
 // NCCL runs its double binary tree over any number of nodes from two (its tuning model only
