@@ -264,14 +264,19 @@ void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, co
     row.file = gemm.path;
     Tally tally(row);
     for (std::size_t r = 0; r < gemm.rows.size(); ++r) {
-      if (gemm.text(r, gemm.column("dtype")) != dtype || gemm.text(r, gemm.column("layout")) != layout) continue;
-      const auto dim = [&](const char* c) { return static_cast<std::int64_t>(gemm.number(r, gemm.column(c))); };
+      if (gemm.text(r, gemm.column("dtype")) != dtype) continue;
+      if (gemm.text(r, gemm.column("layout")) != layout) continue;
+      const auto dim = [&](const char* c) {
+        return static_cast<std::int64_t>(gemm.number(r, gemm.column(c)));
+      };
+      const bool fp8 = dtype == "fp8";
       sim::Op op;
-      op.shape = sim::GemmShape{dim("m"), dim("n"), dim("k"), dtype == "fp8" ? sim::DType::FP8 : sim::DType::BF16};
-      op.phase = dtype == "fp8" ? sim::Phase::Backward : sim::Phase::Forward;  // split accumulation
+      op.shape = sim::GemmShape{dim("m"), dim("n"), dim("k"), fp8 ? sim::DType::FP8 : sim::DType::BF16};
+      op.phase = fp8 ? sim::Phase::Backward : sim::Phase::Forward;  // split accumulation
       const double measured = gemm.number(r, gemm.column("time_s"));
       tally.add(std::fabs(derived.compute_time(op) - measured) / measured, [&] {
-        return "m=" + std::to_string(dim("m")) + " n=" + std::to_string(dim("n")) + " k=" + std::to_string(dim("k"));
+        return "m=" + std::to_string(dim("m")) + " n=" + std::to_string(dim("n")) +
+               " k=" + std::to_string(dim("k"));
       });
     }
     tally.done();

@@ -66,7 +66,8 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
 /// with split accumulation (the model's backward FP8 table, as the H200's catalog rows), and each
 /// memory-bound kernel of membound.csv at every size (MeasuredCostModel::table_membound_time).
 /// @throws std::invalid_argument for the measured GPU's model; SpecError (file, line, column)
-/// for a missing or malformed file.
+/// for a missing or malformed file; std::out_of_range for a memory-bound kernel of the run that
+/// the model's tables lack.
 void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, const std::string& run_dir);
 
 /// One row per measured table as the model reads it: its model_reads row where it has one,

@@ -448,7 +448,8 @@ sim::Interference MeasuredCostModel::interference(sim::ComputeClass compute,
 // the GEMMs beside copies ran within 0.5% of their time alone and the step's extra time was
 // within 0.6 ms of the share's charge, below the whole line's (runs 88, 89 and 91 on H100s, 256
 // and 64 MiB chunks, means of the runs: measured -0.44..0.79 ms of 80-160 ms, shares 0.04-0.46
-// ms, the whole line 0.4-2.0 ms; tests/calib/test_copy_pace.cpp). The share is kept as runs 80-81 measured it.
+// ms, the whole line 0.4-2.0 ms; tests/calib/test_copy_pace.cpp). The share is kept as runs
+// 80-81 measured it.
 sim::CopyDelay MeasuredCostModel::copy_kernel_delay(sim::ComputeClass compute, bool d2h, bool h2d) const {
   if (!rule_.host_copy_delay) return {};
   sim::CopyDelay d = tables_->copy_delay().delay(compute, (d2h ? CopyDelayTable::kDeviceToHost : 0) |

@@ -87,7 +87,8 @@ TEST(CalibCheckDerived, AnH100RunAgainstTheH100sModel) {
   const std::string run = default_measured_dir() + "/../h100/run85";
   CheckReport r;
   check_derived_gpu(r, h100, run + "/");
-  ASSERT_EQ(r.derived.size(), 10u);  // bf16, fp8; adamw, copy, cross_entropy, gelu, layernorm, rmsnorm, rope, swiglu
+  // bf16, fp8; adamw, copy, cross_entropy, gelu, layernorm, rmsnorm, rope, swiglu
+  ASSERT_EQ(r.derived.size(), 10u);
   EXPECT_EQ(r.derived[0].table, "run85 gemm/bf16 (catalog)");
   EXPECT_EQ(r.derived[0].points, 77u);
   EXPECT_LT(r.derived[0].median, 0.03);

@@ -95,12 +95,14 @@ double charged(const CsvTable& k, const std::string& seq, const DelayOf& delay_o
 // included, charges 2.0 and 1.5 ms at 256 MiB, 1.8 and 0.7 ms more than measured; the share
 // alone, what the model charges, is within 0.6 ms of every point (2026-12-05: measured 0.23,
 // 0.79, 0.33 and -0.44 ms at 256 MiB 4k and 8k tokens, 64 MiB 4k and 8k; the share 0.24, 0.46,
-// 0.12 and 0.04 ms). The share itself is below what these steps resolve (charging nothing would
-// pass as well): it stays as runs 80-81 measured it per kernel.
+// 0.12 and 0.04 ms). The share itself is barely resolved (charging nothing would miss only 256
+// MiB at 8k, by 0.19 ms): it stays as runs 80-81 measured it per kernel.
 TEST(CopyPace, KernelsBesideCopiesIssuedInPaceCostWhatTheModelCharges) {
   const auto tables = MeasuredTables::load(default_measured_dir());
   const MeasuredCostModel h100(testing::gpu("H100-SXM", 3.35), tables);
-  const DelayOf model = [&](sim::ComputeClass c, int dirs) { return h100.copy_kernel_delay(c, dirs & 1, dirs & 2); };
+  const DelayOf model = [&](sim::ComputeClass c, int dirs) {
+    return h100.copy_kernel_delay(c, dirs & 1, dirs & 2);
+  };
   const DelayOf line = [&](sim::ComputeClass c, int dirs) { return tables->copy_delay().delay(c, dirs); };
   const std::string dir = default_measured_dir() + "/../h100/";
   int points = 0;
@@ -124,7 +126,6 @@ TEST(CopyPace, KernelsBesideCopiesIssuedInPaceCostWhatTheModelCharges) {
     ASSERT_EQ(by_seq.size(), 2u) << mib;
     for (const auto& [seq, p] : by_seq) {
       EXPECT_GT(p.model, 0.0) << mib << " MiB seq " << seq;
-      EXPECT_LT(p.model, p.line) << mib << " MiB seq " << seq;
       EXPECT_NEAR(p.model, p.measured, 0.6e-3) << mib << " MiB seq " << seq;
       if (mib == "256") {
         EXPECT_GT(p.line - p.measured, 0.5e-3) << "seq " << seq;

@@ -22,6 +22,9 @@ class StarPlatform : public sim::PlatformBuilder {
  public:
   StarPlatform(int gpus, double bw, int domain = 8, std::vector<double> latency_s = {})
       : gpus_(gpus), bw_(bw), domain_(domain), latency_s_(std::move(latency_s)) {
+    if (latency_s_.size() > static_cast<size_t>(gpus)) {
+      throw std::invalid_argument("more latencies than GPUs");
+    }
     latency_s_.resize(static_cast<size_t>(gpus), 0.0);
     gpu_.name = "test-gpu";
     gpu_.peak_bf16 = FlopsPerSecond{1e15};

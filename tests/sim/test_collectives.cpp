@@ -103,8 +103,9 @@ TEST(CollectiveAlgorithms, EveryPlanStaysWithinTheEnginesPhaseAndLaneSlots) {
   std::vector<int> strided;
   for (int r = 0; r < 64; r += 8) strided.push_back(r);
   groups.push_back(strided);
-  const CollectiveKind kinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather, CollectiveKind::ReduceScatter,
-                                  CollectiveKind::AllToAll, CollectiveKind::TokenExchange};
+  const CollectiveKind kinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather,
+                                  CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
+                                  CollectiveKind::TokenExchange};
   std::map<std::string, int> plans_of;
   for (const auto& members : groups) {
     for (CollectiveKind kind : kinds) {

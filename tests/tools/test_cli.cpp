@@ -301,8 +301,9 @@ TEST(Cli, CalibCheckReportsEveryTableAndWritesJson) {
                             "membound/copy", "nccl/default/default/all_reduce"}) {
     EXPECT_NE(r.output.find(table), std::string::npos) << table << "\n" << r.output;
   }
-  // The derived H100 against both H100 runs (calib/data/h100/run85, run87), 10 rows each.
-  ASSERT_EQ(j["derived_gpu"].size(), 20u);
+  // The derived H100 against the H100 runs (calib/data/h100/run85, run87, ...), 10 rows each.
+  ASSERT_GE(j["derived_gpu"].size(), 20u);
+  EXPECT_EQ(j["derived_gpu"].size() % 10, 0u);
   EXPECT_EQ(j["derived_gpu"][0]["table"], "run85 gemm/bf16 (catalog)");
   EXPECT_EQ(j["derived_gpu"][10]["table"], "run87 gemm/bf16 (catalog)");
   EXPECT_NE(r.output.find("derived-GPU rows"), std::string::npos) << r.output;

@@ -1,9 +1,9 @@
 // Regression guard of the green suite (ctest label `slow`: left out of the sanitizer pass for
 // time): the reference set as `clustersim validate` simulated it (2026-12-04; bounds moved on
 // 2026-12-05, below), with margins, so that a change which makes the simulator agree worse with
-// the published measurements fails CI instead of only moving the numbers of docs/validation.md. It is not issue 7's acceptance check
-// (test_validation.cpp, label `reference`, which the whole set still misses); its bounds are the
-// recorded accuracy, not goals. A deliberate model change that moves past them updates them here
+// the published measurements fails CI instead of only moving the numbers of docs/validation.md.
+// It is not issue 7's acceptance check (test_validation.cpp, label `reference`, which the whole
+// set still misses); its bounds are the recorded accuracy, not goals. A deliberate model change that moves past them updates them here
 // and in docs/validation.md ("The validation ctest") in the same commit.
 #include <gtest/gtest.h>
 
