@@ -106,7 +106,10 @@ int calib_check_command(const CalibCheckArgs& args) {
             << goal_count(report.loo) << " tables leave-one-out, " << goal_count(report.loo_long)
             << " on points >= " << args.long_op_us << " us, " << goal_count(report.catalog)
             << " catalog rows, " << goal_count(report.beyond) << " beyond-the-grid rows, "
-            << goal_count(report.derived) << " derived-GPU rows; "
+            << (report.derived.empty()
+                    ? std::string("no derived-GPU rows (only without --data)")
+                    : goal_count(report.derived) + " derived-GPU rows")
+            << "; "
             << goal_count(calib::as_the_model_reads(report))
             << " tables as the model reads them (TP-overlap and held-SM grids by their factor, NCCL's choice by the chosen protocol's table)\n";
   if (!args.json.empty()) write_text_file(args.json, report_json(report, *tables));
