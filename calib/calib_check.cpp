@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,6 +36,17 @@ void finish(CheckRow& r, std::vector<double>& errs) {
       std::count_if(errs.begin(), errs.end(), [](double e) { return e > 0.10; }));
 }
 
+// A catalog GEMM as the model costs it. The catalog shapes are forward GEMMs, but its FP8 rows
+// ran with split accumulation, which the model gives the backward GEMMs only (forward FP8 uses
+// the fast-accumulation table).
+sim::Op catalog_gemm(double m, double n, double k, sim::DType dtype, bool split_fp8) {
+  sim::Op op;
+  op.shape = sim::GemmShape{static_cast<std::int64_t>(m), static_cast<std::int64_t>(n),
+                            static_cast<std::int64_t>(k), dtype};
+  op.phase = dtype == sim::DType::FP8 && split_fp8 ? sim::Phase::Backward : sim::Phase::Forward;
+  return op;
+}
+
 // Model against the measured catalog GEMMs of one series: one row for the shapes inside the
 // grid, one for those outside (costed by the fallback).
 std::vector<CheckRow> catalog_rows(const MeasuredTables& tables, const MeasuredCostModel& model,
@@ -49,14 +59,8 @@ std::vector<CheckRow> catalog_rows(const MeasuredTables& tables, const MeasuredC
   std::vector<double> err_in, err_out;
   double worst_in = -1.0, worst_out = -1.0;
   for (const auto& p : s.points) {
-    sim::Op op;
-    op.shape = sim::GemmShape{static_cast<std::int64_t>(p.coords[0]),
-                              static_cast<std::int64_t>(p.coords[1]),
-                              static_cast<std::int64_t>(p.coords[2]), dtype_of(s.key)};
-    // The catalog shapes are forward GEMMs, but its FP8 rows ran with split accumulation, which
-    // the model gives the backward GEMMs only (forward FP8 uses the fast-accumulation table).
-    const bool split_fp8 = dtype_of(s.key) == sim::DType::FP8 && s.key.find("fastacc") == std::string::npos;
-    op.phase = split_fp8 ? sim::Phase::Backward : sim::Phase::Forward;
+    const sim::Op op = catalog_gemm(p.coords[0], p.coords[1], p.coords[2], dtype_of(s.key),
+                                    s.key.find("fastacc") == std::string::npos);
     const double e = std::fabs(model.compute_time(op) - p.time_s) / p.time_s;
     const bool inside = grid.contains(p.coords);
     (inside ? err_in : err_out).push_back(e);
@@ -266,38 +270,33 @@ void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, co
     for (std::size_t r = 0; r < gemm.rows.size(); ++r) {
       if (gemm.text(r, gemm.column("dtype")) != dtype) continue;
       if (gemm.text(r, gemm.column("layout")) != layout) continue;
-      const auto dim = [&](const char* c) {
-        return static_cast<std::int64_t>(gemm.number(r, gemm.column(c)));
-      };
-      const bool fp8 = dtype == "fp8";
-      sim::Op op;
-      op.shape = sim::GemmShape{dim("m"), dim("n"), dim("k"), fp8 ? sim::DType::FP8 : sim::DType::BF16};
-      op.phase = fp8 ? sim::Phase::Backward : sim::Phase::Forward;  // split accumulation
+      const double m = gemm.number(r, gemm.column("m")), n = gemm.number(r, gemm.column("n")),
+                   k = gemm.number(r, gemm.column("k"));
+      const sim::Op op = catalog_gemm(m, n, k, dtype == "fp8" ? sim::DType::FP8 : sim::DType::BF16, true);
       const double measured = gemm.number(r, gemm.column("time_s"));
       tally.add(std::fabs(derived.compute_time(op) - measured) / measured, [&] {
-        return "m=" + std::to_string(dim("m")) + " n=" + std::to_string(dim("n")) +
-               " k=" + std::to_string(dim("k"));
+        std::ostringstream w;
+        w << "m=" << m << " n=" << n << " k=" << k;
+        return w.str();
       });
     }
     tally.done();
     report.derived.push_back(std::move(row));
   }
   const CsvTable mem = read_csv(run_dir + "/membound.csv");
-  std::map<std::string, CheckRow> rows;  // per measured kernel, in name order
-  std::map<std::string, std::unique_ptr<Tally>> tallies;
-  for (std::size_t r = 0; r < mem.rows.size(); ++r) {
-    const std::string kernel = mem.text(r, mem.column("kernel"));
-    const double bytes = mem.number(r, mem.column("bytes")), measured = mem.number(r, mem.column("time_s"));
-    if (!rows.count(kernel)) {
-      rows[kernel].table = run + " membound/" + kernel;
-      rows[kernel].file = mem.path;
-      tallies[kernel] = std::make_unique<Tally>(rows[kernel]);
+  std::map<std::string, std::vector<std::size_t>> rows_of;  // per measured kernel, in name order
+  for (std::size_t r = 0; r < mem.rows.size(); ++r) rows_of[mem.text(r, mem.column("kernel"))].push_back(r);
+  for (const auto& [kernel, rows] : rows_of) {
+    CheckRow row;
+    row.table = run + " membound/" + kernel;
+    row.file = mem.path;
+    Tally tally(row);
+    for (std::size_t r : rows) {
+      const double bytes = mem.number(r, mem.column("bytes")), measured = mem.number(r, mem.column("time_s"));
+      tally.add(std::fabs(derived.table_membound_time(kernel, bytes) - measured) / measured,
+                [&] { return "bytes=" + std::to_string(static_cast<long long>(bytes)); });
     }
-    tallies[kernel]->add(std::fabs(derived.table_membound_time(kernel, bytes) - measured) / measured,
-                         [&] { return "bytes=" + std::to_string(static_cast<long long>(bytes)); });
-  }
-  for (auto& [kernel, row] : rows) {
-    tallies[kernel]->done();
+    tally.done();
     report.derived.push_back(std::move(row));
   }
 }
