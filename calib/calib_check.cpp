@@ -288,7 +288,8 @@ void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, co
   for (std::size_t r = 0; r < mem.rows.size(); ++r) rows_of[mem.text(r, mem.column("kernel"))].push_back(r);
   for (const auto& [kernel, rows] : rows_of) {
     CheckRow row;
-    row.table = run + " membound/" + kernel;
+    row.in_sample = derived.has_own_membound();
+    row.table = run + " membound/" + kernel + (row.in_sample ? " (in the model's table)" : "");
     row.file = mem.path;
     Tally tally(row);
     for (std::size_t r : rows) {
@@ -329,7 +330,7 @@ std::string format_check_report(const CheckReport& report) {
     format_rows(s,
                 "A derived GPU's model vs that GPU's own measurements (the H100's rule, "
                 "calib/data/h100: catalog GEMMs at the tables' procedure; memory-bound kernels,"
-                " each at every size)",
+                " each at every size, against the H100's own table where the model reads it)",
                 report.derived);
   }
   if (!report.beyond.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 #include <utility>
 #include <variant>
@@ -32,6 +33,10 @@ constexpr double kP2pLLThresholdBytes = 16384.0;
 constexpr double kMinEfficiency = 0.01;
 
 double d(std::int64_t v) { return static_cast<double>(v); }
+
+bool same_path(const std::string& a, const std::string& b) {
+  return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
+}
 
 double geometric_mean(const std::vector<double>& v) {
   double s = 0.0;
@@ -92,6 +97,9 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       wgrad_accum_(*tables_),
       fp8_block_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
+  if (!rule_.own_membound.empty() && same_path(tables_->dir(), default_measured_dir())) {
+    own_membound_ = load_membound_grids(calib_data_dir() + "/" + rule_.own_membound);
+  }
   if (!scale_.note.empty()) module_logger("calib")->warn("{}: {}", gpu_.name, scale_.note);
   overlap_points_ = {interference_points("gemm"), interference_points("attention"),
                      interference_points("membound")};
@@ -197,19 +205,29 @@ double MeasuredCostModel::gemm_lookup(const std::string& key, double m, double n
 // (calibration run 62: 1.7 us for a 32 KiB copy, 3.0-3.5 us for the norms, flat up to ~0.5 MiB),
 // which a faster or slower HBM does not change; the time above it is the bytes over the
 // bandwidth, which scales with HBM bandwidth (docs/calibration.md, "Other GPUs").
-double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {
-  const LogGrid& g = tables_->grid(key);
+double MeasuredCostModel::grid_time(const std::string& key, const LogGrid& g, double bytes) const {
   const double lo = g.axis(0).front(), hi = g.axis(0).back();
-  double t = 0.0;
   if (bytes < lo) {
     note_out_of_grid(key + " below " + shape_text({lo}) + " bytes: launch floor");
-    t = g.time_at({lo});
-  } else if (bytes > hi) {
-    note_out_of_grid(key + " above " + shape_text({hi}) + " bytes: bandwidth at the largest size");
-    t = bytes / hi * g.time_at({hi});
-  } else {
-    t = g.time_at({bytes});
+    return g.time_at({lo});
   }
+  if (bytes > hi) {
+    note_out_of_grid(key + " above " + shape_text({hi}) + " bytes: bandwidth at the largest size");
+    return bytes / hi * g.time_at({hi});
+  }
+  return g.time_at({bytes});
+}
+
+double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {
+  if (const auto own = own_membound_.find(key); own != own_membound_.end()) {
+    // Measured on this GPU: only a platform HBM figure other than the rule's scales it.
+    const double t = grid_time(key, own->second, bytes);
+    const double floor = own->second.node_time(0);
+    const double platform = scale_.memory / rule_.memory;
+    return platform == 1.0 || t <= floor ? t : floor + (t - floor) / platform;
+  }
+  const LogGrid& g = tables_->grid(key);
+  const double t = grid_time(key, g, bytes);
   const double floor = g.node_time(0);
   if (scale_.memory == 1.0 || t <= floor) return t;  // the measured GPU: the table's time as is
   return floor + (t - floor) / scale_.memory;

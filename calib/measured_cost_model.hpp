@@ -108,12 +108,15 @@ class MeasuredCostModel : public sim::CostModel {
   /// @throws std::out_of_range for an unknown key.
   double table_gemm_time(const std::string& key, double m, double n, double k) const;
   /// Time in s of the measured memory-bound kernel `kernel` ("copy", "rmsnorm", ...: a kernel of
-  /// membound.csv) at `bytes` on this model's GPU, the derivation rule applied above the
-  /// kernel's floor. For checks of one kernel (calib check); ops are costed by compute_time().
+  /// membound.csv) at `bytes` on this model's GPU: its own table where the rule has one
+  /// (DerivationRule::own_membound), else the derivation rule applied above the kernel's floor.
+  /// For checks of one kernel (calib check); ops are costed by compute_time().
   /// @throws std::out_of_range for a kernel the tables lack.
   double table_membound_time(const std::string& kernel, double bytes) const {
     return kernel_time("membound/" + kernel, bytes);
   }
+  /// Memory-bound kernels come from this GPU's own table (DerivationRule::own_membound).
+  bool has_own_membound() const { return !own_membound_.empty(); }
   /// The derivation rule in use.
   const DerivationRule& rule() const { return rule_; }
   /// The rule's speed-ups at this platform's GPU figures (peaks, HBM bandwidth).
@@ -146,10 +149,15 @@ class MeasuredCostModel : public sim::CostModel {
   /// without the table, the `fused` kernel family it replaces (listed).
   double eager_time(sim::MemKernel kernel, sim::MemKernel fused, double bytes,
                     sim::Phase phase) const;
-  /// Memory-bound table `key` at `bytes` on this GPU: the measured time with only its part above
-  /// the kernel's floor (its smallest measured call: launch and DRAM latency, which HBM
-  /// bandwidth does not change) divided by the rule's memory speed-up.
+  /// Memory-bound table `key` at `bytes` on this GPU: from this GPU's own table where it has
+  /// one (own_membound_), scaled only by the platform's HBM bandwidth over the rule's; else the
+  /// measured time with only its part above the kernel's floor (its smallest measured call:
+  /// launch and DRAM latency, which HBM bandwidth does not change) divided by the rule's memory
+  /// speed-up.
   double kernel_time(const std::string& key, double bytes) const;
+  /// `g`'s time at `bytes`: interpolated inside, the smallest call's time below and the largest
+  /// call's bandwidth above (noted as out of grid).
+  double grid_time(const std::string& key, const LogGrid& g, double bytes) const;
   double copy_bandwidth() const;
   /// Per-step NVLink latency (s) of the NCCL protocol behind table `key` at `bytes0`.
   double step_latency(const std::string& key, double bytes0) const;
@@ -168,6 +176,9 @@ class MeasuredCostModel : public sim::CostModel {
   const DerivationRule& rule_;
   PlatformScale scale_;  ///< rule_ at gpu_'s figures: what the tables' times are divided by
   std::shared_ptr<const MeasuredTables> tables_;
+  /// This GPU's own memory-bound tables (DerivationRule::own_membound) when the tables are the
+  /// repository's; empty otherwise.
+  std::map<std::string, LogGrid> own_membound_;
   RooflineCostModel roofline_;  ///< network parameters and unmeasured host-side kernels
   TpOverlapFactor tp_overlap_;  ///< GEMMs split or planned for fewer SMs by TE's TP overlap
   HeldSmFactor held_sms_;       ///< GEMMs beside SMs held by TE's communication kernels

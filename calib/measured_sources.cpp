@@ -95,13 +95,17 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
                  "context-parallel blocks " + dir + "/attention_cp_flash.csv)"
                : std::string()) +
           "; " + how,
-      "memory-bound: " + dir + "/membound.csv (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, "
-          "Activation: swiglu+gelu, Rope, CrossEntropy, Optimizer: adamw)" +
+      "memory-bound: " +
+          (own_membound_.empty() ? dir + "/membound.csv"
+                                 : calib_data_dir() + "/" + rule_.own_membound + ", measured on " +
+                                       gpu_.name) +
+          " (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, Activation: swiglu+gelu, Rope, "
+          "CrossEntropy, Optimizer: adamw)" +
           (tables_->has("membound/rmsnorm_eager_fwd")
                ? "; eager Hugging Face modules (rmsnorm_eager, rope_eager, swiglu_eager, forward "
                  "and backward): " + dir + "/membound_eager.csv"
                : std::string()) +
-          "; " + how,
+          "; " + (own_membound_.empty() ? how : "the eager modules " + how),
       "collectives over NVLink: " + dir + "/nccl_*.csv (2 GPUs; at each size the algorithm and "
           "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
           "0.6/1.9/3.4 us per ring step for LL/LL128/Simple (NCCL 2.28 tuning table); measured on H200",

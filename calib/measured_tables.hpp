@@ -88,6 +88,15 @@ class MeasuredTables {
 /// (CLUSTERSIM_CALIB_DIR "/h200").
 std::string default_measured_dir();
 
+/// The repository's calibration data (CLUSTERSIM_CALIB_DIR: calib/data), which holds
+/// default_measured_dir() and the files of DerivationRule::own_membound.
+std::string calib_data_dir();
+
+/// The memory-bound tables of a membound.csv file ("membound/copy", "membound/rmsnorm", ...),
+/// each kernel's grid over bytes.
+/// @throws SpecError naming file, line and column for a missing or malformed file.
+std::map<std::string, LogGrid> load_membound_grids(const std::string& path);
+
 /// How a GPU's costs follow from the measured (H200) tables: each factor divides the measured
 /// time of its op class. The measured GPU itself has all factors 1 and `measured` true.
 struct DerivationRule {
@@ -120,6 +129,13 @@ struct DerivationRule {
   /// the same GPU and PCIe Gen5 x16 host link. Not on GPUs whose host link or copy engines differ
   /// (B200, GB200's NVLink-C2C): not measured.
   bool host_copy_delay = false;
+  /// This GPU's own memory-bound kernels, measured by the probe and procedure of the H200's
+  /// membound.csv (same format), as a path relative to the repository's calibration data
+  /// (calib/data); "" when none were measured. They replace the derived kernel times (and
+  /// `memory` is then used only for kernels the file lacks) when the model reads the
+  /// repository's tables, against which they were measured; with another data directory the
+  /// rule's `memory` applies to all.
+  std::string own_membound;
 };
 
 /// The rule's speed-ups scaled to a platform's own GPU figures: rule ratio x platform figure /

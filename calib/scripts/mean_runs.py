@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Combines two runs of the same probe and grid into one table: each point's time is the
-geometric mean of the two runs' times (tflops recomputed from it), every other column is the
-first run's. Two independent runs of a point at the same state halve its variance; neither run
-is preferred. The output keeps the first run's provenance, then the second's prefixed "run 2:",
-and a line saying how the times were combined.
+"""Combines two or more runs of the same probe and grid into one table: each point's time is the
+geometric mean of the runs' times (tflops or gbps recomputed from it), min_s and max_s the
+extremes over the runs, every other column the first run's. N independent runs of a point at the same state divide its variance by N; no run
+is preferred. The output keeps the first run's provenance, then each further run's prefixed
+"run K:", and a line saying how the times were combined.
 
-Usage: mean_runs.py OUT FIRST SECOND. Fails (exit 1) if the headers differ or a point of one run
-is missing from the other. A point is identified by every column before flops/time_s.
+Usage: mean_runs.py OUT FIRST SECOND [MORE...]. Fails (exit 1) if the headers differ or a point of
+one run is missing from another. A point is identified by every column before flops/time_s.
 """
 import csv
 import io
@@ -22,33 +22,48 @@ def read(path):
     return comments, list(csv.DictReader(io.StringIO("\n".join(body)))), body[0].split(",")
 
 
-def main(out, first, second):
-    c1, r1, h1 = read(first)
-    c2, r2, h2 = read(second)
-    if h1 != h2:
-        sys.exit(f"mean_runs: headers differ: {h1} / {h2}")
+def main(out, paths):
+    runs = [read(p) for p in paths]
+    c1, r1, h1 = runs[0]
     stop = h1.index("flops") if "flops" in h1 else h1.index("time_s")
     key = lambda r: tuple(r[c] for c in h1[:stop])
-    other = {key(r): r for r in r2}
-    if len(other) != len(r2) or {key(r) for r in r1} != set(other):
-        sys.exit("mean_runs: the two runs do not hold the same points")
-    lines = c1 + [f"# run 2: {c[1:].strip()}" for c in c2]
-    lines.append(f"# mean_runs: time_s is the geometric mean of the two runs' times per point "
-                 f"({first.split('/')[-1]}, {second.split('/')[-1]}); tflops = flops / time_s")
+    others = []
+    for path, (_, rows, header) in zip(paths[1:], runs[1:]):
+        if header != h1:
+            sys.exit(f"mean_runs: headers differ: {paths[0]} {h1} / {path} {header}")
+        by_key = {key(r): r for r in rows}
+        if len(by_key) != len(rows) or {key(r) for r in r1} != set(by_key):
+            sys.exit(f"mean_runs: {paths[0]} and {path} do not hold the same points")
+        others.append(by_key)
+    lines = list(c1)
+    for k, (comments, _, _) in enumerate(runs[1:], start=2):
+        lines += [f"# run {k}: {c[1:].strip()}" for c in comments]
+    base = [p.split("/")[-1] for p in paths]
+    names = ", ".join(base if len(set(base)) == len(base) else paths)
+    lines.append(f"# mean_runs: time_s is the geometric mean of the {len(paths)} runs' times per "
+                 f"point ({names}); tflops = flops / time_s, gbps = bytes / time_s, min_s / max_s over all "
+                 "runs")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=h1, lineterminator="\n")
     w.writeheader()
     for r in r1:
-        t = math.sqrt(float(r["time_s"]) * float(other[key(r)]["time_s"]))
+        times = [float(r["time_s"])] + [float(o[key(r)]["time_s"]) for o in others]
+        t = math.exp(sum(math.log(x) for x in times) / len(times))
         row = dict(r, time_s=f"{t:.6g}")
+        rows = [r] + [o[key(r)] for o in others]
+        if "min_s" in h1 and "max_s" in h1:  # the spread of all the runs' samples
+            row["min_s"] = min(rows, key=lambda x: float(x["min_s"]))["min_s"]
+            row["max_s"] = max(rows, key=lambda x: float(x["max_s"]))["max_s"]
         if "tflops" in h1 and "flops" in h1:
             row["tflops"] = f"{float(r['flops']) / t * 1e-12:.5g}"
+        if "gbps" in h1 and "bytes" in h1:
+            row["gbps"] = f"{float(r['bytes']) / t * 1e-9:.5g}"
         w.writerow(row)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n" + buf.getvalue())
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    if len(sys.argv) < 4:
         sys.exit(__doc__)
-    main(*sys.argv[1:])
+    main(sys.argv[1], sys.argv[2:])

@@ -79,7 +79,8 @@ TEST(CalibCheckBeyond, EachPointAgainstTheFallbackAndTheSeamApart) {
 
 // The derived H100 against an H100's own runs (calib/data/h100/run85): one row per GEMM dtype of
 // the catalog and per memory-bound kernel, errors of the H100's model (not the H200's: against
-// the H200 model the copies of >= 256 MiB would be ~40% off); refused for the measured GPU's
+// the H200 model the copies of >= 256 MiB would be ~40% off); the memory-bound rows marked in
+// sample (the H100's own table averages run 85 with others); refused for the measured GPU's
 // model; a run without its files is an error naming the file.
 TEST(CalibCheckDerived, AnH100RunAgainstTheH100sModel) {
   const auto tables = MeasuredTables::load(default_measured_dir());
@@ -92,11 +93,13 @@ TEST(CalibCheckDerived, AnH100RunAgainstTheH100sModel) {
   EXPECT_EQ(r.derived[0].table, "run85 gemm/bf16 (catalog)");
   EXPECT_EQ(r.derived[0].points, 77u);
   EXPECT_LT(r.derived[0].median, 0.03);
-  EXPECT_EQ(r.derived[3].table, "run85 membound/copy");
+  EXPECT_FALSE(r.derived[0].in_sample);
+  EXPECT_EQ(r.derived[3].table, "run85 membound/copy (in the model's table)");
+  EXPECT_TRUE(r.derived[3].in_sample);
   EXPECT_EQ(r.derived[3].points, 35u);
   EXPECT_LT(r.derived[3].median, 0.05);
   const std::string text = format_check_report(r);
-  EXPECT_NE(text.find("run85 membound/rmsnorm"), std::string::npos);
+  EXPECT_NE(text.find("run85 membound/rmsnorm (in the model's table)"), std::string::npos);
   const MeasuredCostModel h200_model(h200(), tables);
   CheckReport wrong;
   EXPECT_THROW(check_derived_gpu(wrong, h200_model, run), std::invalid_argument);
