@@ -97,8 +97,10 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
       wgrad_accum_(*tables_),
       fp8_block_(*tables_) {
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
-  if (!rule_.own_membound.empty() && same_path(tables_->dir(), default_measured_dir())) {
-    own_membound_ = load_membound_grids(calib_data_dir() + "/" + rule_.own_membound);
+  if (same_path(tables_->dir(), default_measured_dir())) {
+    for (const auto& file : rule_.own_membound) {
+      own_membound_.merge(load_membound_grids(calib_data_dir() + "/" + file));
+    }
   }
   if (!scale_.note.empty()) module_logger("calib")->warn("{}: {}", gpu_.name, scale_.note);
   overlap_points_ = {interference_points("gemm"), interference_points("attention"),

@@ -164,6 +164,10 @@ class MeasuredCostModel : public sim::CostModel {
   sim::CollectiveParams nvlink_params(const std::string& series, double bytes_equiv,
                                       double share_factor, int steps) const;
   void note_out_of_grid(const std::string& what) const;
+  /// table_sources' text for a memory-bound table: this GPU's own file when it has `key`
+  /// (own_membound_), else `file` and `how` it is derived.
+  std::string membound_source(const std::string& key, const std::string& file,
+                              const std::string& how) const;
   /// table_sources' lines for the GEMM factors of TP overlap and held SMs (when loaded).
   void add_overlap_sources(std::vector<std::string>& out) const;
   /// table_sources' line for the power state.

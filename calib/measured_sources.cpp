@@ -79,6 +79,13 @@ std::string MeasuredCostModel::power_state_source() const {
          "rank's compute-bound share, runs 24-25)" + state + "; " + applied;
 }
 
+std::string MeasuredCostModel::membound_source(const std::string& key, const std::string& file,
+                                               const std::string& how) const {
+  const auto own = own_membound_.find(key);
+  if (own == own_membound_.end()) return file + "; " + how;
+  return own->second.file() + ", measured on " + gpu_.name;
+}
+
 std::vector<std::string> MeasuredCostModel::table_sources() const {
   const std::string how = rule_.measured ? "measured" : "derived from H200 (" + rule_.basis + ")";
   const std::string dir = tables_->dir();
@@ -95,17 +102,14 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
                  "context-parallel blocks " + dir + "/attention_cp_flash.csv)"
                : std::string()) +
           "; " + how,
-      "memory-bound: " +
-          (own_membound_.empty() ? dir + "/membound.csv"
-                                 : calib_data_dir() + "/" + rule_.own_membound + ", measured on " +
-                                       gpu_.name) +
+      "memory-bound: " + membound_source("membound/copy", dir + "/membound.csv", how) +
           " (Elementwise/Copy: copy, Norm: rmsnorm+layernorm, Activation: swiglu+gelu, Rope, "
           "CrossEntropy, Optimizer: adamw)" +
           (tables_->has("membound/rmsnorm_eager_fwd")
                ? "; eager Hugging Face modules (rmsnorm_eager, rope_eager, swiglu_eager, forward "
-                 "and backward): " + dir + "/membound_eager.csv"
-               : std::string()) +
-          "; " + (own_membound_.empty() ? how : "the eager modules " + how),
+                 "and backward): " +
+                     membound_source("membound/rmsnorm_eager_fwd", dir + "/membound_eager.csv", how)
+               : std::string()),
       "collectives over NVLink: " + dir + "/nccl_*.csv (2 GPUs; at each size the algorithm and "
           "protocol NCCL chose, nccl_default_algo_choice.csv; all_to_all: nccl_default.csv), "
           "0.6/1.9/3.4 us per ring step for LL/LL128/Simple (NCCL 2.28 tuning table); measured on H200",

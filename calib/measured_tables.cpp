@@ -124,20 +124,21 @@ const std::map<std::string, DerivationRule>& rules() {
       {"H200-SXM",
        {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
         "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true,
-        989.0, 1979.0, 4.8, 700.0, true, true, ""}},
+        989.0, 1979.0, 4.8, 700.0, true, true, {}}},
       {"H100-SXM",
        {"H100-SXM", false, 1.0 / kH100GemmBf16Time, 1.0 / kH100GemmFp8Time, 1.0, 1.0 / kH100CopyTime,
         "H200 times x an H100's measured ratios (calibration runs 85 and 87, calib/data/h100: "
         "GEMMs back to back in their sustained state x0.982 BF16, x0.978 FP8; attention x1, "
         "measured 0.97-1.04 with no consistent sign); memory-bound kernels measured on H100s "
         "(calib/data/h100/membound.csv, the geometric mean of runs 85, 87 and run 92's two "
-        "passes); main_grad accumulation and eager modules, not measured there, x1.397 above "
-        "their floor (copies of >= 256 MiB, 2.86 of HBM3's 3.35 TB/s against the H200's 4.0 of "
-        "4.8); the same GH100 tensor cores, clocks and 700 W limit (datasheets)",
+        "passes; Hugging Face's eager modules membound_eager.csv, run 94); main_grad "
+        "accumulation, checked there (run 93), x1.397 above its floor (copies of >= 256 MiB, "
+        "2.86 of HBM3's 3.35 TB/s against the H200's 4.0 of 4.8); the same GH100 tensor cores, "
+        "clocks and 700 W limit (datasheets)",
         "GEMM +-2% (runs 85/87: the catalog's 77 shapes at the tables' procedure 0.972 BF16, "
         "0.984-0.992 FP8); attention +-5%; memory-bound +-1% from 8 MiB, up to +-7% below "
         "(the four passes' spread)", true, 989.0, 1979.0, 3.35, 700.0, true, true,
-        "h100/membound.csv"}},
+        {"h100/membound.csv", "h100/membound_eager.csv"}}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
        {"B200", false, kB200Bf16, kB200Fp8, kB200Bf16, 7.7 / 4.8,
@@ -145,13 +146,13 @@ const std::map<std::string, DerivationRule>& rules() {
         "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 7.7/4.8 TB/s",
         "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
         "attention +-20% (kernel maturity differs); memory-bound +-10%", false,
-        2250.0, 4500.0, 7.7, 1000.0, false, false, ""}},
+        2250.0, 4500.0, 7.7, 1000.0, false, false, {}}},
       {"GB200",
        {"GB200", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
         "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0, 1200.0,
-        false, false, ""}},
+        false, false, {}}},
       // Blackwell Ultra (platforms/catalog/hgx_b300.yaml, gb300_nvl72.yaml): the same dense BF16
       // and FP8 datasheet peaks as B200 / GB200 and no published MAMF, so their GEMM ratios.
       // NVIDIA doubles the SFU's exponential rate over Blackwell ("Making Softmax More Efficient
@@ -166,7 +167,7 @@ const std::map<std::string, DerivationRule>& rules() {
         "memory-bound above their floor / HBM ratio 7.7/4.8 TB/s",
         "GEMM +-10%; attention -30%..+20% (NVIDIA reports ~35% more attention-forward throughput "
         "from the SFU change; not measured); memory-bound +-10%", false, 2250.0, 4500.0, 7.7, 1100.0,
-        false, false, ""}},
+        false, false, {}}},
       {"GB300",
        {"GB300", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
         "GB200's rule: H200 times / GB200 MAMF ratio (BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 "
@@ -174,7 +175,7 @@ const std::map<std::string, DerivationRule>& rules() {
         "the BF16 ratio (assumed; Blackwell Ultra's doubled SFU exponential rate not credited); "
         "memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
         "GEMM +-10%; attention -30%..+20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0,
-        1400.0, false, false, ""}},
+        1400.0, false, false, {}}},
   };
   return kRules;
 }

@@ -129,13 +129,13 @@ struct DerivationRule {
   /// the same GPU and PCIe Gen5 x16 host link. Not on GPUs whose host link or copy engines differ
   /// (B200, GB200's NVLink-C2C): not measured.
   bool host_copy_delay = false;
-  /// This GPU's own memory-bound kernels, measured by the probe and procedure of the H200's
-  /// membound.csv (same format), as a path relative to the repository's calibration data
-  /// (calib/data); "" when none were measured. They replace the derived kernel times (and
-  /// `memory` is then used only for kernels the file lacks) when the model reads the
-  /// repository's tables, against which they were measured; with another data directory the
-  /// rule's `memory` applies to all.
-  std::string own_membound;
+  /// This GPU's own memory-bound kernels, measured by the probes and procedures of the H200's
+  /// membound.csv and membound_eager.csv (same formats), as paths relative to the repository's
+  /// calibration data (calib/data); empty when none were measured. They replace the derived
+  /// kernel times (`memory` then applies only to kernels the files lack) when the model reads
+  /// the repository's tables, against which they were measured; with another data directory
+  /// the rule's `memory` applies to all.
+  std::vector<std::string> own_membound;
 };
 
 /// The rule's speed-ups scaled to a platform's own GPU figures: rule ratio x platform figure /
