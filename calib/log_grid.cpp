@@ -224,4 +224,10 @@ std::string range_text(const LogGrid& g) {
   return s.str();
 }
 
+double geometric_mean(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / static_cast<double>(v.size()));
+}
+
 }  // namespace clustersim::calib

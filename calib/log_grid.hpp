@@ -88,4 +88,7 @@ struct LooStats {
 /// Returns points = 0 if none qualifies.
 LooStats leave_one_out(const LogGrid& grid, double min_time_s = 0.0);
 
+/// exp of the mean of the logs of `v` (all > 0); for averaging times of kernels or runs.
+double geometric_mean(const std::vector<double>& v);
+
 }  // namespace clustersim::calib
