@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -256,6 +257,19 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
   return r;
 }
 
+namespace {
+
+// Whether the own table `own_file` (calib/scripts/mean_runs.py's output) averages the run file
+// `run_file`: its "mean_runs" line names it by its folder and file ("run85/membound.csv").
+bool averages_run(const std::string& own_file, const std::string& run_file) {
+  if (own_file.empty()) return false;
+  const std::filesystem::path p = std::filesystem::path(run_file).lexically_normal();
+  const std::string name = "/" + p.parent_path().filename().string() + "/" + p.filename().string();
+  return read_csv(own_file).provenance_value("mean_runs").find(name) != std::string::npos;
+}
+
+}  // namespace
+
 void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, const std::string& run_dir) {
   if (derived.rule().measured) throw std::invalid_argument("check_derived_gpu needs a derived GPU's model");
   std::string run = run_dir;
@@ -288,7 +302,7 @@ void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, co
   for (std::size_t r = 0; r < mem.rows.size(); ++r) rows_of[mem.text(r, mem.column("kernel"))].push_back(r);
   for (const auto& [kernel, rows] : rows_of) {
     CheckRow row;
-    row.in_sample = derived.has_own_membound();
+    row.in_sample = averages_run(derived.own_table_file("membound/" + kernel), mem.path);
     row.table = run + " membound/" + kernel + (row.in_sample ? " (in the model's table)" : "");
     row.file = mem.path;
     Tally tally(row);

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "sim/log.hpp"
+#include "sim/spec_error.hpp"
 
 namespace clustersim::calib {
 namespace {
@@ -34,8 +35,11 @@ constexpr double kMinEfficiency = 0.01;
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
+// Whether two paths name one directory (trailing slashes, relative paths and links included);
+// false when either does not exist.
 bool same_path(const std::string& a, const std::string& b) {
-  return std::filesystem::path(a).lexically_normal() == std::filesystem::path(b).lexically_normal();
+  std::error_code ec;
+  return std::filesystem::equivalent(a, b, ec) && !ec;
 }
 
 std::string collective_name(sim::CollectiveKind k) {
@@ -67,7 +71,12 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
   if (!tables_) throw std::invalid_argument("MeasuredCostModel needs loaded tables");
   if (same_path(tables_->dir(), default_measured_dir())) {
     for (const auto& file : rule_.own_membound) {
-      own_membound_.merge(load_membound_grids(calib_data_dir() + "/" + file));
+      auto grids = load_membound_grids(calib_data_dir() + "/" + file);
+      own_membound_.merge(grids);
+      if (!grids.empty()) {
+        throw SpecError(calib_data_dir() + "/" + file, 0, grids.begin()->first,
+                        "table defined twice (also in " + own_membound_.at(grids.begin()->first).file() + ")");
+      }
     }
   }
   if (!scale_.note.empty()) module_logger("calib")->warn("{}: {}", gpu_.name, scale_.note);

@@ -117,6 +117,12 @@ class MeasuredCostModel : public sim::CostModel {
   }
   /// Memory-bound kernels come from this GPU's own table (DerivationRule::own_membound).
   bool has_own_membound() const { return !own_membound_.empty(); }
+  /// The file of this GPU's own table `key` ("membound/copy", ...), "" when the model does not
+  /// read one for it.
+  std::string own_table_file(const std::string& key) const {
+    const auto it = own_membound_.find(key);
+    return it == own_membound_.end() ? std::string() : it->second.file();
+  }
   /// The derivation rule in use.
   const DerivationRule& rule() const { return rule_; }
   /// The rule's speed-ups at this platform's GPU figures (peaks, HBM bandwidth).

@@ -40,10 +40,6 @@ const std::map<sim::MemKernel, sim::MemKernel>& eager_kernels() {
 
 }  // namespace
 
-// A small call's time is its floor, the launch and the DRAM round trips of the GPU's front end
-// (calibration run 62: 1.7 us for a 32 KiB copy, 3.0-3.5 us for the norms, flat up to ~0.5 MiB),
-// which a faster or slower HBM does not change; the time above it is the bytes over the
-// bandwidth, which scales with HBM bandwidth (docs/calibration.md, "Other GPUs").
 double MeasuredCostModel::grid_time(const std::string& key, const LogGrid& g, double bytes) const {
   const double lo = g.axis(0).front(), hi = g.axis(0).back();
   if (bytes < lo) {
@@ -57,6 +53,10 @@ double MeasuredCostModel::grid_time(const std::string& key, const LogGrid& g, do
   return g.time_at({bytes});
 }
 
+// A small call's time is its floor, the launch and the DRAM round trips of the GPU's front end
+// (calibration run 62: 1.7 us for a 32 KiB copy, 3.0-3.5 us for the norms, flat up to ~0.5 MiB),
+// which a faster or slower HBM does not change; the time above it is the bytes over the
+// bandwidth, which scales with HBM bandwidth (docs/calibration.md, "Other GPUs").
 double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {
   if (const auto own = own_membound_.find(key); own != own_membound_.end()) {
     // Measured on this GPU: only a platform HBM figure other than the rule's scales it.

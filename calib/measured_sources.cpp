@@ -10,6 +10,11 @@
 namespace clustersim::calib {
 
 namespace {
+
+// Said of a GPU whose rule names its own memory-bound tables when the model did not read them.
+constexpr const char* kOwnTablesNotRead =
+    "its own memory-bound tables not read (these are not the repository's tables, beside which "
+    "they were measured): every memory-bound kernel by the rule's ratio above its floor";
 std::string fmt_cores(double cores) {
   std::ostringstream s;
   s << cores;
@@ -82,7 +87,9 @@ std::string MeasuredCostModel::power_state_source() const {
 std::string MeasuredCostModel::membound_source(const std::string& key, const std::string& file,
                                                const std::string& how) const {
   const auto own = own_membound_.find(key);
-  if (own == own_membound_.end()) return file + "; " + how;
+  if (own == own_membound_.end()) {
+    return file + "; " + how + (rule_.own_membound.empty() ? "" : std::string("; ") + kOwnTablesNotRead);
+  }
   return own->second.file() + ", measured on " + gpu_.name;
 }
 
@@ -154,6 +161,7 @@ std::string MeasuredCostModel::describe() const {
   } else {
     s << "derived for " << gpu_.name << " from measured H200 tables (" << tables_->provenance()
       << "): " << rule_.basis << "; uncertainty " << rule_.uncertainty;
+    if (!rule_.own_membound.empty() && own_membound_.empty()) s << "; " << kOwnTablesNotRead;
   }
   if (!scale_.note.empty()) s << "; platform GPU figures: " << scale_.note;
   return s.str();

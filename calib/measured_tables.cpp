@@ -132,7 +132,7 @@ const std::map<std::string, DerivationRule>& rules() {
         "measured 0.97-1.04 with no consistent sign); memory-bound kernels measured on H100s "
         "(calib/data/h100/membound.csv, the geometric mean of runs 85, 87 and run 92's two "
         "passes; Hugging Face's eager modules membound_eager.csv, run 94); main_grad "
-        "accumulation, checked there (run 93), x1.397 above its floor (copies of >= 256 MiB, "
+        "accumulation's extra time, checked there (run 93), x1.397 (copies of >= 256 MiB, "
         "2.86 of HBM3's 3.35 TB/s against the H200's 4.0 of 4.8); the same GH100 tensor cores, "
         "clocks and 700 W limit (datasheets)",
         "GEMM +-2% (runs 85/87: the catalog's 77 shapes at the tables' procedure 0.972 BF16, "

@@ -132,7 +132,8 @@ struct DerivationRule {
   /// This GPU's own memory-bound kernels, measured by the probes and procedures of the H200's
   /// membound.csv and membound_eager.csv (same formats), as paths relative to the repository's
   /// calibration data (calib/data); empty when none were measured. They replace the derived
-  /// kernel times (`memory` then applies only to kernels the files lack) when the model reads
+  /// kernel times (`memory` then applies only to kernels the files lack and to main_grad
+  /// accumulation's extra traffic) when the model reads
   /// the repository's tables, against which they were measured; with another data directory
   /// the rule's `memory` applies to all.
   std::vector<std::string> own_membound;

@@ -88,7 +88,7 @@ std::string derived_goal(const std::vector<calib::CheckRow>& rows) {
                                        [](const calib::CheckRow& r) { return r.in_sample; });
   std::string s = goal_count(rows) + " derived-GPU rows";
   if (in_sample > 0) {
-    s += " (" + std::to_string(in_sample) + " more are runs inside the model's own table, not counted)";
+    s += " (" + std::to_string(in_sample) + " more rows are of runs inside the model's own table, not counted)";
   }
   return s;
 }

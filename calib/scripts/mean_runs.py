@@ -27,6 +27,8 @@ def main(out, paths):
     c1, r1, h1 = runs[0]
     stop = h1.index("flops") if "flops" in h1 else h1.index("time_s")
     key = lambda r: tuple(r[c] for c in h1[:stop])
+    if len({key(r) for r in r1}) != len(r1):
+        sys.exit(f"mean_runs: {paths[0]} holds a point twice")
     others = []
     for path, (_, rows, header) in zip(paths[1:], runs[1:]):
         if header != h1:

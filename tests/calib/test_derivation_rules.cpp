@@ -117,7 +117,6 @@ TEST_F(DerivationRules, FlashAttention2OnlyWhereItsTablesHold) {
 // on the H200, and above it only the time beyond the floor scales (a rule that scaled the whole
 // time would make a 32 KiB copy 38% faster on the B200).
 TEST_F(DerivationRules, MemoryBoundFloorDoesNotScaleWithHbmBandwidth) {
-  const MeasuredCostModel h100(gpu("H100-SXM", 3.35), tables_);
   const MeasuredCostModel b200(gpu("B200", 7.7), tables_);
   const LogGrid& copy = tables_->grid("membound/copy");
   const double floor = copy.node_time(0);
@@ -153,6 +152,7 @@ TEST_F(DerivationRules, PlatformFiguresScaleTheRuleWhereTheyDifferFromItsDatashe
   const double own_floor = load_membound_grids(calib_data_dir() + "/h100/membound.csv")
                                .at("membound/copy").node_time(0);
   EXPECT_NEAR((h100.compute_time(m) - own_floor) / (hbm2.compute_time(m) - own_floor), 2.0, 1e-12);
+  EXPECT_DOUBLE_EQ(hbm2.compute_time(mem_op(sim::MemKernel::Copy, 32768)), own_floor);  // its floor stays
   const double floor = tables_->grid("membound/copy").node_time(0);
   EXPECT_DOUBLE_EQ(hbm2.compute_time(g), h100.compute_time(g));
   EXPECT_NEAR(bf16_half.compute_time(g) / h100.compute_time(g), 2.0, 1e-12);
@@ -226,6 +226,8 @@ TEST_F(DerivationRules, MemoryBoundKernelsFromTheH100sOwnTable) {
   const auto other = testing::tables_without("gemm_long_tokens.csv");
   const MeasuredCostModel h100_other(gpu("H100-SXM", 3.35), other);
   EXPECT_FALSE(h100_other.has_own_membound());
+  EXPECT_NE(h100_other.describe().find("own memory-bound tables not read"), std::string::npos);
+  EXPECT_EQ(h100.describe().find("own memory-bound tables not read"), std::string::npos);
   EXPECT_NEAR(h100_other.compute_time(mem_op(sim::MemKernel::Copy, mid)), by_ratio, 1e-12 * by_ratio);
   EXPECT_GT(h100_other.compute_time(e) / rope_h200, 1.3);
 }
