@@ -58,18 +58,15 @@ double MeasuredCostModel::grid_time(const std::string& key, const LogGrid& g, do
 // which a faster or slower HBM does not change; the time above it is the bytes over the
 // bandwidth, which scales with HBM bandwidth (docs/calibration.md, "Other GPUs").
 double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {
-  if (const auto own = own_membound_.find(key); own != own_membound_.end()) {
-    // Measured on this GPU: only a platform HBM figure other than the rule's scales it.
-    const double t = grid_time(key, own->second, bytes);
-    const double floor = own->second.node_time(0);
-    const double platform = scale_.memory / rule_.memory;
-    return platform == 1.0 || t <= floor ? t : floor + (t - floor) / platform;
-  }
-  const LogGrid& g = tables_->grid(key);
-  const double t = grid_time(key, g, bytes);
-  const double floor = g.node_time(0);
-  if (scale_.memory == 1.0 || t <= floor) return t;  // the measured GPU: the table's time as is
-  return floor + (t - floor) / scale_.memory;
+  // This GPU's own table, which only a platform HBM figure other than the rule's scales, or the
+  // measured GPU's by the rule's speed-up (1 on the measured GPU: the table's time as is).
+  const auto own = own_membound_.find(key);
+  const bool measured_here = own != own_membound_.end();
+  const LogGrid& g = measured_here ? own->second : tables_->grid(key);
+  const double speedup = measured_here ? scale_.memory / rule_.memory : scale_.memory;
+  const double t = grid_time(key, g, bytes), floor = g.node_time(0);
+  if (speedup == 1.0 || t <= floor) return t;
+  return floor + (t - floor) / speedup;
 }
 
 double MeasuredCostModel::membound_time(sim::MemKernel kernel, double bytes,
