@@ -22,9 +22,6 @@ struct CheckRow {
   double max = 0.0;
   std::size_t over_10pct = 0;
   std::string worst;  ///< the point with the largest error
-  /// The measurements are part of what the model reads (a derived GPU's own memory-bound table
-  /// averages these runs): the row shows one run's spread, not a prediction.
-  bool in_sample = false;
   /// True when median <= 3% and max <= 10% (the issue's goal).
   bool meets_goal() const { return median <= 0.03 && max <= 0.10; }
 };
@@ -68,8 +65,9 @@ CheckReport run_calib_check(const MeasuredTables& tables, const MeasuredCostMode
 /// WHAT" (RUN the directory's name): the catalog GEMMs of gemm_catalog.csv, BF16 forward and FP8
 /// with split accumulation (the model's backward FP8 table, as the H200's catalog rows), and each
 /// memory-bound kernel of membound.csv at every size (MeasuredCostModel::table_membound_time;
-/// rows marked in_sample and named "RUN membound/KERNEL (in the model's table)" where the model
-/// reads the GPU's own memory-bound table, which averages these runs).
+/// where the GPU's own memory-bound table averages this run, the run is held out of it instead:
+/// predicted by the geometric mean of the other runs the table names, at the table's nodes, and
+/// named "RUN membound/KERNEL (held out)").
 /// @throws std::invalid_argument for the measured GPU's model; SpecError (file, line, column)
 /// for a missing or malformed file; std::out_of_range for a memory-bound kernel of the run that
 /// the model's tables lack.

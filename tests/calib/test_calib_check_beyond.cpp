@@ -93,12 +93,13 @@ TEST(CalibCheckDerived, AnH100RunAgainstTheH100sModel) {
   EXPECT_EQ(r.derived[0].table, "run85 gemm/bf16 (catalog)");
   EXPECT_EQ(r.derived[0].points, 77u);
   EXPECT_LT(r.derived[0].median, 0.03);
-  EXPECT_FALSE(r.derived[0].in_sample);
-  EXPECT_EQ(r.derived[3].table, "run85 membound/copy (in the model's table)");
-  EXPECT_TRUE(r.derived[3].in_sample);
+  // Run 85 is one of the four runs the H100's own table averages: held out of it, predicted by
+  // the other three (2026-12-05: median 1.05%, max 7.1%; against the whole table 0.8% / 5.3%).
+  EXPECT_EQ(r.derived[3].table, "run85 membound/copy (held out)");
   EXPECT_EQ(r.derived[3].points, 35u);
-  EXPECT_LT(r.derived[3].median, 0.01);  // one of the four runs the table averages
-  // The same files as a run the own table does not average: a prediction, counted.
+  EXPECT_LT(r.derived[3].median, 0.03);
+  EXPECT_GT(r.derived[3].median, 0.0);
+  // The same files as a run the own table does not average: against the model's whole table.
   namespace fs = std::filesystem;
   const fs::path other = fs::path(::testing::TempDir()) / "run99";
   fs::create_directories(other);
@@ -108,10 +109,11 @@ TEST(CalibCheckDerived, AnH100RunAgainstTheH100sModel) {
   CheckReport o;
   check_derived_gpu(o, h100, other.string());
   EXPECT_EQ(o.derived[3].table, "run99 membound/copy");
-  EXPECT_FALSE(o.derived[3].in_sample);
+  EXPECT_NE(o.derived[3].median, r.derived[3].median);
+  EXPECT_LT(o.derived[3].median, 0.01);
   fs::remove_all(other);
   const std::string text = format_check_report(r);
-  EXPECT_NE(text.find("run85 membound/rmsnorm (in the model's table)"), std::string::npos);
+  EXPECT_NE(text.find("run85 membound/rmsnorm (held out)"), std::string::npos);
   const MeasuredCostModel h200_model(h200(), tables);
   CheckReport wrong;
   EXPECT_THROW(check_derived_gpu(wrong, h200_model, run), std::invalid_argument);
