@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "calib/tables.hpp"
 
@@ -270,13 +271,14 @@ std::string run_name(const std::string& file) {
 // `run_file`; empty when the line does not name `run_file` (the table does not average it).
 std::vector<std::string> other_runs(const std::string& own_file, const std::string& run_file) {
   if (own_file.empty()) return {};
+  static constexpr std::string_view kList = "per point (";
   const std::string line = read_csv(own_file).provenance_value("mean_runs");
-  const auto open = line.find("per point ("), close = line.find(')', open);
+  const auto open = line.find(kList), close = line.find(')', open);
   if (open == std::string::npos || close == std::string::npos) return {};
   const std::filesystem::path root = std::filesystem::path(calib_data_dir()).parent_path().parent_path();
   std::vector<std::string> out;
   bool named = false;
-  std::istringstream list(line.substr(open + 11, close - open - 11));
+  std::istringstream list(line.substr(open + kList.size(), close - open - kList.size()));
   for (std::string f; std::getline(list, f, ',');) {
     f.erase(0, f.find_first_not_of(' '));
     const std::string path = std::filesystem::path(f).is_absolute() ? f : (root / f).string();
@@ -331,13 +333,17 @@ void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, co
   const CsvTable mem = read_csv(run_dir + "/membound.csv");
   std::map<std::string, std::vector<std::size_t>> rows_of;  // per measured kernel, in name order
   for (std::size_t r = 0; r < mem.rows.size(); ++r) rows_of[mem.text(r, mem.column("kernel"))].push_back(r);
+  // A run that the GPU's own table averages is held out of it: predicted by the other runs'
+  // geometric mean at its sizes (the table's nodes, where the model reads the mean as is). The
+  // other runs' times, read once per own table file.
+  std::map<std::string, std::vector<std::map<std::pair<std::string, double>, double>>> others_of;
   for (const auto& [kernel, rows] : rows_of) {
-    // A run that the GPU's own table averages is held out of it: predicted by the other runs'
-    // geometric mean at its sizes (the table's nodes, where the model reads the mean as is).
-    std::vector<std::map<std::pair<std::string, double>, double>> others;
-    for (const auto& f : other_runs(derived.own_table_file("membound/" + kernel), mem.path)) {
-      others.push_back(membound_times(f));
+    const std::string own = derived.own_table_file("membound/" + kernel);
+    if (others_of.count(own) == 0) {
+      auto& times = others_of[own];
+      for (const auto& f : other_runs(own, mem.path)) times.push_back(membound_times(f));
     }
+    const auto& others = others_of.at(own);
     CheckRow row;
     row.table = run + " membound/" + kernel + (others.empty() ? "" : " (held out)");
     row.file = mem.path;
