@@ -15,8 +15,9 @@ timeout 60 "$BUILD/probe_gemm_tp_overlap" --device 0 --combos bf16:fwd --shapes 
   log "smoke failed"; tail -20 "$OUT_DIR/smoke.log" >&2; exit 1; }
 log "smoke: rc=0"
 # GRID=dense (runs 42-43): 1.5x steps on m, n and k, as runs 9-10 gave the plain GEMM grids, so
-# that a held-out node leaves a 2.25x gap instead of 4x; default: run 12/18's 2x steps.
-SHAPES=$(GRID=${GRID:-} python3 - <<'PY'
+# that a held-out node leaves a 2.25x gap instead of 4x; default: run 12/18's 2x steps. SHAPES set
+# in the environment (M:N:K,...) replaces the grid (calib/scripts/run_h100_tp_ratios.sh).
+[[ -n ${SHAPES:-} ]] || SHAPES=$(GRID=${GRID:-} python3 - <<'PY'
 import os
 axis = (2048, 3072, 4096, 6144, 8192, 12288, 16384) if os.environ["GRID"] == "dense" \
     else (2048, 4096, 8192, 16384)
