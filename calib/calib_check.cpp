@@ -339,11 +339,11 @@ void check_derived_gpu(CheckReport& report, const MeasuredCostModel& derived, co
   std::map<std::string, std::vector<std::map<std::pair<std::string, double>, double>>> others_of;
   for (const auto& [kernel, rows] : rows_of) {
     const std::string own = derived.own_table_file("membound/" + kernel);
-    if (others_of.count(own) == 0) {
-      auto& times = others_of[own];
-      for (const auto& f : other_runs(own, mem.path)) times.push_back(membound_times(f));
+    const auto [it, first] = others_of.try_emplace(own);
+    if (first) {
+      for (const auto& f : other_runs(own, mem.path)) it->second.push_back(membound_times(f));
     }
-    const auto& others = others_of.at(own);
+    const auto& others = it->second;
     CheckRow row;
     row.table = run + " membound/" + kernel + (others.empty() ? "" : " (held out)");
     row.file = mem.path;

@@ -8,17 +8,20 @@ measured GPU's (H200) ratios to derived GPUs unchanged (docs/cost-model.md, "GEM
 overlap"); this script says how far another GPU's ratios are from them: per (dtype, layout,
 variant) the median, 10th and 90th percentile of ratio(B) / ratio(A) over the shapes both
 tables hold, and the median over all. Two passes on the same GPU (runs 12 and 42, runs 18 and
-43, all H200) give the noise floor to read it against.
+43, all H200) give the noise floor to read it against. (compare_runs.py compares whole run
+directories by fixed file names, per layout, without the held-SM table; this takes any files and
+splits by variant.)
 
 Usage: tp_ratio_compare.py A.csv[,A2.csv...] B.csv[,B2.csv...] [--json OUT]
 Exits 2 when the tables share no point.
 """
 import argparse
-import csv
 import json
 import statistics
 import sys
 from collections import defaultdict
+
+from compare_runs import rows  # the data rows of a probe CSV, comment lines skipped
 
 KEY = ("dtype", "layout", "m", "n", "k", "variant", "chunks", "sm_margin", "sm_busy")
 
@@ -27,11 +30,9 @@ def load(paths):
     """{key: ratio} of every row of the comma-separated CSV paths (comment lines skipped)."""
     out = {}
     for path in paths.split(","):
-        with open(path) as f:
-            rows = csv.DictReader(line for line in f if not line.startswith("#"))
-            for r in rows:
-                # run 12's tables predate the sm_busy column (no SM held)
-                out[tuple(r.get(c) or "0" for c in KEY)] = float(r["ratio"])
+        for r in rows(path):
+            # run 12's tables predate the sm_busy column (no SM held)
+            out[tuple(r.get(c) or "0" for c in KEY)] = float(r["ratio"])
     return out
 
 
