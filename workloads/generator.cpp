@@ -183,6 +183,70 @@ std::string describe(const WorkloadSpec& w) {
   return out;
 }
 
+// Plays one stage's schedule steps into its program: passes, deferred weight gradients and
+// pipeline exchanges (through the overlapped exchange when `overlap_p2p_comm` is on).
+struct StepPlayer {
+  const PassContext& ctx;
+  ProgramBuilder& builder;
+  ParamSync& sync;
+  std::optional<OverlappedExchange>& overlapped;
+  const std::vector<ScheduleStep>& steps;
+  std::vector<std::size_t> last_backward;  ///< per model chunk, index of its last backward
+  double message_bytes;
+
+  GradSink* sink_of(std::size_t i) const {
+    return sync.backward_sink(i == last_backward[static_cast<std::size_t>(steps[i].chunk)]);
+  }
+
+  // A forward run together with the backward pipeline_steps puts right after it (schedule.hpp).
+  void combined(std::size_t i) {
+    const ScheduleStep& step = steps[i];
+    const ScheduleStep& paired = steps.at(i + 1);
+    PassPlan f = forward_plan(ctx, step.chunk, step.microbatch, true);
+    PassPlan b = backward_plan(ctx, paired.chunk, paired.microbatch, sink_of(i + 1), true);
+    if (overlapped) {
+      f.wait = overlapped->take_forward();
+      b.wait = overlapped->take_backward();
+    }
+    const PassEnds ends = run_combined(builder, f, b);
+    if (overlapped) {
+      overlapped->forward_done(ends.forward);
+      overlapped->backward_done(ends.backward);
+    }
+  }
+
+  // Plays step i; returns how many steps it consumed (2 for a combined forward and backward).
+  std::size_t play(std::size_t i) {
+    const ScheduleStep& step = steps[i];
+    if (step.kind == StepKind::Forward && step.combined) {
+      combined(i);
+      return 2;
+    }
+    if (step.kind == StepKind::Forward) {
+      PassPlan f = forward_plan(ctx, step.chunk, step.microbatch, false);
+      if (overlapped) f.wait = overlapped->take_forward();
+      const auto last = run_pass(builder, f);
+      if (overlapped) overlapped->forward_done(last);
+    } else if (step.kind == StepKind::Backward) {
+      PassPlan b = backward_plan(ctx, step.chunk, step.microbatch, sink_of(i), false);
+      if (overlapped) b.wait = overlapped->take_backward();
+      if (step.defer_wgrad) builder.begin_deferred_wgrads();
+      const auto last = run_pass(builder, b);
+      if (step.defer_wgrad) builder.end_deferred_wgrads();
+      if (overlapped) overlapped->backward_done(last);
+    } else if (step.kind == StepKind::WeightGrad) {
+      // The oldest deferred backward's weight gradients (schedules queue them first in, first out).
+      builder.set_context(sim::Phase::Backward, -1, step.microbatch);
+      builder.place_oldest_wgrads();
+    } else if (overlapped) {
+      overlapped->exchange(step, message_bytes);
+    } else {
+      pipeline_exchange(step, builder, message_bytes);
+    }
+    return 1;
+  }
+};
+
 }  // namespace
 
 sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
@@ -205,54 +269,14 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   ProgramBuilder builder(program);
   TransformerOps ops(builder, spec);
   const auto sync = make_param_sync(builder, spec, stage);
-  const double message_bytes = ops.pipeline_message_bytes();
   std::optional<OverlappedExchange> overlapped;
   if (p.overlap_p2p_comm) overlapped.emplace(builder);
   AmaxReductions amax(builder, spec, p.vp);
   const PassContext ctx{st, builder, ops, *sync, amax};
-  auto sink_of = [&](std::size_t i) {
-    return sync->backward_sink(i == last_backward[static_cast<std::size_t>(steps[i].chunk)]);
-  };
+  StepPlayer player{ctx, builder, *sync, overlapped, steps, std::move(last_backward),
+                    ops.pipeline_message_bytes()};
   sync->begin_step();
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const ScheduleStep& step = steps[i];
-    if (step.kind == StepKind::Forward && step.combined) {
-      // pipeline_steps puts the paired backward right after (schedule.hpp).
-      const ScheduleStep& paired = steps.at(i + 1);
-      PassPlan f = forward_plan(ctx, step.chunk, step.microbatch, true);
-      PassPlan b = backward_plan(ctx, paired.chunk, paired.microbatch, sink_of(i + 1), true);
-      if (overlapped) {
-        f.wait = overlapped->take_forward();
-        b.wait = overlapped->take_backward();
-      }
-      const PassEnds ends = run_combined(builder, f, b);
-      if (overlapped) {
-        overlapped->forward_done(ends.forward);
-        overlapped->backward_done(ends.backward);
-      }
-      ++i;
-    } else if (step.kind == StepKind::Forward) {
-      PassPlan f = forward_plan(ctx, step.chunk, step.microbatch, false);
-      if (overlapped) f.wait = overlapped->take_forward();
-      const auto last = run_pass(builder, f);
-      if (overlapped) overlapped->forward_done(last);
-    } else if (step.kind == StepKind::Backward) {
-      PassPlan b = backward_plan(ctx, step.chunk, step.microbatch, sink_of(i), false);
-      if (overlapped) b.wait = overlapped->take_backward();
-      if (step.defer_wgrad) builder.begin_deferred_wgrads();
-      const auto last = run_pass(builder, b);
-      if (step.defer_wgrad) builder.end_deferred_wgrads();
-      if (overlapped) overlapped->backward_done(last);
-    } else if (step.kind == StepKind::WeightGrad) {
-      // The oldest deferred backward's weight gradients (schedules queue them first in, first out).
-      builder.set_context(sim::Phase::Backward, -1, step.microbatch);
-      builder.place_oldest_wgrads();
-    } else if (overlapped) {
-      overlapped->exchange(step, message_bytes);
-    } else {
-      pipeline_exchange(step, builder, message_bytes);
-    }
-  }
+  for (std::size_t i = 0; i < steps.size();) i += player.play(i);
   if (builder.waiting_wgrad_groups() != 0) {
     throw std::logic_error("schedule '" + p.schedule + "' leaves deferred weight gradients unplaced");
   }

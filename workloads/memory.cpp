@@ -234,15 +234,18 @@ double host_offload_bytes(const WorkloadSpec& spec, int stage) {
   return in_flight(spec, stage, chunk_copied_bytes(spec, stage_chunks(spec.model, spec.parallel, stage))).bytes;
 }
 
-// Activations in flight, the working set of the layer in backward, logits and buffers.
-void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out,
-                     int& in_flight_count) {
-  const ParallelSpec& p = spec.parallel;
-  const Recompute recompute = spec.training.recompute;
-  const LayerShape x = layer_shape(spec);
-  const auto chunks = stage_chunks(spec.model, p, stage);
+// What one stage's chunks keep: per chunk, one microbatch's activations and its deferred
+// weight-gradient inputs; over all layers, the largest working set of a layer's backward.
+struct ChunkActivations {
   std::vector<double> per_chunk, per_chunk_w;
   double working = 0.0;
+};
+
+ChunkActivations chunk_activations(const WorkloadSpec& spec, int stage, const LayerShape& x,
+                                   const std::vector<LayerRange>& chunks) {
+  const Recompute recompute = spec.training.recompute;
+  ChunkActivations a;
+  double& working = a.working;
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     double bytes = 0.0;
     // Full recompute keeps each group's checkpointed input (recompute_groups) and re-creates
@@ -272,7 +275,7 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
     // The MTP depths after the decoder, on the last chunk of the last stage: each depth's layer
     // and what its projection keeps (the checkpointed embedding and hidden state under full
     // recompute; else the two norm inputs and eh_proj's sequence-parallel input shard, 2h wide).
-    if (stage == p.pp - 1 && c + 1 == chunks.size()) {
+    if (stage == spec.parallel.pp - 1 && c + 1 == chunks.size()) {
       for (std::int64_t depth = 0; depth < spec.model.mtp_layers; ++depth) {
         add_layer(static_cast<int>(spec.model.layers + depth));
         bytes += kBf16 * x.tsp * x.h * (recompute == Recompute::Full ? 2.0 : 4.0);
@@ -283,10 +286,46 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
       bytes -= layer_offload(spec, l).freed;
       w += deferred_wgrad_bytes(spec, x, l);
     }
-    per_chunk.push_back(bytes);
-    per_chunk_w.push_back(w);
+    a.per_chunk.push_back(bytes);
+    a.per_chunk_w.push_back(w);
   }
-  const InFlight flight = in_flight(spec, stage, per_chunk, per_chunk_w);
+  return a;
+}
+
+// The last stage's logits and the communication buffers of context and expert parallelism.
+void add_logits_and_buffers(const WorkloadSpec& spec, int stage, const LayerShape& x,
+                            int last_chunk_max, std::vector<MemoryComponent>& out) {
+  const ParallelSpec& p = spec.parallel;
+  if (stage == p.pp - 1) {
+    // One microbatch's loss at its backward's peak, the others of the last chunk in flight
+    // holding what their forward kept.
+    // The main head's logits and each MTP depth's.
+    const double logits = x.t * d(x.s.vocab) * d(1 + spec.model.mtp_layers);
+    const LogitBytes per = logit_bytes_per_element(spec.training.cross_entropy);
+    out.push_back({"logits", logits * (per.peak + per.kept * (std::max(1, last_chunk_max) - 1)),
+                   std::string("output logits, cross entropy ") + to_string(spec.training.cross_entropy)});
+  }
+  double buffers = 0.0;
+  if (p.cp > 1) {
+    // Ring attention: the K/V block being received next to the one in use.
+    const std::int64_t kv = x.s.q_up_out > 0 ? x.s.heads : x.s.kv_heads;
+    buffers += 2.0 * kBf16 * x.t * d(kv * (x.s.head_dim + x.s.v_head_dim));
+  }
+  if (spec.model.experts > 0 && p.ep > 1) {
+    // All-to-all send and receive buffers of the routed token copies.
+    buffers += 2.0 * kBf16 * d(x.s.moe_tokens * spec.model.top_k) * x.s.expert_load * x.h;
+  }
+  out.push_back({"comm_buffers", buffers, "ring-attention K/V receive buffers, MoE all-to-all buffers"});
+}
+
+// Activations in flight, the working set of the layer in backward, logits and buffers.
+void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& out,
+                     int& in_flight_count) {
+  const Recompute recompute = spec.training.recompute;
+  const LayerShape x = layer_shape(spec);
+  const auto chunks = stage_chunks(spec.model, spec.parallel, stage);
+  const ChunkActivations a = chunk_activations(spec, stage, x, chunks);
+  const InFlight flight = in_flight(spec, stage, a.per_chunk, a.per_chunk_w);
   in_flight_count = flight.count;
   if (flight.wgrad_bytes > 0.0) {
     out.push_back({"deferred_wgrads", flight.wgrad_bytes,
@@ -303,30 +342,11 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
                    "offloaded groups kept on the GPU: the last of each module of one chunk, and "
                    "one group reloaded ahead"});
   }
-  out.push_back({"activation_working_set", working,
+  out.push_back({"activation_working_set", a.working,
                  recompute == Recompute::Full
                      ? "recomputed layer + gradient tensors at the peak of its backward"
                      : "gradient tensors at the peak of a layer's backward"});
-  if (stage == p.pp - 1) {
-    // One microbatch's loss at its backward's peak, the others of the last chunk in flight
-    // holding what their forward kept.
-    // The main head's logits and each MTP depth's.
-    const double logits = x.t * d(x.s.vocab) * d(1 + spec.model.mtp_layers);
-    const LogitBytes per = logit_bytes_per_element(spec.training.cross_entropy);
-    out.push_back({"logits", logits * (per.peak + per.kept * (std::max(1, flight.last_chunk_max) - 1)),
-                   std::string("output logits, cross entropy ") + to_string(spec.training.cross_entropy)});
-  }
-  double buffers = 0.0;
-  if (p.cp > 1) {
-    // Ring attention: the K/V block being received next to the one in use.
-    const std::int64_t kv = x.s.q_up_out > 0 ? x.s.heads : x.s.kv_heads;
-    buffers += 2.0 * kBf16 * x.t * d(kv * (x.s.head_dim + x.s.v_head_dim));
-  }
-  if (spec.model.experts > 0 && p.ep > 1) {
-    // All-to-all send and receive buffers of the routed token copies.
-    buffers += 2.0 * kBf16 * d(x.s.moe_tokens * spec.model.top_k) * x.s.expert_load * x.h;
-  }
-  out.push_back({"comm_buffers", buffers, "ring-attention K/V receive buffers, MoE all-to-all buffers"});
+  add_logits_and_buffers(spec, stage, x, flight.last_chunk_max, out);
 }
 
 // ZeRO-3 without zero_init: the framework builds the whole BF16 model, moves it to the GPU and
