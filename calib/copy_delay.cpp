@@ -1,6 +1,7 @@
 #include "calib/copy_delay.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <vector>
 
@@ -72,6 +73,27 @@ CopyDelayTable CopyDelayTable::load(const std::string& path) {
     table.delay_[static_cast<std::size_t>(key.first)][static_cast<std::size_t>(key.second)] = fit(points);
   }
   return table;
+}
+
+void CopyDelayTable::load_paced(const std::string& path) {
+  const CsvTable t = read_csv(path);
+  const std::size_t cls = t.column("class"), slowdown = t.column("slowdown");
+  const std::map<std::string, sim::ComputeClass> classes = {
+      {"gemm", sim::ComputeClass::Gemm}, {"attention", sim::ComputeClass::Attention},
+      {"other", sim::ComputeClass::MemoryBound}};
+  std::array<double, sim::kComputeClassCount> sum{};
+  std::array<int, sim::kComputeClassCount> n{};
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const auto c = classes.find(t.text(r, cls));
+    if (c == classes.end()) throw SpecError(path, t.lines[r], "class", "expected gemm, attention or other");
+    const auto i = static_cast<std::size_t>(c->second);
+    sum[i] += t.number(r, slowdown);
+    ++n[i];
+  }
+  for (std::size_t i = 0; i < paced_share_.size(); ++i) {
+    paced_share_[i] = n[i] > 0 ? std::max(0.0, sum[i] / static_cast<double>(n[i])) : 0.0;
+  }
+  paced_file_ = path;
 }
 
 sim::CopyDelay CopyDelayTable::delay(sim::ComputeClass compute, int directions) const {

@@ -1,7 +1,10 @@
 // Kernels beside activation offloading's host copies: how much longer a kernel call takes while
 // pinned device-to-host and/or host-to-device copies run on the GPU's copy engines. Read from
 // calib/data/<gpu>/copy_interference.csv (calibration runs 80-81, calib/probes/
-// copy_interference.py). Documented in docs/cost-model.md, "Kernels beside host copies".
+// copy_interference.py: kernels timed call by call beside a backlog of copies) and
+// copy_pace_share.csv (runs 84, 88, 89 and 91, calib/probes/copy_pace.py: kernels inside a step
+// with copies issued in pace, calib/scripts/copy_pace_share.py). Documented in
+// docs/cost-model.md, "Kernels beside host copies".
 #pragma once
 
 #include <array>
@@ -34,9 +37,25 @@ class CopyDelayTable {
   bool empty() const { return file_.empty(); }
   const std::string& file() const { return file_; }
 
+  /// Reads copy_pace_share.csv (columns class, slowdown; classes gemm, attention and other, the
+  /// last the memory-bound kernels): per class the mean of its points' slowdowns, at least 0 (a
+  /// copy does not speed a kernel; below 0 is noise). A class without points keeps none. An
+  /// unknown class is an error. @throws SpecError naming file, line and column.
+  void load_paced(const std::string& path);
+  /// True once load_paced() has read a table.
+  bool has_paced() const { return !paced_file_.empty(); }
+  const std::string& paced_file() const { return paced_file_; }
+  /// The share of a kernel's time beside copies issued in pace with a step, for `compute`
+  /// (load_paced); 0 without that table.
+  double paced_share(sim::ComputeClass compute) const {
+    return paced_share_[static_cast<std::size_t>(compute)];
+  }
+
  private:
   std::array<std::array<sim::CopyDelay, 4>, sim::kComputeClassCount> delay_{};
   std::string file_;
+  std::array<double, sim::kComputeClassCount> paced_share_{};
+  std::string paced_file_;
 };
 
 }  // namespace clustersim::calib

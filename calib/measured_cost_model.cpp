@@ -347,18 +347,19 @@ sim::Interference MeasuredCostModel::interference(sim::ComputeClass compute,
   return {std::max(1.0, f.compute_slowdown), std::max(1.0, f.comm_slowdown)};
 }
 
-// The table's share of the kernel's time only. Its fixed part (GEMMs 20-35 us a call) shows only
-// where kernels are timed call by call beside a backlog of copies (runs 80-81 on an H200, run 90
-// on an H100 alike); in a step with copies issued in pace, as an offload manager issues them,
-// the GEMMs beside copies ran within 0.5% of their time alone and the step's extra time was
-// within 0.6 ms of the share's charge, below the whole line's (runs 88, 89 and 91 on H100s, 256
-// and 64 MiB chunks, means of the runs: measured -0.44..0.79 ms of 80-160 ms, shares 0.04-0.46
-// ms, the whole line 0.4-2.0 ms; tests/calib/test_copy_pace.cpp). The share is kept as runs
-// 80-81 measured it.
+// Kernels beside copies issued in pace with the step, as an offload manager issues them: per
+// class the slowdown measured inside such steps against the same step's kernels apart from the
+// copies (runs 84 on an H200, 88, 89 and 91 on H100s; calib/data/h200/copy_pace_share.csv, 16 /
+// 12 / 16 points: GEMMs +1.3% +- 0.6%, attention -1.2% +- 1.5%, memory-bound -1.1% +- 0.5%, the
+// last two charged 0). copy_interference.csv's lines (runs 80-81), measured call by call beside
+// a backlog of copies, charge attention 11.5-14% and every GEMM call 20-35 us that these steps do
+// not show (tests/calib/test_copy_pace.cpp); without the paced table their share is charged.
 sim::CopyDelay MeasuredCostModel::copy_kernel_delay(sim::ComputeClass compute, bool d2h, bool h2d) const {
-  if (!rule_.host_copy_delay) return {};
-  sim::CopyDelay d = tables_->copy_delay().delay(compute, (d2h ? CopyDelayTable::kDeviceToHost : 0) |
-                                                               (h2d ? CopyDelayTable::kHostToDevice : 0));
+  if (!rule_.host_copy_delay || !(d2h || h2d)) return {};
+  const CopyDelayTable& t = tables_->copy_delay();
+  if (t.has_paced()) return {0.0, t.paced_share(compute)};
+  sim::CopyDelay d = t.delay(compute, (d2h ? CopyDelayTable::kDeviceToHost : 0) |
+                                          (h2d ? CopyDelayTable::kHostToDevice : 0));
   d.fixed_s = 0.0;
   return d;
 }

@@ -73,10 +73,11 @@ class MeasuredCostModel : public sim::CostModel {
   /// every kind and point-to-point transfers take the all_reduce factor at the same buffer size.
   /// Derived GPUs (H100, B200, GB200, B300, GB300) take the H200 ratios unchanged (docs/cost-model.md).
   sim::Interference interference(sim::ComputeClass compute, double comm_bytes) const override;
-  /// The share of a kernel's time of copy_interference.csv's line for the class beside copies
-  /// of those directions (runs 80-81 on an H200, CopyDelayTable), its fixed time per call not
-  /// charged (runs 88-90: docs/cost-model.md); also for the H100 (same die, PCIe Gen5 x16); none
-  /// for GPUs whose rule does not carry it (B200, GB200), for no copies and without the table.
+  /// The share of a kernel's time beside host copies: the class's slowdown inside steps with
+  /// copies issued in pace (copy_pace_share.csv, runs 84 and 88-91, CopyDelayTable::paced_share),
+  /// else the share of copy_interference.csv's line for the class and directions (runs 80-81);
+  /// no fixed time per call (docs/cost-model.md). Also for the H100 (same die, PCIe Gen5 x16);
+  /// none for GPUs whose rule does not carry it (B200, GB200), for no copies and without the table.
   sim::CopyDelay copy_kernel_delay(sim::ComputeClass compute, bool d2h, bool h2d) const override;
   /// GEMMs with busy_sms: the held-SM ratio measured in run 18 (calib/held_sm_factor.hpp),
   /// applied unchanged to derived GPUs; 1 for other compute ops and without the table.

@@ -138,10 +138,18 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
   };
   out.insert(out.end(), rest.begin(), rest.end());
   if (!tables_->copy_delay().empty()) {
-    out.push_back("kernels beside host copies (activation offloading): " + tables_->copy_delay().file() +
-                  " (the share of a kernel's time per class and copy directions; its fixed time "
-                  "per call, seen only when timed call by call, not charged: runs 88-91); " +
-                  (rule_.host_copy_delay ? std::string("measured on H200") +
+    const CopyDelayTable& t = tables_->copy_delay();
+    out.push_back("kernels beside host copies (activation offloading): " +
+                  (t.has_paced() ? t.paced_file() +
+                                       " (the share of a kernel's time per class inside steps with "
+                                       "copies issued in pace, runs 84 and 88-91; " +
+                                       t.file() + "'s call-by-call lines not charged)"
+                                 : t.file() +
+                                       " (the share of a kernel's time per class and copy "
+                                       "directions; its fixed time per call not charged)") +
+                  "; " +
+                  (rule_.host_copy_delay ? std::string(t.has_paced() ? "measured on H200 and H100"
+                                                                     : "measured on H200") +
                                                (rule_.measured ? "" : ", applied unchanged")
                                          : std::string("not applied on this GPU (not measured)")));
   }

@@ -47,8 +47,9 @@ class MeasuredTables {
   /// their tables' ratio to their own sustained state (table_state.csv); empty when the
   /// directory has no power_boost.csv.
   const PowerBoostTable& power_boost() const { return power_boost_; }
-  /// Extra time per kernel beside host copies (copy_interference.csv, runs 80-81); empty when
-  /// the directory has none.
+  /// Extra time per kernel beside host copies (copy_interference.csv, runs 80-81, and the shares
+  /// of copy_pace_share.csv, runs 84 and 88-91, when present); empty when the directory has no
+  /// copy_interference.csv.
   const CopyDelayTable& copy_delay() const { return copy_delay_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
   int nccl_ranks() const { return nccl_ranks_; }
@@ -125,7 +126,8 @@ struct DerivationRule {
   /// FlashAttention-2's tables apply (attention_backend: flash2): the measured GPU and GPUs of
   /// its architecture. Elsewhere no rule derives them (the attention speed-up above is cuDNN's).
   bool flash2 = false;
-  /// The measured GPU's extra time per kernel beside host copies applies (copy_interference.csv):
+  /// The measured GPU's extra time per kernel beside host copies applies (copy_pace_share.csv,
+  /// else copy_interference.csv; runs 84 and 88-91 on an H200 and H100s agree):
   /// the same GPU and PCIe Gen5 x16 host link. Not on GPUs whose host link or copy engines differ
   /// (B200, GB200's NVLink-C2C): not measured.
   bool host_copy_delay = false;

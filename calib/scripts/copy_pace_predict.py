@@ -7,8 +7,9 @@ each direction set (d2h only, h2d only, both), and its time alone (the same kern
 in the profiled step alone). The table's line charges such a kernel f x (fixed + share x alone)
 per direction set (docs/cost-model.md, "Kernels beside host copies": CopyDelayTable's lines,
 fitted from calib/data/h200/copy_interference.csv; the table below is docs/cost-model.md's, to
-be kept equal to what `CopyDelayTable` fits); the cost model since runs 88-91 charges
-f x share x alone. The sum over the step's kernels (one stream) is the predicted extra time,
+be kept equal to what `CopyDelayTable` fits). The cost model charged f x share x alone after runs
+88-91 and, since run 84, the shares measured inside the paced steps (calib/scripts/
+copy_pace_share.py, calib/data/h200/copy_pace_share.csv), which this script does not use. The sum over the step's kernels (one stream) is the predicted extra time,
 with the whole line (predicted_extra_s) and with the share alone (share_only_s); the probe's CSV
 gives the measured one (median paced - median alone).
 

@@ -258,12 +258,13 @@ TEST(OverlapEffects, ActivationOffloadHidesBehindComputeUntilTheHostLinkIsSlow) 
   const RunReport base = offload_run("offload_none", "", "");
   const RunReport pcie = offload_run("offload_pcie", "qkv_linear, core_attn, attn_proj", "");
   const RunReport slow = offload_run("offload_slow", "qkv_linear, core_attn, attn_proj", "1GB/s");
-  // The GPUs do the same kernels; the copies are not compute, but the kernels that run beside
-  // them take longer (calibration runs 80-81: ~23-33 us per GEMM, 1-2% of a memory-bound
-  // kernel): a little over PCIe, more where the slow link keeps copies in flight all the time.
+  // The GPUs do the same kernels; the copies are not compute, but the GEMMs that run beside
+  // them take longer (1.3% of their time inside steps with paced copies, calibration runs 84 and
+  // 88-91; attention and memory-bound kernels none): a little over PCIe (+0.06%; +0.57% with
+  // runs 80-81's call-by-call shares), more where the slow link keeps copies in flight all the time.
   const double base_compute = base.step.breakdown.compute_s;
-  EXPECT_GT(pcie.step.breakdown.compute_s, 1.002 * base_compute);
-  EXPECT_LT(pcie.step.breakdown.compute_s, 1.03 * base_compute);
+  EXPECT_GT(pcie.step.breakdown.compute_s, 1.0002 * base_compute);
+  EXPECT_LT(pcie.step.breakdown.compute_s, 1.01 * base_compute);
   EXPECT_GT(slow.step.breakdown.compute_s, pcie.step.breakdown.compute_s);
   EXPECT_LT(slow.step.breakdown.compute_s, 1.10 * base_compute);
   // TP 8 with SP: 84 MiB of groups per layer and microbatch against ~4 ms of a layer's
