@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The H200's TP-overlap probe (runs 12/42, run_tp_overlap.sh) and held-SM probe (runs 18/43,
-# run_busy_sms.sh) on another GPU, one GPU and one device call (about 5 minutes, estimated from
-# runs 12 and 18 on the H200; not yet run): the same variants, layouts and sustained state on 32
+# run_busy_sms.sh) on another GPU, one GPU and one device call (about 140 s on an H100: runs 95
+# and 96, calib/data/h100/README.md): the same variants, layouts and sustained state on 32
 # shapes of their grid (m, n in 2k-16k at 2x steps, k 2048 and 8192, where chunking and held SMs
 # cost most). The model applies the H200's
 # ratios to derived GPUs unchanged (docs/cost-model.md); this measures whether an H100's differ.
