@@ -395,11 +395,10 @@ void setup_rank(Shared& sh, int rank, bool reduce) {
   }
 }
 
-}  // namespace
-
-void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& platform,
-          const CostModel& cost, const EngineOptions& options, StepResult& result) {
-  Shared sh;
+// The plans of every program and what the step needs decided before its actors start: held-SM
+// and host-copy slowdowns, whether TP collectives are costed in isolation and folded.
+void prepare(Shared& sh, const Workload& workload, const BuiltPlatform& platform, const CostModel& cost,
+             const EngineOptions& options) {
   sh.workload = &workload;
   sh.cost = &cost;
   sh.platform = &platform;
@@ -429,6 +428,34 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
     if (platform.fold_lanes(lane, sh.fold_scaled).empty()) sh.fold = workload.layout.size(GroupKind::TP);
   }
   sh.comm_params.resize(workload.programs.size());
+}
+
+// The step's result once the engine has run: time, breakdown, events, fallbacks, timeline.
+void collect(Shared& sh, const EngineOptions& options, StepResult& result) {
+  double step = 0.0;
+  result.breakdown = account(sh, step);
+  result.step_time_s = step;
+  result.events = sh.events;
+  result.tp_estimated = sh.tp_costed;
+  result.tp_folded = sh.fold > 1;
+  for (const auto& [key, calls] : sh.algorithm_fallbacks) {
+    const auto& [kind, group, domains, ran] = key;
+    result.algorithm_fallbacks.push_back(
+        options.nccl_algo + " forced, " + to_string(kind) + " of group " + to_string(group) +
+        " over " + std::to_string(domains) + " NVLink domain(s): " + std::string(ran) + " (" +
+        std::to_string(calls) + " calls)");
+  }
+  std::sort(result.algorithm_fallbacks.begin(), result.algorithm_fallbacks.end());  // by text
+  if (sh.fold > 1 && options.record_timeline) unfold_timeline(sh);
+  result.timeline = std::move(sh.timeline);
+}
+
+}  // namespace
+
+void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& platform,
+          const CostModel& cost, const EngineOptions& options, StepResult& result) {
+  Shared sh;
+  prepare(sh, workload, platform, cost, options);
   const bool reduce = options.identical_dp_replicas && workload.layout.size(replica_kind(workload)) > 1;
   if (reduce) {
     std::string problem;
@@ -447,22 +474,7 @@ void play(sg4::Engine& engine, const Workload& workload, const BuiltPlatform& pl
   if (blocked != "no blocked actor found") {
     throw std::runtime_error("simulation deadlocked: " + blocked);
   }
-  double step = 0.0;
-  result.breakdown = account(sh, step);
-  result.step_time_s = step;
-  result.events = sh.events;
-  result.tp_estimated = sh.tp_costed;
-  result.tp_folded = sh.fold > 1;
-  for (const auto& [key, calls] : sh.algorithm_fallbacks) {
-    const auto& [kind, group, domains, ran] = key;
-    result.algorithm_fallbacks.push_back(
-        options.nccl_algo + " forced, " + to_string(kind) + " of group " + to_string(group) +
-        " over " + std::to_string(domains) + " NVLink domain(s): " + std::string(ran) + " (" +
-        std::to_string(calls) + " calls)");
-  }
-  std::sort(result.algorithm_fallbacks.begin(), result.algorithm_fallbacks.end());  // by text
-  if (sh.fold > 1 && options.record_timeline) unfold_timeline(sh);
-  result.timeline = std::move(sh.timeline);
+  collect(sh, options, result);
 }
 
 }  // namespace clustersim::sim::detail
