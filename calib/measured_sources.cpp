@@ -27,6 +27,24 @@ std::string ratio_text(double r) {
   s << "x" << std::fixed << std::setprecision(3) << r;
   return s.str();
 }
+// The source line of the delays of kernels beside host copies (CopyDelayTable).
+std::string copy_delay_source(const CopyDelayTable& t, const DerivationRule& rule) {
+  const std::string what =
+      t.has_paced() ? t.paced_file() +
+                          " (the share of a kernel's time per class inside steps with copies issued "
+                          "in pace, runs 84 and 88-91; " +
+                          t.file() + "'s call-by-call lines not charged)"
+                    : t.file() +
+                          " (the share of a kernel's time per class and copy directions; its fixed "
+                          "time per call not charged)";
+  const std::string where =
+      rule.host_copy_delay
+          ? std::string(t.has_paced() ? "measured on H200 and H100" : "measured on H200") +
+                (rule.measured ? "" : ", applied unchanged")
+          : std::string("not applied on this GPU (not measured)");
+  return "kernels beside host copies (activation offloading): " + what + "; " + where;
+}
+
 }  // namespace
 
 void MeasuredCostModel::add_overlap_sources(std::vector<std::string>& out) const {
@@ -137,22 +155,7 @@ std::vector<std::string> MeasuredCostModel::table_sources() const {
           (rule_.measured ? "" : ", ratios applied unchanged"),
   };
   out.insert(out.end(), rest.begin(), rest.end());
-  if (!tables_->copy_delay().empty()) {
-    const CopyDelayTable& t = tables_->copy_delay();
-    out.push_back("kernels beside host copies (activation offloading): " +
-                  (t.has_paced() ? t.paced_file() +
-                                       " (the share of a kernel's time per class inside steps with "
-                                       "copies issued in pace, runs 84 and 88-91; " +
-                                       t.file() + "'s call-by-call lines not charged)"
-                                 : t.file() +
-                                       " (the share of a kernel's time per class and copy "
-                                       "directions; its fixed time per call not charged)") +
-                  "; " +
-                  (rule_.host_copy_delay ? std::string(t.has_paced() ? "measured on H200 and H100"
-                                                                     : "measured on H200") +
-                                               (rule_.measured ? "" : ", applied unchanged")
-                                         : std::string("not applied on this GPU (not measured)")));
-  }
+  if (!tables_->copy_delay().empty()) out.push_back(copy_delay_source(tables_->copy_delay(), rule_));
   out.push_back(power_state_source());
   if (!scale_.note.empty()) {
     out.push_back("platform GPU figures (" + gpu_.name + "): " + scale_.note +
