@@ -24,6 +24,8 @@ import os
 import re
 import sys
 
+from copy_pace_predict import overlap as covered
+
 COPY_MIN_US = 1000.0  # the offloaded chunks; the step's own small copies run in both steps
 
 
@@ -32,17 +34,6 @@ def read(path):
         lines = f.readlines()
     header = [l for l in lines if l.startswith("#")]
     return header, list(csv.DictReader(l for l in lines if not l.startswith("#")))
-
-
-def covered(a0, a1, spans):
-    """Microseconds of [a0, a1) covered by the union of `spans`."""
-    total, last = 0.0, a0
-    for s, e in sorted(spans):
-        s, e = max(s, last), min(e, a1)
-        if e > s:
-            total += e - s
-            last = e
-    return total
 
 
 def gpu_of(header):
