@@ -278,6 +278,26 @@ TEST(CopyDelayTable, FitsALinePerClassAndDirectionAndRejectsBadRows) {
   expect_spec_error([&] { CopyDelayTable::load(kind); }, kind, 2, "kernel");
 }
 
+// The shares inside paced steps (copy_pace_share.csv): per class the mean of its points, at least
+// 0; a class without points keeps none; an unknown class is an error at its line.
+TEST(CopyDelayTable, PacedSharesAreEachClassMeanFlooredAtZero) {
+  const std::string head = "run,class,slowdown\n";
+  const std::string ok = write_temp("copy_pace_share.csv",
+                                    head + "r1,gemm,0.01\nr2,gemm,0.03\nr1,other,-0.02\nr2,other,0.01\n");
+  CopyDelayTable t;
+  EXPECT_FALSE(t.has_paced());
+  t.load_paced(ok);
+  EXPECT_TRUE(t.has_paced());
+  EXPECT_EQ(t.paced_file(), ok);
+  EXPECT_NEAR(t.paced_share(sim::ComputeClass::Gemm), 0.02, 1e-12);
+  EXPECT_EQ(t.paced_share(sim::ComputeClass::MemoryBound), 0.0);  // mean -0.005
+  EXPECT_EQ(t.paced_share(sim::ComputeClass::Attention), 0.0);    // no points
+  const std::string bad = write_temp("copy_pace_share_bad.csv", head + "r1,gemm,0.01\nr1,conv,0.02\n");
+  expect_spec_error([&] { CopyDelayTable().load_paced(bad); }, bad, 3, "class");
+  const std::string nan = write_temp("copy_pace_share_nan.csv", head + "r1,gemm,x\n");
+  expect_spec_error([&] { CopyDelayTable().load_paced(nan); }, nan, 2, "slowdown");
+}
+
 // The committed table (runs 80-81, two passes each): GEMMs take a roughly fixed 20-35 us longer
 // per call beside either direction, device copies a few us and 1-2.5%, attention ~12-14%.
 TEST(CopyDelayTable, CommittedH200TableMatchesRuns80And81) {
