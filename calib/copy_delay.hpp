@@ -2,7 +2,7 @@
 // pinned device-to-host and/or host-to-device copies run on the GPU's copy engines. Read from
 // calib/data/<gpu>/copy_interference.csv (calibration runs 80-81, calib/probes/
 // copy_interference.py: kernels timed call by call beside a backlog of copies) and
-// copy_pace_share.csv (runs 84, 88, 89 and 91, calib/probes/copy_pace.py: kernels inside a step
+// copy_pace_share.csv (runs 84, 88, 89, 91 and 97, calib/probes/copy_pace.py: kernels inside a step
 // with copies issued in pace, calib/scripts/copy_pace_share.py). Documented in
 // docs/cost-model.md, "Kernels beside host copies".
 #pragma once

@@ -349,9 +349,9 @@ sim::Interference MeasuredCostModel::interference(sim::ComputeClass compute,
 
 // Kernels beside copies issued in pace with the step, as an offload manager issues them: per
 // class the slowdown measured inside such steps against the same step's kernels apart from the
-// copies (runs 84 on an H200, 88, 89 and 91 on H100s; calib/data/h200/copy_pace_share.csv, 16 /
-// 12 / 16 points: GEMMs +1.3% +- 0.6%, attention -1.2% +- 1.5%, memory-bound -1.1% +- 0.5%, the
-// last two charged 0). copy_interference.csv's lines (runs 80-81), measured call by call beside
+// copies (runs 84 on an H200, 88, 89, 91 and 97 on H100s; calib/data/h200/copy_pace_share.csv,
+// 20 / 15 / 20 points: GEMMs +1.1% +- 0.5%, attention -2.2% +- 1.7%, memory-bound -0.9% +- 0.4%,
+// the last two charged 0). copy_interference.csv's lines (runs 80-81), measured call by call beside
 // a backlog of copies, charge attention 11.5-14% and every GEMM call 20-35 us that these steps do
 // not show (tests/calib/test_copy_pace.cpp); without the paced table their share is charged.
 sim::CopyDelay MeasuredCostModel::copy_kernel_delay(sim::ComputeClass compute, bool d2h, bool h2d) const {

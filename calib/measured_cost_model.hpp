@@ -74,7 +74,7 @@ class MeasuredCostModel : public sim::CostModel {
   /// Derived GPUs (H100, B200, GB200, B300, GB300) take the H200 ratios unchanged (docs/cost-model.md).
   sim::Interference interference(sim::ComputeClass compute, double comm_bytes) const override;
   /// The share of a kernel's time beside host copies: the class's slowdown inside steps with
-  /// copies issued in pace (copy_pace_share.csv, runs 84 and 88-91, CopyDelayTable::paced_share),
+  /// copies issued in pace (copy_pace_share.csv, runs 84, 88-91 and 97, CopyDelayTable::paced_share),
   /// else the share of copy_interference.csv's line for the class and directions (runs 80-81);
   /// no fixed time per call (docs/cost-model.md). Also for the H100 (same die, PCIe Gen5 x16);
   /// none for GPUs whose rule does not carry it (B200, GB200), for no copies and without the table.

@@ -32,7 +32,7 @@ std::string copy_delay_source(const CopyDelayTable& t, const DerivationRule& rul
   const std::string what =
       t.has_paced() ? t.paced_file() +
                           " (the share of a kernel's time per class inside steps with copies issued "
-                          "in pace, runs 84 and 88-91; " +
+                          "in pace, runs 84, 88-91 and 97; " +
                           t.file() + "'s call-by-call lines not charged)"
                     : t.file() +
                           " (the share of a kernel's time per class and copy directions; its fixed "

@@ -232,7 +232,7 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
   t->host_offload_ = load_host_offload(dir + "/host_offload.csv");
   if (std::ifstream(dir + "/copy_interference.csv").good()) {  // runs 80-81
     t->copy_delay_ = CopyDelayTable::load(dir + "/copy_interference.csv");
-    if (std::ifstream(dir + "/copy_pace_share.csv").good()) {  // runs 84, 88, 89, 91
+    if (std::ifstream(dir + "/copy_pace_share.csv").good()) {  // runs 84, 88, 89, 91, 97
       t->copy_delay_.load_paced(dir + "/copy_pace_share.csv");
     }
   }

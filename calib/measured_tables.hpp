@@ -48,7 +48,7 @@ class MeasuredTables {
   /// directory has no power_boost.csv.
   const PowerBoostTable& power_boost() const { return power_boost_; }
   /// Extra time per kernel beside host copies (copy_interference.csv, runs 80-81, and the shares
-  /// of copy_pace_share.csv, runs 84 and 88-91, when present); empty when the directory has no
+  /// of copy_pace_share.csv, runs 84, 88-91 and 97, when present); empty when the directory has no
   /// copy_interference.csv.
   const CopyDelayTable& copy_delay() const { return copy_delay_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
@@ -127,7 +127,7 @@ struct DerivationRule {
   /// its architecture. Elsewhere no rule derives them (the attention speed-up above is cuDNN's).
   bool flash2 = false;
   /// The measured GPU's extra time per kernel beside host copies applies (copy_pace_share.csv,
-  /// else copy_interference.csv; runs 84 and 88-91 on an H200 and H100s agree):
+  /// else copy_interference.csv; runs 84, 88-91 and 97 on an H200 and H100s agree):
   /// the same GPU and PCIe Gen5 x16 host link. Not on GPUs whose host link or copy engines differ
   /// (B200, GB200's NVLink-C2C): not measured.
   bool host_copy_delay = false;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Per kernel class, how much slower kernels run beside host copies issued in pace with a step
-(calib/probes/copy_pace.py: run 84 on an H200, runs 88, 89 and 91 on H100s), measured inside the
+(calib/probes/copy_pace.py: run 84 on an H200, runs 88, 89, 91 and 97 on H100s), measured inside the
 profiled paced step against the same step's kernels that ran apart from the copies.
 
 For each run, chunk size, sequence length and kernel class (gemm, attention, other): each kernel

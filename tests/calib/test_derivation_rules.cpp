@@ -57,7 +57,7 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   EXPECT_TRUE(b200.copy_kernel_delay(sim::ComputeClass::Gemm, true, true).none());
   EXPECT_DOUBLE_EQ(h100.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share,
                    h200_.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share);
-  // The shares measured inside steps with paced copies (copy_pace_share.csv, runs 84 and 88-91;
+  // The shares measured inside steps with paced copies (copy_pace_share.csv, runs 84, 88-91 and 97;
   // test_copy_pace.cpp), not the call-by-call lines (attention 11.5-14%, GEMMs 20-35 us a call).
   EXPECT_GT(h200_.copy_kernel_delay(sim::ComputeClass::Gemm, true, false).share, 0.005);
   EXPECT_EQ(h200_.copy_kernel_delay(sim::ComputeClass::Attention, true, false).share, 0.0);

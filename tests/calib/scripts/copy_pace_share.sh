@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # calib/scripts/copy_pace_share.py, which derives calib/data/h200/copy_pace_share.csv (the cost
-# model's shares beside paced host copies) from the profiled steps of runs 84, 88, 89 and 91:
+# model's shares beside paced host copies) from the profiled steps of runs 84, 88, 89, 91 and 97:
 # first on a small step whose answer is known, then the committed table must be exactly what the
 # script makes of the committed runs (its date and command lines aside), so table and data cannot drift apart.
 source "$(dirname "$0")/script_test.sh"
@@ -25,9 +25,9 @@ cp "$D/run1/copy_pace_kernels_64.csv" "$D/t.csv"
 grep -q '^run1,NVIDIA H200,64,4096,gemm,1,0.0001,0.990000,0.111111$' "$D/o.csv" || fail "the GEMM point: $(cat "$D/o.csv")"
 [[ $(grep -c ',attention,' "$D/o.csv") == 0 ]] || fail "a class without kernels apart made a point"
 R=$1/calib/data
-"$PY" "$S/copy_pace_share.py" "$R/h200/run84" "$R/h100/run88" "$R/h100/run89" "$R/h100/run91" >"$D/all.csv" ||
+"$PY" "$S/copy_pace_share.py" "$R/h200/run84" "$R/h100/run88" "$R/h100/run89" "$R/h100/run91" "$R/h100/run97" >"$D/all.csv" ||
   fail "the committed runs"
 cp "$R/h200/copy_pace_share.csv" "$D/t.csv"
 diff <(grep -v '^# d[ae]' "$D/all.csv") <(grep -v '^# d[ae]' "$R/h200/copy_pace_share.csv") ||
-  fail "copy_pace_share.csv is not what copy_pace_share.py makes of runs 84, 88, 89 and 91"
+  fail "copy_pace_share.csv is not what copy_pace_share.py makes of runs 84, 88, 89, 91 and 97"
 echo ok
