@@ -186,16 +186,14 @@ std::string describe(const WorkloadSpec& w) {
 // Plays one stage's schedule steps into its program: passes, deferred weight gradients and
 // pipeline exchanges (through the overlapped exchange when `overlap_p2p_comm` is on).
 struct StepPlayer {
-  const PassContext& ctx;
-  ProgramBuilder& builder;
-  ParamSync& sync;
+  const PassContext& ctx;  ///< the stage's builder, ops and parameter sync
   std::optional<OverlappedExchange>& overlapped;
   const std::vector<ScheduleStep>& steps;
   std::vector<std::size_t> last_backward;  ///< per model chunk, index of its last backward
   double message_bytes;
 
   GradSink* sink_of(std::size_t i) const {
-    return sync.backward_sink(i == last_backward[static_cast<std::size_t>(steps[i].chunk)]);
+    return ctx.sync.backward_sink(i == last_backward[static_cast<std::size_t>(steps[i].chunk)]);
   }
 
   // A forward run together with the backward pipeline_steps puts right after it (schedule.hpp).
@@ -208,7 +206,7 @@ struct StepPlayer {
       f.wait = overlapped->take_forward();
       b.wait = overlapped->take_backward();
     }
-    const PassEnds ends = run_combined(builder, f, b);
+    const PassEnds ends = run_combined(ctx.builder, f, b);
     if (overlapped) {
       overlapped->forward_done(ends.forward);
       overlapped->backward_done(ends.backward);
@@ -225,23 +223,23 @@ struct StepPlayer {
     if (step.kind == StepKind::Forward) {
       PassPlan f = forward_plan(ctx, step.chunk, step.microbatch, false);
       if (overlapped) f.wait = overlapped->take_forward();
-      const auto last = run_pass(builder, f);
+      const auto last = run_pass(ctx.builder, f);
       if (overlapped) overlapped->forward_done(last);
     } else if (step.kind == StepKind::Backward) {
       PassPlan b = backward_plan(ctx, step.chunk, step.microbatch, sink_of(i), false);
       if (overlapped) b.wait = overlapped->take_backward();
-      if (step.defer_wgrad) builder.begin_deferred_wgrads();
-      const auto last = run_pass(builder, b);
-      if (step.defer_wgrad) builder.end_deferred_wgrads();
+      if (step.defer_wgrad) ctx.builder.begin_deferred_wgrads();
+      const auto last = run_pass(ctx.builder, b);
+      if (step.defer_wgrad) ctx.builder.end_deferred_wgrads();
       if (overlapped) overlapped->backward_done(last);
     } else if (step.kind == StepKind::WeightGrad) {
       // The oldest deferred backward's weight gradients (schedules queue them first in, first out).
-      builder.set_context(sim::Phase::Backward, -1, step.microbatch);
-      builder.place_oldest_wgrads();
+      ctx.builder.set_context(sim::Phase::Backward, -1, step.microbatch);
+      ctx.builder.place_oldest_wgrads();
     } else if (overlapped) {
       overlapped->exchange(step, message_bytes);
     } else {
-      pipeline_exchange(step, builder, message_bytes);
+      pipeline_exchange(step, ctx.builder, message_bytes);
     }
     return 1;
   }
@@ -273,8 +271,7 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   if (p.overlap_p2p_comm) overlapped.emplace(builder);
   AmaxReductions amax(builder, spec, p.vp);
   const PassContext ctx{st, builder, ops, *sync, amax};
-  StepPlayer player{ctx, builder, *sync, overlapped, steps, std::move(last_backward),
-                    ops.pipeline_message_bytes()};
+  StepPlayer player{ctx, overlapped, steps, std::move(last_backward), ops.pipeline_message_bytes()};
   sync->begin_step();
   for (std::size_t i = 0; i < steps.size();) i += player.play(i);
   if (builder.waiting_wgrad_groups() != 0) {
