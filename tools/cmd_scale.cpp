@@ -104,7 +104,8 @@ std::string table(const std::vector<ScaleRow>& rows) {
   std::ostringstream out;
   out << std::setw(7) << "gpus" << std::setw(6) << "dp" << std::setw(8) << "gbs" << std::setw(10)
       << "step s" << std::setw(8) << "MFU" << std::setw(12) << "tok/s/GPU" << std::setw(8)
-      << "eff" << std::setw(10) << "mem GiB" << "  status\n";
+      << "eff" << std::setw(10) << "mem GiB" << std::setw(8) << "J/tok" << std::setw(8)
+      << "$/Mtok" << "  status\n";
   // dp and the batch are 0 for a GPU count that is not a multiple of tp*cp*pp: none, not 0.
   const auto count = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("-"); };
   for (const auto& r : rows) {
@@ -118,6 +119,11 @@ std::string table(const std::vector<ScaleRow>& rows) {
       out << std::setw(10) << "-" << std::setw(8) << "-" << std::setw(12) << "-" << std::setw(8) << "-";
     }
     out << std::setw(10) << (r.memory ? csv_number(r.memory->peak_bytes / (1 << 30), 1) : "-");
+    const auto figure = [&r](std::optional<double> StepFigures::*f) {
+      return r.figures && (*r.figures).*f ? csv_number(*((*r.figures).*f), 3) : std::string("-");
+    };
+    out << std::setw(8) << figure(&StepFigures::joules_per_token) << std::setw(8)
+        << figure(&StepFigures::usd_per_million_tokens);
     out << "  " << r.status << (r.reason.empty() ? "" : ": " + r.reason) << "\n";
   }
   return out.str();

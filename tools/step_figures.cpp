@@ -2,8 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "tools/csv.hpp"
 #include "tools/simulate.hpp"
 
 #include "workloads/memory.hpp"
@@ -15,7 +17,7 @@ std::string simulate_figures(const Job& job, const std::string& replicas) {
   if (!replicas.empty()) options.replicas = replicas;
   const RunReport r = simulate_job(job, options);
   const auto& b = r.step.breakdown;
-  const nlohmann::json j = {{"step_time_s", r.step.step_time_s},
+  nlohmann::json j = {{"step_time_s", r.step.step_time_s},
                             {"mfu", r.mfu},
                             {"tflops_per_gpu", r.tflops_per_gpu},
                             {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
@@ -23,6 +25,16 @@ std::string simulate_figures(const Job& job, const std::string& replicas) {
                             {"exposed_comm_s", b.exposed_comm_s},
                             {"bubble_s", b.bubble_s},
                             {"replicas", r.replicas}};
+  if (r.energy) {
+    j["power_w_per_gpu"] = r.energy->activity_power.facility_w();
+    j["joules_per_token"] = r.energy->energy.joules_per_token;
+    j["tokens_per_household_year"] = r.energy->energy.tokens_per_household_year;
+    j["energy_to_train_mwh"] = r.energy->energy.energy_to_train_mwh;
+    if (r.energy->pricing) {
+      j["usd_per_million_tokens"] = r.energy->cost.usd_per_million_tokens;
+      j["cost_to_train_usd"] = r.energy->cost.cost_to_train_usd;
+    }
+  }
   return j.dump();
 }
 
@@ -38,9 +50,74 @@ StepFigures parse_figures(const std::string& text) {
     f.exposed_comm_s = j.at("exposed_comm_s").get<double>();
     f.bubble_s = j.at("bubble_s").get<double>();
     f.replicas = j.at("replicas").get<std::string>();
+    const auto optional = [&j](const char* key) -> std::optional<double> {
+      const auto it = j.find(key);
+      if (it == j.end()) return std::nullopt;
+      return it->get<double>();
+    };
+    f.power_w_per_gpu = optional("power_w_per_gpu");
+    f.joules_per_token = optional("joules_per_token");
+    f.tokens_per_household_year = optional("tokens_per_household_year");
+    f.energy_to_train_mwh = optional("energy_to_train_mwh");
+    f.usd_per_million_tokens = optional("usd_per_million_tokens");
+    f.cost_to_train_usd = optional("cost_to_train_usd");
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("malformed simulation result: ") + e.what());
+  }
+}
+
+namespace {
+
+// The energy figures of StepFigures with their column names and decimals, in column order.
+struct EnergyColumn {
+  const char* name;
+  std::optional<double> StepFigures::*figure;
+  int digits;
+};
+
+const EnergyColumn kEnergyColumns[] = {
+    {"power_w_per_gpu", &StepFigures::power_w_per_gpu, 1},
+    {"joules_per_token", &StepFigures::joules_per_token, 4},
+    {"tokens_per_household_year", &StepFigures::tokens_per_household_year, 0},
+    {"energy_to_train_mwh", &StepFigures::energy_to_train_mwh, 2},
+    {"usd_per_million_tokens", &StepFigures::usd_per_million_tokens, 4},
+    {"cost_to_train_usd", &StepFigures::cost_to_train_usd, 0},
+};
+
+}  // namespace
+
+const std::vector<std::string>& energy_columns() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& c : kEnergyColumns) n.emplace_back(c.name);
+    return n;
+  }();
+  return names;
+}
+
+std::vector<std::string> energy_fields(const StepFigures& f) {
+  std::vector<std::string> fields;
+  for (const auto& c : kEnergyColumns) {
+    const auto& v = f.*c.figure;
+    fields.push_back(v ? csv_number(*v, c.digits) : std::string());
+  }
+  return fields;
+}
+
+void read_energy_fields(const std::vector<std::string>& header,
+                        const std::vector<std::string>& fields, StepFigures& f) {
+  for (const auto& c : kEnergyColumns) {
+    const auto at = std::find(header.begin(), header.end(), c.name);
+    if (at == header.end()) continue;
+    const std::string& text = fields.at(static_cast<std::size_t>(at - header.begin()));
+    if (text.empty()) continue;
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size()) {
+      throw std::invalid_argument(std::string(c.name) + ": '" + text + "' is not a number");
+    }
+    f.*c.figure = v;
   }
 }
 

@@ -2,7 +2,9 @@
 // worker process back to the parent (JSON text), plus the memory estimate of a job.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tools/job.hpp"
 
@@ -18,6 +20,15 @@ struct StepFigures {
   double exposed_comm_s = 0.0;
   double bubble_s = 0.0;
   std::string replicas;               ///< reduction used: "full" or "identical"
+  // Energy and cost of the step (docs/energy.md, the `energy` and `cost` keys of
+  // docs/outputs.md): absent when the platform states no power figures (energy) or no price
+  // is known for the job (cost).
+  std::optional<double> power_w_per_gpu;         ///< all-in (facility) W per GPU, activity view
+  std::optional<double> joules_per_token;        ///< facility J per trained token
+  std::optional<double> tokens_per_household_year;  ///< tokens on 10,791 kWh (docs/energy.md)
+  std::optional<double> energy_to_train_mwh;     ///< facility MWh for energy.train_tokens
+  std::optional<double> usd_per_million_tokens;  ///< at the job's pricing (rental or TCO)
+  std::optional<double> cost_to_train_usd;       ///< energy.train_tokens, no failures
 };
 
 /// Simulates `job` (simulate_job; call it in a worker process) with the options of its
@@ -27,6 +38,20 @@ std::string simulate_figures(const Job& job, const std::string& replicas);
 
 /// Decodes simulate_figures' text. @throws std::runtime_error when it is not such a text.
 StepFigures parse_figures(const std::string& text);
+
+/// Names of the energy and cost columns of the scale and sweep CSVs, in order:
+/// power_w_per_gpu, joules_per_token, tokens_per_household_year, energy_to_train_mwh,
+/// usd_per_million_tokens, cost_to_train_usd (docs/scaling-and-sweeps.md).
+const std::vector<std::string>& energy_columns();
+
+/// The values of those columns for `f`, formatted; an empty field where the figure is absent.
+std::vector<std::string> energy_fields(const StepFigures& f);
+
+/// Reads those columns from `fields` (a row of a table whose header is `header`) into `f`; a
+/// column the header lacks (a CSV of an earlier version) or an empty field leaves the figure
+/// absent. @throws std::invalid_argument for a field that is not a number.
+void read_energy_fields(const std::vector<std::string>& header,
+                        const std::vector<std::string>& fields, StepFigures& f);
 
 /// The memory model's verdict for a job (workloads/memory.hpp).
 struct MemoryFit {

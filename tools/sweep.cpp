@@ -9,6 +9,7 @@
 
 #include "platforms/platform_spec.hpp"
 #include "sim/spec_error.hpp"
+#include "tools/step_figures.hpp"
 #include "workloads/schedule.hpp"
 
 namespace clustersim::tools {
@@ -210,10 +211,12 @@ std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes) {
   std::vector<std::string> h = {"rank", "config"};
   for (const auto& a : axes) h.push_back(a.dim.name);
   for (const char* c : {"dp", "status", "tokens_per_s_per_gpu", "mfu", "step_time_s", "compute_s",
-                        "exposed_comm_s", "bubble_s", "peak_memory_gib", "memory_headroom_gib",
-                        "replicas", "reason", "sweep", "space"}) {
+                        "exposed_comm_s", "bubble_s", "peak_memory_gib", "memory_headroom_gib"}) {
     h.emplace_back(c);
   }
+  const auto& energy = energy_columns();
+  h.insert(h.end(), energy.begin(), energy.end());
+  for (const char* c : {"replicas", "reason", "sweep", "space"}) h.emplace_back(c);
   return h;
 }
 
@@ -274,7 +277,7 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
   if (shards.empty()) throw SpecError("", 0, "", "no shard outputs to merge");
   CsvTable merged;
   merged.header = shards.front().second.header;
-  for (const char* c : {"config", "sweep", "space"}) {
+  for (const char* c : {"config", "sweep", "space", "joules_per_token"}) {
     if (std::find(merged.header.begin(), merged.header.end(), c) == merged.header.end()) {
       throw SpecError(shards.front().first, 1, c, std::string("no '") + c + "' column: not the CSV of "
                       "a 'clustersim sweep' of this version (re-run the shards)");
@@ -329,10 +332,13 @@ std::string top_table(const CsvTable& table, std::size_t n) {
   out << std::setw(5) << "rank";
   for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(width(c)) << table.header[c];
   out << std::setw(14) << "tok/s/GPU" << std::setw(8) << "MFU" << std::setw(12) << "headroom"
-      << "\n";
+      << std::setw(8) << "J/tok" << std::setw(8) << "$/Mtok" << "\n";
   const std::size_t tokens = table.column("tokens_per_s_per_gpu");
   const std::size_t mfu = table.column("mfu");
   const std::size_t head = table.column("memory_headroom_gib");
+  const std::size_t joules = table.column("joules_per_token");
+  const std::size_t usd = table.column("usd_per_million_tokens");
+  const auto three = [](const std::string& v) { return v.empty() ? std::string("-") : csv_number(number_or(v, 0.0), 3); };
   std::size_t shown = 0;
   for (const auto& row : table.rows) {
     if (shown == n || row[table.column("status")] != kSweepOk) break;
@@ -340,7 +346,8 @@ std::string top_table(const CsvTable& table, std::size_t n) {
     for (std::size_t c = first_axis; c <= dp; ++c) out << std::setw(width(c)) << row[c];
     out << std::setw(14) << row[tokens] << std::setw(7) << std::fixed << std::setprecision(1)
         << 100.0 * number_or(row[mfu], 0.0) << "%" << std::setw(12)
-        << (row[head].empty() ? "-" : row[head] + " GiB") << "\n";
+        << (row[head].empty() ? "-" : row[head] + " GiB") << std::setw(8) << three(row[joules])
+        << std::setw(8) << three(row[usd]) << "\n";
     ++shown;
   }
   if (shown == 0) out << "  (no configuration was simulated)\n";

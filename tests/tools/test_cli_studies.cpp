@@ -151,6 +151,51 @@ TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
   EXPECT_EQ(svg2.substr(0, 600), svg.substr(0, 600)) << "same frame, axes and title";
 }
 
+// The energy and cost columns are `clustersim run --json`'s figures of the same job (activity
+// view, the job's pricing: H100's default rental), and read back by `scale plot`'s reader.
+TEST(ScaleCli, EnergyAndCostColumnsAreThoseOfRunForTheSameJob) {
+  const auto s = run_cli("scale " + data("small_job.yaml") + " --gpus 16 -j 1 --csv " + tmp("e.csv") +
+                         " --svg " + tmp("e.svg"));
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const auto r = run_cli("run " + data("small_job.yaml") + " --json " + tmp("e.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(slurp(tmp("e.json")));
+  const auto t = read_csv(tmp("e.csv"));
+  ASSERT_EQ(t.rows.size(), 1u);
+  const auto& row = t.rows[0];
+  const auto field = [&](const char* c) { return std::stod(row[t.column(c)]); };
+  EXPECT_NEAR(field("power_w_per_gpu"), j["energy"]["w_per_gpu"]["facility"].get<double>(), 0.051);
+  EXPECT_LT(field("power_w_per_gpu"), j["energy"]["w_per_gpu_provisioned"]["facility"].get<double>() - 1.0);
+  EXPECT_NEAR(field("joules_per_token"), j["energy"]["joules_per_token"].get<double>(), 5.1e-5);
+  EXPECT_NEAR(field("energy_to_train_mwh"), j["energy"]["energy_to_train_mwh"].get<double>(), 0.0051);
+  EXPECT_NEAR(field("tokens_per_household_year"), j["energy"]["tokens_per_household_year"].get<double>(), 0.51);
+  EXPECT_NEAR(field("usd_per_million_tokens"), j["cost"]["usd_per_million_tokens"].get<double>(), 5.1e-5);
+  EXPECT_NEAR(field("cost_to_train_usd"), j["cost"]["cost_to_train_usd"].get<double>(), 0.51);
+  // J/token is the all-in power over the throughput.
+  EXPECT_NEAR(field("joules_per_token"), field("power_w_per_gpu") / field("tokens_per_s_per_gpu"), 1e-4);
+  EXPECT_NE(s.output.find("J/tok"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find(row[t.column("joules_per_token")].substr(0, 5)), std::string::npos) << s.output;
+}
+
+// Without a price (the H200 platform lists no rental price or capital cost) the cost columns are
+// empty, not 0; energy is still given.
+TEST(ScaleCli, CostColumnsAreEmptyWithoutAPrice) {
+  const std::string job = tmp("h200_job.yaml");
+  {
+    std::ofstream out(job);
+    std::string text = slurp(data("small_job.yaml"));
+    text.replace(text.find("hgx_h100"), 8, "hgx_h200");
+    out << text;
+  }
+  const auto s = run_cli("scale " + job + " --gpus 16 -j 1 --csv " + tmp("p.csv") + " --svg " + tmp("p.svg"));
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const auto t = read_csv(tmp("p.csv"));
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0][t.column("usd_per_million_tokens")], "");
+  EXPECT_EQ(t.rows[0][t.column("cost_to_train_usd")], "");
+  EXPECT_GT(std::stod(t.rows[0][t.column("joules_per_token")]), 0.0);
+}
+
 TEST(ScaleCli, StrongScalingKeepsTheGlobalBatch) {
   const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 16,32 --mode strong -j 2 --csv " +
                          tmp("s.csv") + " --svg " + tmp("s.svg"));
@@ -241,6 +286,17 @@ TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
                     std::stod(row[t.column("bubble_s")]),
                 std::stod(row[t.column("step_time_s")]), 2e-4);
     EXPECT_GT(std::stod(row[t.column("compute_s")]), 0.0);
+    // Energy and cost per configuration: J/token is the all-in power over the throughput, and
+    // the cost to train the default 1e12 tokens is 1e6 x the $ per million tokens.
+    EXPECT_NEAR(std::stod(row[t.column("joules_per_token")]),
+                std::stod(row[t.column("power_w_per_gpu")]) / std::stod(row[t.column("tokens_per_s_per_gpu")]),
+                2e-4);
+    EXPECT_NEAR(std::stod(row[t.column("cost_to_train_usd")]),
+                1e6 * std::stod(row[t.column("usd_per_million_tokens")]), 60.0);
+  }
+  for (const auto& row : t.rows) {
+    if (row[t.column("status")] == "ok") continue;
+    EXPECT_EQ(row[t.column("joules_per_token")], "") << "not simulated: no energy figure";
   }
   for (std::size_t i = 1; i < 4; ++i) {
     EXPECT_GE(std::stod(t.rows[i - 1][t.column("tokens_per_s_per_gpu")]),

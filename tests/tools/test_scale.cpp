@@ -118,6 +118,49 @@ TEST(ScaleCsv, HasTheDocumentedColumnsAndEmptyFieldsForInvalidRows) {
   EXPECT_EQ(to_csv(scale_csv(reread)), to_csv(t));
 }
 
+TEST(ScaleCsv, EnergyColumnsRoundTripAndAbsentFiguresAreEmpty) {
+  std::vector<ScaleRow> rows = {row(64, 1000.0, 0.5), row(128, 990.0, 0.49)};
+  rows[0].figures->power_w_per_gpu = 1659.74;
+  rows[0].figures->joules_per_token = 1.39652;
+  rows[0].figures->energy_to_train_mwh = 387.93;
+  rows[0].figures->usd_per_million_tokens = 0.33191;
+  rows[0].figures->cost_to_train_usd = 331907.4;
+  rows[1].figures->power_w_per_gpu = 1449.6;  // no price: no cost figures
+  compute_efficiency(rows);
+  const CsvTable t = scale_csv(rows);
+  EXPECT_EQ(t.rows[0][t.column("power_w_per_gpu")], "1659.7");
+  EXPECT_EQ(t.rows[0][t.column("joules_per_token")], "1.3965");
+  EXPECT_EQ(t.rows[0][t.column("usd_per_million_tokens")], "0.3319");
+  EXPECT_EQ(t.rows[0][t.column("cost_to_train_usd")], "331907");
+  EXPECT_EQ(t.rows[1][t.column("usd_per_million_tokens")], "");
+  EXPECT_EQ(t.rows[1][t.column("joules_per_token")], "");
+  const auto reread = scale_rows_from_csv(parse_csv(to_csv(t), "scale.csv"), "scale.csv");
+  ASSERT_TRUE(reread[0].figures.has_value());
+  EXPECT_DOUBLE_EQ(*reread[0].figures->joules_per_token, 1.3965);
+  EXPECT_FALSE(reread[1].figures->usd_per_million_tokens.has_value());
+  EXPECT_EQ(to_csv(scale_csv(reread)), to_csv(t));
+  // A CSV of an earlier version, without the energy columns, still reads (scale plot).
+  CsvTable old = t;
+  for (const auto& name : energy_columns()) {
+    const std::size_t c = old.column(name);
+    old.header.erase(old.header.begin() + static_cast<std::ptrdiff_t>(c));
+    for (auto& r : old.rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(c));
+  }
+  const auto older = scale_rows_from_csv(old, "old.csv");
+  ASSERT_TRUE(older[0].figures.has_value());
+  EXPECT_FALSE(older[0].figures->joules_per_token.has_value());
+  // A field that is not a number is an error naming the file.
+  CsvTable bad = t;
+  bad.rows[0][bad.column("joules_per_token")] = "1.2x";
+  try {
+    scale_rows_from_csv(bad, "bad.csv");
+    FAIL() << "a malformed energy field was accepted";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.csv"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("joules_per_token"), std::string::npos) << e.what();
+  }
+}
+
 // Every opening tag is closed in order (or self-closed): enough to catch broken output.
 bool balanced_xml(const std::string& svg) {
   std::vector<std::string> stack;
