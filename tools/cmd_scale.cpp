@@ -105,7 +105,7 @@ std::string table(const std::vector<ScaleRow>& rows) {
   out << std::setw(7) << "gpus" << std::setw(6) << "dp" << std::setw(8) << "gbs" << std::setw(10)
       << "step s" << std::setw(8) << "MFU" << std::setw(12) << "tok/s/GPU" << std::setw(8)
       << "eff" << std::setw(10) << "mem GiB" << std::setw(8) << "J/tok" << std::setw(8)
-      << "$/Mtok" << "  status\n";
+      << "$/Mtok" << std::setw(9) << "goodput" << "  status\n";
   // dp and the batch are 0 for a GPU count that is not a multiple of tp*cp*pp: none, not 0.
   const auto count = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("-"); };
   for (const auto& r : rows) {
@@ -123,7 +123,8 @@ std::string table(const std::vector<ScaleRow>& rows) {
       return r.figures && (*r.figures).*f ? csv_number(*((*r.figures).*f), 3) : std::string("-");
     };
     out << std::setw(8) << figure(&StepFigures::joules_per_token) << std::setw(8)
-        << figure(&StepFigures::usd_per_million_tokens);
+        << figure(&StepFigures::usd_per_million_tokens) << std::setw(9)
+        << (r.figures && r.figures->goodput ? csv_number(100.0 * *r.figures->goodput, 1) + "%" : "-");
     out << "  " << r.status << (r.reason.empty() ? "" : ": " + r.reason) << "\n";
   }
   return out.str();

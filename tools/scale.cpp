@@ -135,14 +135,19 @@ PlotSpec scale_plot(const std::vector<ScaleRow>& rows, ScaleMode mode, const std
   PlotSeries mfu{"simulated MFU", {}, "#1f77b4", true, true, false};
   PlotSeries eff{std::string(to_string(mode)) + " scaling efficiency", {}, "#2ca02c", true, true,
                  false};
+  // With a reliability section: the run's goodput (useful fraction of elapsed time, failures
+  // counted) on the same axis.
+  PlotSeries goodput{"goodput with failures", {}, "#ff7f0e", true, true, false};
   for (const auto& r : rows) {
     if (!r.figures) continue;
     const double g = static_cast<double>(r.point.gpus);
     mfu.points.emplace_back(g, r.figures->mfu);
     eff.points.emplace_back(g, r.efficiency);
+    if (r.figures->goodput) goodput.points.emplace_back(g, *r.figures->goodput);
   }
   if (mfu.points.empty()) throw std::invalid_argument("no simulated point to plot");
   spec.series = {mfu, eff};
+  if (!goodput.points.empty()) spec.series.push_back(goodput);
   if (!measured.empty()) {
     PlotSeries m{measured_label, {}, "#d62728", false, true, true};
     for (const auto& p : measured) m.points.emplace_back(static_cast<double>(p.gpus), p.mfu);

@@ -35,6 +35,20 @@ std::string simulate_figures(const Job& job, const std::string& replicas) {
       j["cost_to_train_usd"] = r.energy->cost.cost_to_train_usd;
     }
   }
+  // A reliability section asks for the run with failures, as `clustersim run` reports it.
+  if (!job.reliability.origin.file.empty()) {
+    const RunWithFailures f = run_with_failures(job, r.tokens_per_s_per_gpu);
+    const auto& rel = f.reliability;
+    j["goodput"] = rel.goodput.mean;
+    j["goodput_ci95_low"] = rel.goodput.ci95_low;
+    j["goodput_ci95_high"] = rel.goodput.ci95_high;
+    j["interruptions"] = rel.failures.mean;
+    j["days_to_train"] = rel.wall_s.mean / 86400.0;
+    if (r.energy && r.energy->pricing && rel.goodput.mean > 0.0) {
+      j["usd_per_million_tokens_with_failures"] =
+          r.energy->cost.usd_per_million_tokens / rel.goodput.mean;
+    }
+  }
   return j.dump();
 }
 
@@ -61,6 +75,12 @@ StepFigures parse_figures(const std::string& text) {
     f.energy_to_train_mwh = optional("energy_to_train_mwh");
     f.usd_per_million_tokens = optional("usd_per_million_tokens");
     f.cost_to_train_usd = optional("cost_to_train_usd");
+    f.goodput = optional("goodput");
+    f.goodput_ci95_low = optional("goodput_ci95_low");
+    f.goodput_ci95_high = optional("goodput_ci95_high");
+    f.interruptions = optional("interruptions");
+    f.days_to_train = optional("days_to_train");
+    f.usd_per_million_tokens_with_failures = optional("usd_per_million_tokens_with_failures");
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("malformed simulation result: ") + e.what());
@@ -69,7 +89,8 @@ StepFigures parse_figures(const std::string& text) {
 
 namespace {
 
-// The energy figures of StepFigures with their column names and decimals, in column order.
+// The energy, cost and failure figures of StepFigures with their column names and decimals, in
+// column order.
 struct EnergyColumn {
   const char* name;
   std::optional<double> StepFigures::*figure;
@@ -83,6 +104,12 @@ const EnergyColumn kEnergyColumns[] = {
     {"energy_to_train_mwh", &StepFigures::energy_to_train_mwh, 2},
     {"usd_per_million_tokens", &StepFigures::usd_per_million_tokens, 4},
     {"cost_to_train_usd", &StepFigures::cost_to_train_usd, 0},
+    {"goodput", &StepFigures::goodput, 4},
+    {"goodput_ci95_low", &StepFigures::goodput_ci95_low, 4},
+    {"goodput_ci95_high", &StepFigures::goodput_ci95_high, 4},
+    {"interruptions", &StepFigures::interruptions, 1},
+    {"days_to_train", &StepFigures::days_to_train, 2},
+    {"usd_per_million_tokens_with_failures", &StepFigures::usd_per_million_tokens_with_failures, 4},
 };
 
 }  // namespace

@@ -29,6 +29,14 @@ struct StepFigures {
   std::optional<double> energy_to_train_mwh;     ///< facility MWh for energy.train_tokens
   std::optional<double> usd_per_million_tokens;  ///< at the job's pricing (rental or TCO)
   std::optional<double> cost_to_train_usd;       ///< energy.train_tokens, no failures
+  // The training run of energy.train_tokens with failures (the Monte-Carlo `clustersim run`
+  // reports, docs/energy.md): only for a job with a `reliability:` section.
+  std::optional<double> goodput;                  ///< mean useful fraction of elapsed time
+  std::optional<double> goodput_ci95_low;         ///< 95% confidence interval of the mean
+  std::optional<double> goodput_ci95_high;
+  std::optional<double> interruptions;            ///< mean per run
+  std::optional<double> days_to_train;            ///< mean elapsed days, failures included
+  std::optional<double> usd_per_million_tokens_with_failures;  ///< cost / goodput (priced jobs)
 };
 
 /// Simulates `job` (simulate_job; call it in a worker process) with the options of its
@@ -39,9 +47,11 @@ std::string simulate_figures(const Job& job, const std::string& replicas);
 /// Decodes simulate_figures' text. @throws std::runtime_error when it is not such a text.
 StepFigures parse_figures(const std::string& text);
 
-/// Names of the energy and cost columns of the scale and sweep CSVs, in order:
+/// Names of the energy, cost and failure columns of the scale and sweep CSVs, in order:
 /// power_w_per_gpu, joules_per_token, tokens_per_household_year, energy_to_train_mwh,
-/// usd_per_million_tokens, cost_to_train_usd (docs/scaling-and-sweeps.md).
+/// usd_per_million_tokens, cost_to_train_usd, goodput, goodput_ci95_low, goodput_ci95_high,
+/// interruptions, days_to_train, usd_per_million_tokens_with_failures
+/// (docs/scaling-and-sweeps.md).
 const std::vector<std::string>& energy_columns();
 
 /// The values of those columns for `f`, formatted; an empty field where the figure is absent.

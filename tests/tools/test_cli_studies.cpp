@@ -173,8 +173,45 @@ TEST(ScaleCli, EnergyAndCostColumnsAreThoseOfRunForTheSameJob) {
   EXPECT_NEAR(field("cost_to_train_usd"), j["cost"]["cost_to_train_usd"].get<double>(), 0.51);
   // J/token is the all-in power over the throughput.
   EXPECT_NEAR(field("joules_per_token"), field("power_w_per_gpu") / field("tokens_per_s_per_gpu"), 1e-4);
+  // No reliability section: no run with failures, so its columns are empty.
+  EXPECT_EQ(row[t.column("goodput")], "");
+  EXPECT_EQ(row[t.column("usd_per_million_tokens_with_failures")], "");
+  EXPECT_EQ(slurp(tmp("e.svg")).find("goodput"), std::string::npos);
   EXPECT_NE(s.output.find("J/tok"), std::string::npos) << s.output;
   EXPECT_NE(s.output.find(row[t.column("joules_per_token")].substr(0, 5)), std::string::npos) << s.output;
+}
+
+// With a reliability section every point carries its training run with failures, the
+// Monte-Carlo `clustersim run` reports for the same job. Job-level interruptions (the Llama 3
+// catalog's planned maintenance) come at one rate at any size, so goodput falls only where the
+// per-unit failures of many GPUs add up: 4,096 GPUs against 16.
+TEST(ScaleCli, AReliabilitySectionAddsTheRunWithFailures) {
+  const std::string job = tmp("rel_job.yaml");
+  {
+    std::ofstream out(job);
+    out << slurp(data("small_job.yaml"))
+        << "energy: {train_tokens: 1e13}\nreliability: {trials: 200, seed: 7}\n";
+  }
+  const auto s = run_cli("scale " + job + " --gpus 16,4096 -j 2 --csv " + tmp("r.csv") + " --svg " + tmp("r.svg"));
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const auto r = run_cli("run " + job + " --json " + tmp("r.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto rel = nlohmann::json::parse(slurp(tmp("r.json")))["reliability"];
+  const auto t = read_csv(tmp("r.csv"));
+  ASSERT_EQ(t.rows.size(), 2u);
+  const auto field = [&](std::size_t i, const char* c) { return std::stod(t.rows[i][t.column(c)]); };
+  EXPECT_NEAR(field(0, "goodput"), rel["goodput"]["mean"].get<double>(), 5.1e-5);
+  EXPECT_NEAR(field(0, "goodput_ci95_low"), rel["goodput"]["ci95"][0].get<double>(), 5.1e-5);
+  EXPECT_NEAR(field(0, "goodput_ci95_high"), rel["goodput"]["ci95"][1].get<double>(), 5.1e-5);
+  EXPECT_NEAR(field(0, "interruptions"), rel["interruptions"].get<double>(), 0.051);
+  EXPECT_NEAR(field(0, "days_to_train"), rel["wall_s"]["mean"].get<double>() / 86400.0, 0.0051);
+  EXPECT_NEAR(field(0, "usd_per_million_tokens_with_failures"),
+              field(0, "usd_per_million_tokens") / field(0, "goodput"), 2e-4);
+  EXPECT_LE(field(0, "goodput_ci95_low"), field(0, "goodput"));
+  EXPECT_GE(field(0, "goodput_ci95_high"), field(0, "goodput"));
+  EXPECT_GT(field(1, "goodput_ci95_low"), 0.9);
+  EXPECT_LT(field(1, "goodput_ci95_high"), field(0, "goodput_ci95_low")) << "4,096 GPUs fail more often than 16";
+  EXPECT_NE(slurp(tmp("r.svg")).find("goodput with failures"), std::string::npos);
 }
 
 // Without a price (the H200 platform lists no rental price or capital cost) the cost columns are
