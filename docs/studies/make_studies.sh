@@ -14,6 +14,11 @@ D=docs/studies
   --csv "$D"/llama3_405b_weak.csv --svg "$D"/llama3_405b_weak.svg \
   --measured-case s0_llama3_405b_576_2304_bf16 \
   --title "Llama3-405B BF16 on H100, weak scaling (TP8 PP9 CP2 VP7)"
+# The same recipe from 576 to 16,128 H100 at a fixed 16.5M-token batch (strong scaling), with
+# energy, cost and the 15.6T-token training run with failures.
+"$B"/clustersim scale "$D"/llama3_405b_16k.yaml --gpus 576,1152,2304,4608,16128 --mode strong \
+  --csv "$D"/llama3_405b_16k.csv --svg "$D"/llama3_405b_16k.svg \
+  --title "Llama3-405B BF16 on H100 to 16,128 GPUs, 16.5M-token batch: MFU, strong scaling, goodput"
 # Llama-3.1-8B on 8 H200 vs 8 B200, seq 8K-256K (ZeRO-3, full recompute, CPU offload), and
 # the ZeRO-2 8K point: simulated beside case s3_* (TFLOP/s, B200/H200 ratio, peak memory).
 "$B"/clustersim validate --case s3_llama31_8b_seq_sweep --case s3_llama31_8b_8k_zero2 \

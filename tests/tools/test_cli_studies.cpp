@@ -233,6 +233,19 @@ TEST(ScaleCli, CostColumnsAreEmptyWithoutAPrice) {
   EXPECT_GT(std::stod(t.rows[0][t.column("joules_per_token")]), 0.0);
 }
 
+// Every seed-study job of docs/studies reads and gets its memory estimate (no simulation): a
+// change of the job spec that breaks a study fails here, not when someone regenerates the
+// studies. A job the reader rejects exits 2.
+TEST(Studies, EveryStudyJobReads) {
+  for (const char* name : {"llama3_70b_weak", "llama3_405b_weak", "llama3_405b_16k", "llama3_70b_sweep",
+                           "llama3_70b_schedules", "llama3_405b_gb200_nvl72", "llama3_405b_gb300_nvl72",
+                           "deepseek_v3_sweep", "deepseek_v3_combined", "deepseek_v3_offload"}) {
+    const auto r = run_cli(std::string("memory ") + STUDIES_DIR + "/" + name + ".yaml");
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    EXPECT_NE(r.output.find("peak"), std::string::npos) << name << ": " << r.output;
+  }
+}
+
 TEST(ScaleCli, StrongScalingKeepsTheGlobalBatch) {
   const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 16,32 --mode strong -j 2 --csv " +
                          tmp("s.csv") + " --svg " + tmp("s.svg"));
