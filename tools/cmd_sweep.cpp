@@ -174,8 +174,8 @@ int sweep_command(const SweepArgs& args) {
     set(table, row, "exposed_comm_s", csv_number(f.exposed_comm_s, 4));
     set(table, row, "bubble_s", csv_number(f.bubble_s, 4));
     set(table, row, "replicas", f.replicas);
-    const auto energy = energy_fields(f);
-    for (std::size_t c = 0; c < energy.size(); ++c) set(table, row, energy_columns()[c], energy[c]);
+    const auto energy = energy_and_failure_fields(f);
+    for (std::size_t c = 0; c < energy.size(); ++c) set(table, row, energy_and_failure_columns()[c], energy[c]);
   }
   rank_sweep_table(table);
   write_text_file(args.csv, to_csv(table));

@@ -65,7 +65,7 @@ CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
   t.header = {"gpus",           "dp",          "global_batch_size", "step_time_s",
               "mfu",            "tflops_per_gpu", "tokens_per_s_per_gpu", "scaling_efficiency",
               "compute_s",      "exposed_comm_s", "bubble_s",          "peak_memory_gib"};
-  const auto& energy = energy_columns();
+  const auto& energy = energy_and_failure_columns();
   t.header.insert(t.header.end(), energy.begin(), energy.end());
   for (const char* c : {"replicas", "status", "reason"}) t.header.emplace_back(c);
   // dp 0: the GPU count does not divide into replicas, so neither dp nor the batch exists.
@@ -83,7 +83,7 @@ CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
       row.insert(row.end(), 8, "");
     }
     row.push_back(r.memory ? csv_number(r.memory->peak_bytes / (1024.0 * 1024 * 1024), 2) : "");
-    const auto e = energy_fields(r.figures ? *r.figures : StepFigures{});
+    const auto e = energy_and_failure_fields(r.figures ? *r.figures : StepFigures{});
     row.insert(row.end(), e.begin(), e.end());
     row.push_back(r.figures ? r.figures->replicas : "");
     row.push_back(r.status);
@@ -112,7 +112,7 @@ std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::stri
         f.tflops_per_gpu = std::stod(r[col("tflops_per_gpu")]);
         f.tokens_per_s_per_gpu = std::stod(r[col("tokens_per_s_per_gpu")]);
         f.replicas = r[col("replicas")];
-        read_energy_fields(table.header, r, f);
+        read_energy_and_failure_fields(table.header, r, f);
         row.figures = f;
       }
       rows.push_back(std::move(row));

@@ -12,85 +12,10 @@
 
 namespace clustersim::tools {
 
-std::string simulate_figures(const Job& job, const std::string& replicas) {
-  SimulateOptions options = options_from_job(job);
-  if (!replicas.empty()) options.replicas = replicas;
-  const RunReport r = simulate_job(job, options);
-  const auto& b = r.step.breakdown;
-  nlohmann::json j = {{"step_time_s", r.step.step_time_s},
-                            {"mfu", r.mfu},
-                            {"tflops_per_gpu", r.tflops_per_gpu},
-                            {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-                            {"compute_s", b.compute_s},
-                            {"exposed_comm_s", b.exposed_comm_s},
-                            {"bubble_s", b.bubble_s},
-                            {"replicas", r.replicas}};
-  if (r.energy) {
-    j["power_w_per_gpu"] = r.energy->activity_power.facility_w();
-    j["joules_per_token"] = r.energy->energy.joules_per_token;
-    j["tokens_per_household_year"] = r.energy->energy.tokens_per_household_year;
-    j["energy_to_train_mwh"] = r.energy->energy.energy_to_train_mwh;
-    if (r.energy->pricing) {
-      j["usd_per_million_tokens"] = r.energy->cost.usd_per_million_tokens;
-      j["cost_to_train_usd"] = r.energy->cost.cost_to_train_usd;
-    }
-  }
-  // A reliability section asks for the run with failures, as `clustersim run` reports it.
-  if (!job.reliability.origin.file.empty()) {
-    const RunWithFailures f = run_with_failures(job, r.tokens_per_s_per_gpu);
-    const auto& rel = f.reliability;
-    j["goodput"] = rel.goodput.mean;
-    j["goodput_ci95_low"] = rel.goodput.ci95_low;
-    j["goodput_ci95_high"] = rel.goodput.ci95_high;
-    j["interruptions"] = rel.failures.mean;
-    j["days_to_train"] = rel.wall_s.mean / 86400.0;
-    if (r.energy && r.energy->pricing && rel.goodput.mean > 0.0) {
-      j["usd_per_million_tokens_with_failures"] =
-          r.energy->cost.usd_per_million_tokens / rel.goodput.mean;
-    }
-  }
-  return j.dump();
-}
-
-StepFigures parse_figures(const std::string& text) {
-  try {
-    const auto j = nlohmann::json::parse(text);
-    StepFigures f;
-    f.step_time_s = j.at("step_time_s").get<double>();
-    f.mfu = j.at("mfu").get<double>();
-    f.tflops_per_gpu = j.at("tflops_per_gpu").get<double>();
-    f.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu").get<double>();
-    f.compute_s = j.at("compute_s").get<double>();
-    f.exposed_comm_s = j.at("exposed_comm_s").get<double>();
-    f.bubble_s = j.at("bubble_s").get<double>();
-    f.replicas = j.at("replicas").get<std::string>();
-    const auto optional = [&j](const char* key) -> std::optional<double> {
-      const auto it = j.find(key);
-      if (it == j.end()) return std::nullopt;
-      return it->get<double>();
-    };
-    f.power_w_per_gpu = optional("power_w_per_gpu");
-    f.joules_per_token = optional("joules_per_token");
-    f.tokens_per_household_year = optional("tokens_per_household_year");
-    f.energy_to_train_mwh = optional("energy_to_train_mwh");
-    f.usd_per_million_tokens = optional("usd_per_million_tokens");
-    f.cost_to_train_usd = optional("cost_to_train_usd");
-    f.goodput = optional("goodput");
-    f.goodput_ci95_low = optional("goodput_ci95_low");
-    f.goodput_ci95_high = optional("goodput_ci95_high");
-    f.interruptions = optional("interruptions");
-    f.days_to_train = optional("days_to_train");
-    f.usd_per_million_tokens_with_failures = optional("usd_per_million_tokens_with_failures");
-    return f;
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(std::string("malformed simulation result: ") + e.what());
-  }
-}
-
 namespace {
 
-// The energy, cost and failure figures of StepFigures with their column names and decimals, in
-// column order.
+// The energy, cost and failure figures of StepFigures with their names (CSV column and JSON key
+// of the worker's text) and CSV decimals, in column order.
 struct EnergyColumn {
   const char* name;
   std::optional<double> StepFigures::*figure;
@@ -112,9 +37,77 @@ const EnergyColumn kEnergyColumns[] = {
     {"usd_per_million_tokens_with_failures", &StepFigures::usd_per_million_tokens_with_failures, 4},
 };
 
+// Energy and cost as `clustersim run` reports them and, for a job with a reliability section,
+// its training run with failures.
+void add_energy_and_failures(StepFigures& f, const RunReport& r, const Job& job) {
+  if (r.energy) {
+    f.power_w_per_gpu = r.energy->activity_power.facility_w();
+    f.joules_per_token = r.energy->energy.joules_per_token;
+    f.tokens_per_household_year = r.energy->energy.tokens_per_household_year;
+    f.energy_to_train_mwh = r.energy->energy.energy_to_train_mwh;
+    if (r.energy->pricing) {
+      f.usd_per_million_tokens = r.energy->cost.usd_per_million_tokens;
+      f.cost_to_train_usd = r.energy->cost.cost_to_train_usd;
+    }
+  }
+  if (job.reliability.origin.file.empty()) return;
+  const auto rel = run_with_failures(job, r.tokens_per_s_per_gpu).reliability;
+  f.goodput = rel.goodput.mean;
+  f.goodput_ci95_low = rel.goodput.ci95_low;
+  f.goodput_ci95_high = rel.goodput.ci95_high;
+  f.interruptions = rel.failures.mean;
+  f.days_to_train = rel.wall_s.mean / 86400.0;
+  if (f.usd_per_million_tokens && rel.goodput.mean > 0.0) {
+    f.usd_per_million_tokens_with_failures = *f.usd_per_million_tokens / rel.goodput.mean;
+  }
+}
+
 }  // namespace
 
-const std::vector<std::string>& energy_columns() {
+std::string simulate_figures(const Job& job, const std::string& replicas) {
+  SimulateOptions options = options_from_job(job);
+  if (!replicas.empty()) options.replicas = replicas;
+  const RunReport r = simulate_job(job, options);
+  const auto& b = r.step.breakdown;
+  nlohmann::json j = {{"step_time_s", r.step.step_time_s},
+                      {"mfu", r.mfu},
+                      {"tflops_per_gpu", r.tflops_per_gpu},
+                      {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+                      {"compute_s", b.compute_s},
+                      {"exposed_comm_s", b.exposed_comm_s},
+                      {"bubble_s", b.bubble_s},
+                      {"replicas", r.replicas}};
+  StepFigures f;
+  add_energy_and_failures(f, r, job);
+  for (const auto& c : kEnergyColumns) {
+    if (f.*c.figure) j[c.name] = *(f.*c.figure);
+  }
+  return j.dump();
+}
+
+StepFigures parse_figures(const std::string& text) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    StepFigures f;
+    f.step_time_s = j.at("step_time_s").get<double>();
+    f.mfu = j.at("mfu").get<double>();
+    f.tflops_per_gpu = j.at("tflops_per_gpu").get<double>();
+    f.tokens_per_s_per_gpu = j.at("tokens_per_s_per_gpu").get<double>();
+    f.compute_s = j.at("compute_s").get<double>();
+    f.exposed_comm_s = j.at("exposed_comm_s").get<double>();
+    f.bubble_s = j.at("bubble_s").get<double>();
+    f.replicas = j.at("replicas").get<std::string>();
+    for (const auto& c : kEnergyColumns) {
+      const auto it = j.find(c.name);
+      if (it != j.end()) f.*c.figure = it->get<double>();
+    }
+    return f;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("malformed simulation result: ") + e.what());
+  }
+}
+
+const std::vector<std::string>& energy_and_failure_columns() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (const auto& c : kEnergyColumns) n.emplace_back(c.name);
@@ -123,7 +116,7 @@ const std::vector<std::string>& energy_columns() {
   return names;
 }
 
-std::vector<std::string> energy_fields(const StepFigures& f) {
+std::vector<std::string> energy_and_failure_fields(const StepFigures& f) {
   std::vector<std::string> fields;
   for (const auto& c : kEnergyColumns) {
     const auto& v = f.*c.figure;
@@ -132,7 +125,7 @@ std::vector<std::string> energy_fields(const StepFigures& f) {
   return fields;
 }
 
-void read_energy_fields(const std::vector<std::string>& header,
+void read_energy_and_failure_fields(const std::vector<std::string>& header,
                         const std::vector<std::string>& fields, StepFigures& f) {
   for (const auto& c : kEnergyColumns) {
     const auto at = std::find(header.begin(), header.end(), c.name);

@@ -52,15 +52,15 @@ StepFigures parse_figures(const std::string& text);
 /// usd_per_million_tokens, cost_to_train_usd, goodput, goodput_ci95_low, goodput_ci95_high,
 /// interruptions, days_to_train, usd_per_million_tokens_with_failures
 /// (docs/scaling-and-sweeps.md).
-const std::vector<std::string>& energy_columns();
+const std::vector<std::string>& energy_and_failure_columns();
 
 /// The values of those columns for `f`, formatted; an empty field where the figure is absent.
-std::vector<std::string> energy_fields(const StepFigures& f);
+std::vector<std::string> energy_and_failure_fields(const StepFigures& f);
 
 /// Reads those columns from `fields` (a row of a table whose header is `header`) into `f`; a
 /// column the header lacks (a CSV of an earlier version) or an empty field leaves the figure
 /// absent. @throws std::invalid_argument for a field that is not a number.
-void read_energy_fields(const std::vector<std::string>& header,
+void read_energy_and_failure_fields(const std::vector<std::string>& header,
                         const std::vector<std::string>& fields, StepFigures& f);
 
 /// The memory model's verdict for a job (workloads/memory.hpp).

@@ -214,7 +214,7 @@ std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes) {
                         "exposed_comm_s", "bubble_s", "peak_memory_gib", "memory_headroom_gib"}) {
     h.emplace_back(c);
   }
-  const auto& energy = energy_columns();
+  const auto& energy = energy_and_failure_columns();
   h.insert(h.end(), energy.begin(), energy.end());
   for (const char* c : {"replicas", "reason", "sweep", "space"}) h.emplace_back(c);
   return h;

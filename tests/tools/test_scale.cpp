@@ -141,7 +141,7 @@ TEST(ScaleCsv, EnergyColumnsRoundTripAndAbsentFiguresAreEmpty) {
   EXPECT_EQ(to_csv(scale_csv(reread)), to_csv(t));
   // A CSV of an earlier version, without the energy columns, still reads (scale plot).
   CsvTable old = t;
-  for (const auto& name : energy_columns()) {
+  for (const auto& name : energy_and_failure_columns()) {
     const std::size_t c = old.column(name);
     old.header.erase(old.header.begin() + static_cast<std::ptrdiff_t>(c));
     for (auto& r : old.rows) r.erase(r.begin() + static_cast<std::ptrdiff_t>(c));
