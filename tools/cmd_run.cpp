@@ -131,6 +131,49 @@ int run_command(const RunArgs& args) {
   return 0;
 }
 
+// The options that choose how the step is simulated (most override the job's `simulation:`).
+void add_simulation_options(CLI::App& cmd, RunArgs& args) {
+  cmd.add_option("--replicas", args.replicas,
+                 "full: simulate every rank; identical: simulate one data-parallel replica in "
+                 "full and only the data-parallel collectives of the others (docs/engine.md); "
+                 "auto (default): identical above 256 GPUs. Overrides the job's simulation.replicas")
+      ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd.add_option("--cost", args.cost,
+                 "Cost model: measured (default; kernel and NCCL tables measured on H200 in "
+                 "calib/data, derived for other GPUs, docs/calibration.md) or roofline (datasheet "
+                 "peaks x cited efficiencies, docs/cost-model.md)")
+      ->check(CLI::IsMember({"measured", "roofline"}));
+  cmd.add_option("--nccl-algo", args.nccl_algo,
+                 "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
+                 "tree, hierarchical, nvls); collectives it cannot run use ring (pairwise for "
+                 "all-to-all) and are listed in the report; default: chosen per call by NCCL's "
+                 "cost model")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
+  cmd.add_flag("--ignore-oom", args.ignore_oom,
+               "Simulate even when the memory model says a rank's peak memory exceeds the GPU's "
+               "HBM (by default such a job stops with exit code 3; docs/memory-model.md)");
+  cmd.add_option("--nccl-proto", args.nccl_proto,
+                 "NCCL protocol of collectives over NVLink, as NCCL_PROTO forces it (LL, LL128, "
+                 "Simple), or auto: the fastest measured protocol at each size; default: the one "
+                 "NCCL chose on the calibration machine. Overrides the job's simulation.nccl_proto")
+      ->check(CLI::IsMember({"LL", "LL128", "Simple", "auto"}));
+  cmd.add_flag("--no-interference", args.no_interference,
+               "Let compute and communication overlap without slowing each other (default: the "
+               "cost model's measured interference, docs/engine.md); overrides the job's "
+               "simulation.interference");
+  cmd.add_flag("--no-power-state", args.no_power_state,
+               "Run GEMMs and attention at their tables' speed (default: at each kind's own "
+               "sustained state, faster when the rank also runs lower-power work, as measured "
+               "under the power limit, docs/cost-model.md); overrides the job's "
+               "simulation.power_state");
+  cmd.add_option("--microbatches", args.microbatches,
+                 "auto: a step with more microbatches per pipeline than two short "
+                 "steady-state windows of its schedule is played as those windows and extended "
+                 "linearly (docs/engine.md); all (default): play every microbatch (always with --trace). "
+                 "Overrides the job's simulation.microbatches")
+      ->check(CLI::IsMember({"auto", "all"}));
+}
+
 }  // namespace
 
 void register_run_command(CLI::App& app, int& exit_code) {
@@ -150,45 +193,7 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace-ranks", args->trace_ranks,
                   "With --trace: only these ranks, as a list of ranks and ranges (e.g. "
                   "0-7,128), so that traces of large jobs stay small");
-  cmd->add_option("--replicas", args->replicas,
-                  "full: simulate every rank; identical: simulate one data-parallel replica in "
-                  "full and only the data-parallel collectives of the others (docs/engine.md); "
-                  "auto (default): identical above 256 GPUs. Overrides the job's simulation.replicas")
-      ->check(CLI::IsMember({"auto", "full", "identical"}));
-  cmd->add_option("--cost", args->cost,
-                  "Cost model: measured (default; kernel and NCCL tables measured on H200 in "
-                  "calib/data, derived for other GPUs, docs/calibration.md) or roofline (datasheet "
-                  "peaks x cited efficiencies, docs/cost-model.md)")
-      ->check(CLI::IsMember({"measured", "roofline"}));
-  cmd->add_option("--nccl-algo", args->nccl_algo,
-                  "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
-                  "tree, hierarchical, nvls); collectives it cannot run use ring (pairwise for "
-                  "all-to-all) and are listed in the report; default: chosen per call by NCCL's "
-                  "cost model")
-      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "nvls"}));
-  cmd->add_flag("--ignore-oom", args->ignore_oom,
-                "Simulate even when the memory model says a rank's peak memory exceeds the GPU's "
-                "HBM (by default such a job stops with exit code 3; docs/memory-model.md)");
-  cmd->add_option("--nccl-proto", args->nccl_proto,
-                  "NCCL protocol of collectives over NVLink, as NCCL_PROTO forces it (LL, LL128, "
-                  "Simple), or auto: the fastest measured protocol at each size; default: the one "
-                  "NCCL chose on the calibration machine. Overrides the job's simulation.nccl_proto")
-      ->check(CLI::IsMember({"LL", "LL128", "Simple", "auto"}));
-  cmd->add_flag("--no-interference", args->no_interference,
-                 "Let compute and communication overlap without slowing each other (default: the "
-                 "cost model's measured interference, docs/engine.md); overrides the job's "
-                 "simulation.interference");
-  cmd->add_flag("--no-power-state", args->no_power_state,
-                 "Run GEMMs and attention at their tables' speed (default: at each kind's own "
-                 "sustained state, faster when the rank also runs lower-power work, as measured "
-                 "under the power limit, docs/cost-model.md); overrides the job's "
-                 "simulation.power_state");
-  cmd->add_option("--microbatches", args->microbatches,
-                  "auto: a step with more microbatches per pipeline than two short "
-                  "steady-state windows of its schedule is played as those windows and extended "
-                  "linearly (docs/engine.md); all (default): play every microbatch (always with --trace). "
-                  "Overrides the job's simulation.microbatches")
-      ->check(CLI::IsMember({"auto", "all"}));
+  add_simulation_options(*cmd, *args);
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });
