@@ -184,6 +184,25 @@ bool remove_stale_plot(const std::string& path, const std::string& csv) {
   return true;
 }
 
+// What the table's "-" in the energy, cost and goodput columns means, when no point has them.
+std::string missing_figure_notes(const std::vector<ScaleRow>& rows, const Job& job) {
+  const auto none = [&rows](std::optional<double> StepFigures::*f) {
+    return std::none_of(rows.begin(), rows.end(),
+                        [f](const ScaleRow& r) { return r.figures && (*r.figures).*f; });
+  };
+  std::string notes;
+  if (none(&StepFigures::joules_per_token)) {
+    notes += "no energy: the platform states no power: figures (docs/energy.md)\n";
+  } else if (none(&StepFigures::usd_per_million_tokens)) {
+    notes += "no cost: no price for this platform; give the job economics: (docs/energy.md)\n";
+  }
+  if (job.reliability.origin.file.empty()) {
+    notes += "no goodput: the job has no reliability: section (reliability: {} takes every "
+             "default; docs/energy.md)\n";
+  }
+  return notes;
+}
+
 int scale_command(const ScaleArgs& args) {
   if (args.job.empty() || args.gpus.empty()) throw std::invalid_argument("scale needs JOB.yaml and --gpus");
   std::set<std::int64_t> seen;
@@ -199,10 +218,11 @@ int scale_command(const ScaleArgs& args) {
   std::cout << "job: " << args.job << " (" << to_string(mode) << " scaling: tp, cp, pp kept, "
             << (mode == ScaleMode::Weak ? "batch per data-parallel replica kept" : "global batch kept")
             << ")\n" << table(rows);
+  const bool simulated = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
+  if (simulated) std::cout << missing_figure_notes(rows, tmpl.base());
   write_text_file(args.csv, to_csv(scale_csv(rows)));
   std::cout << "wrote " << args.csv << "\n";
-  const bool any = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
-  if (!any) {
+  if (!simulated) {
     const bool removed = remove_stale_plot(args.svg, args.csv);
     std::cerr << "error: no GPU count could be simulated; no plot written"
               << (removed ? " (the earlier " + args.svg + " removed)" : std::string()) << "\n";

@@ -212,6 +212,8 @@ TEST(ScaleCli, AReliabilitySectionAddsTheRunWithFailures) {
   EXPECT_GT(field(1, "goodput_ci95_low"), 0.9);
   EXPECT_LT(field(1, "goodput_ci95_high"), field(0, "goodput_ci95_low")) << "4,096 GPUs fail more often than 16";
   EXPECT_NE(slurp(tmp("r.svg")).find("goodput with failures"), std::string::npos);
+  EXPECT_EQ(s.output.find("no goodput"), std::string::npos) << s.output;
+  EXPECT_EQ(s.output.find("no cost"), std::string::npos) << s.output;
 }
 
 // Without a price (the H200 platform lists no rental price or capital cost) the cost columns are
@@ -231,6 +233,10 @@ TEST(ScaleCli, CostColumnsAreEmptyWithoutAPrice) {
   EXPECT_EQ(t.rows[0][t.column("usd_per_million_tokens")], "");
   EXPECT_EQ(t.rows[0][t.column("cost_to_train_usd")], "");
   EXPECT_GT(std::stod(t.rows[0][t.column("joules_per_token")]), 0.0);
+  // The table's "-" explained: no price, no reliability section.
+  EXPECT_NE(s.output.find("no cost: no price"), std::string::npos) << s.output;
+  EXPECT_NE(s.output.find("no goodput: the job has no reliability: section"), std::string::npos) << s.output;
+  EXPECT_EQ(s.output.find("no energy"), std::string::npos) << s.output;
 }
 
 // Every seed-study job of docs/studies reads and gets its memory estimate (no simulation): a
