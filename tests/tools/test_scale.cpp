@@ -128,12 +128,15 @@ TEST(ScaleCsv, EnergyColumnsRoundTripAndAbsentFiguresAreEmpty) {
   rows[1].figures->power_w_per_gpu = 1449.6;  // no price: no cost figures
   compute_efficiency(rows);
   const CsvTable t = scale_csv(rows);
-  EXPECT_EQ(t.rows[0][t.column("power_w_per_gpu")], "1659.7");
-  EXPECT_EQ(t.rows[0][t.column("joules_per_token")], "1.3965");
-  EXPECT_EQ(t.rows[0][t.column("usd_per_million_tokens")], "0.3319");
-  EXPECT_EQ(t.rows[0][t.column("cost_to_train_usd")], "331907");
-  EXPECT_EQ(t.rows[1][t.column("usd_per_million_tokens")], "");
-  EXPECT_EQ(t.rows[1][t.column("joules_per_token")], "");
+  const auto cells = [&t](std::size_t row, std::vector<const char*> columns) {
+    std::vector<std::string> v;
+    for (const char* c : columns) v.push_back(t.rows[row][t.column(c)]);
+    return v;
+  };
+  EXPECT_EQ(cells(0, {"power_w_per_gpu", "joules_per_token", "usd_per_million_tokens", "cost_to_train_usd"}),
+            (std::vector<std::string>{"1659.7", "1.3965", "0.3319", "331907"}));
+  EXPECT_EQ(cells(1, {"power_w_per_gpu", "joules_per_token", "usd_per_million_tokens"}),
+            (std::vector<std::string>{"1449.6", "", ""}));
   const auto reread = scale_rows_from_csv(parse_csv(to_csv(t), "scale.csv"), "scale.csv");
   ASSERT_TRUE(reread[0].figures.has_value());
   EXPECT_DOUBLE_EQ(*reread[0].figures->joules_per_token, 1.3965);
