@@ -124,7 +124,7 @@ int run_command(const RunArgs& args) {
   RunReport report = simulate_job(job, options);
   // A reliability section asks for the run with failures (docs/energy.md); without one, run
   // reports the failure-free step only and says so in its cost line.
-  if (!job.reliability.origin.file.empty()) add_failures(report, job);
+  if (has_reliability_section(job)) add_failures(report, job);
   std::cout << report_text(report);
   if (!args.json.empty()) write_text_file(args.json, report_json(report));
   if (!args.trace.empty()) write_perfetto_trace(report, args.trace);

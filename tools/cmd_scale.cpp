@@ -14,6 +14,7 @@
 #include "sim/units.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
+#include "tools/reliability_report.hpp"
 #include "tools/scale.hpp"
 #include "tools/validation/case_job.hpp"
 #include "tools/validation/reference_set.hpp"
@@ -196,7 +197,7 @@ std::string missing_figure_notes(const std::vector<ScaleRow>& rows, const Job& j
   } else if (none(&StepFigures::usd_per_million_tokens)) {
     notes += "no cost: no price for this platform; give the job economics: (docs/energy.md)\n";
   }
-  if (job.reliability.origin.file.empty()) {
+  if (!has_reliability_section(job)) {
     notes += "no goodput: the job has no reliability: section (reliability: {} takes every "
              "default; docs/energy.md)\n";
   }

@@ -15,6 +15,8 @@ SpecError reliability_error(const Job& job, const std::string& key, const std::s
 
 }  // namespace
 
+bool has_reliability_section(const Job& job) { return !job.reliability.origin.file.empty(); }
+
 double checkpoint_bytes(const workloads::ModelSpec& m) {
   const double embedding = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden;
   return (workloads::mfu_weight_count(m) + embedding) * energy::kCheckpointBytesPerParam;

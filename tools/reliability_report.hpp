@@ -13,6 +13,10 @@
 
 namespace clustersim::tools {
 
+/// True when the job has a `reliability:` section, which asks for its training run with failures
+/// (`clustersim run`, scale and sweep; docs/energy.md).
+bool has_reliability_section(const Job& job);
+
 /// Checkpoint size of a model: parameters x energy::kCheckpointBytesPerParam, with parameters
 /// = transformer linear weights + output head + (untied) input embedding.
 double checkpoint_bytes(const workloads::ModelSpec& model);

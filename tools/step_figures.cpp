@@ -50,7 +50,7 @@ void add_energy_and_failures(StepFigures& f, const RunReport& r, const Job& job)
       f.cost_to_train_usd = r.energy->cost.cost_to_train_usd;
     }
   }
-  if (job.reliability.origin.file.empty()) return;
+  if (!has_reliability_section(job)) return;
   const auto rel = run_with_failures(job, r.tokens_per_s_per_gpu).reliability;
   f.goodput = rel.goodput.mean;
   f.goodput_ci95_low = rel.goodput.ci95_low;
