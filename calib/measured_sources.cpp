@@ -171,11 +171,13 @@ std::string MeasuredCostModel::describe() const {
     s << "measured tables (" << tables_->provenance() << "; " << tables_->dir() << ")";
   } else {
     s << "derived for " << gpu_.name << " from measured H200 tables (" << tables_->provenance()
-      << "): " << rule_.basis << "; uncertainty " << rule_.uncertainty;
+      << "): " << rule_.basis << "; uncertainty " << uncertainty_text(rule_.uncertainty);
     if (!rule_.own_membound.empty() && own_membound_.empty()) s << "; " << kOwnTablesNotRead;
   }
   if (!scale_.note.empty()) s << "; platform GPU figures: " << scale_.note;
   return s.str();
 }
+
+sim::CostUncertainty MeasuredCostModel::uncertainty() const { return rule_.uncertainty; }
 
 }  // namespace clustersim::calib

@@ -119,11 +119,39 @@ constexpr double kGb200Bf16 = kMamfGb200Bf16 / kMamfHopperBf16,
 constexpr double kH100GemmBf16Time = (0.9840 + 0.9807) / 2, kH100GemmFp8Time = (0.9763 + 0.9805) / 2;
 constexpr double kH100CopyTime = (1.3979 + 1.3969) / 2;
 
+// Stated uncertainty (sim::CostUncertainty). Network transfers, every GPU: the roofline's
+// InfiniBand NDR bus bandwidth, 47 GB/s per NIC read off the 46-48 GB/s of NVIDIA nccl-tests issues
+// #290 and #267 (calib/roofline_cost_model.cpp), so a transfer's time lies within 47/48 - 1 and
+// 47/46 - 1 of the modelled one.
+constexpr sim::RelativeBounds kNetworkBounds{47.0 / 48.0 - 1.0, 47.0 / 46.0 - 1.0};
+constexpr double kMiB = 1024.0 * 1024.0;
+
+sim::RelativeBounds pm(double x) { return {-x, x}; }
+
+// Bounds for GEMMs, attention, memory-bound kernels (those below `small_bytes`: `mem_small`).
+sim::CostUncertainty bounds(sim::RelativeBounds gemm, sim::RelativeBounds attention,
+                            sim::RelativeBounds mem, sim::RelativeBounds mem_small,
+                            double small_bytes, std::string sources) {
+  sim::CostUncertainty u;
+  u.stated = true;
+  u.compute = {gemm, attention, mem};
+  u.memory_bound_small = mem_small;
+  u.small_bytes = small_bytes;
+  u.network = kNetworkBounds;
+  u.basis = std::move(sources);
+  return u;
+}
+
 const std::map<std::string, DerivationRule>& rules() {
   static const std::map<std::string, DerivationRule> kRules = {
       {"H200-SXM",
        {"H200-SXM", true, 1.0, 1.0, 1.0, 1.0, "measured on 2x H200 SXM (calib/data/h200)",
-        "measurement spread: see calib check (leave-one-out) and the burst/sustained tables", true,
+        bounds(pm(0.022), pm(0.031), pm(0.01), pm(0.07), 8 * kMiB,
+               "GEMM: the spread between H200 machines, 0.6-2.2% (runs 61, 63); attention: a "
+               "point on another H200 within 1.6-3.1% at the median (run 47); memory-bound: the "
+               "probe's spread over four passes on H100s (runs 85, 87, 92), not repeated on an "
+               "H200; network: the cited 46-48 GB/s per NIC"),
+        true,
         989.0, 1979.0, 4.8, 700.0, true, true, {}}},
       {"H100-SXM",
        {"H100-SXM", false, 1.0 / kH100GemmBf16Time, 1.0 / kH100GemmFp8Time, 1.0, 1.0 / kH100CopyTime,
@@ -135,23 +163,31 @@ const std::map<std::string, DerivationRule>& rules() {
         "accumulation's extra time, checked there (run 93), x1.397 (copies of >= 256 MiB, "
         "2.86 of HBM3's 3.35 TB/s against the H200's 4.0 of 4.8); the same GH100 tensor cores, "
         "clocks and 700 W limit (datasheets)",
-        "GEMM +-2% (runs 85/87: the catalog's 77 shapes at the tables' procedure 0.972 BF16, "
-        "0.984-0.992 FP8); attention +-5%; memory-bound +-1% from 8 MiB, up to +-7% below "
-        "(the four passes' spread)", true, 989.0, 1979.0, 3.35, 700.0, true, true,
+        bounds(pm(0.02), pm(0.05), pm(0.01), pm(0.07), 8 * kMiB,
+               "GEMM: runs 85/87, the catalog's 77 shapes at the tables' procedure 0.972 BF16, "
+               "0.984-0.992 FP8; attention: measured 0.97-1.04 of the H200; memory-bound: the "
+               "four passes' spread; network: the cited 46-48 GB/s per NIC"),
+        true, 989.0, 1979.0, 3.35, 700.0, true, true,
         {"h100/membound.csv", "h100/membound_eager.csv"}}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
       {"B200",
        {"B200", false, kB200Bf16, kB200Fp8, kB200Bf16, 7.7 / 4.8,
         "H200 times / MAMF ratio (B200 BF16 1745 vs 794.5, FP8 3432.5 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 7.7/4.8 TB/s",
-        "GEMM +-10% (MAMF is a burst figure; sustained power behaviour assumed alike); "
-        "attention +-20% (kernel maturity differs); memory-bound +-10%", false,
+        bounds(pm(0.10), pm(0.20), pm(0.10), pm(0.10), 0.0,
+               "GEMM: MAMF is a burst figure, sustained power behaviour assumed alike; "
+               "attention: kernel maturity differs; memory-bound: HBM ratio, not measured; "
+               "network: the cited 46-48 GB/s per NIC"),
+        false,
         2250.0, 4500.0, 7.7, 1000.0, false, false, {}}},
       {"GB200",
        {"GB200", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
         "attention / the BF16 ratio (assumed); memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
-        "GEMM +-10%; attention +-20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0, 1200.0,
+        bounds(pm(0.10), pm(0.20), pm(0.10), pm(0.10), 0.0,
+               "as B200's rule: MAMF ratios, attention and HBM assumed; network: the cited "
+               "46-48 GB/s per NIC"),
+        false, 2500.0, 5000.0, 8.0, 1200.0,
         false, false, {}}},
       // Blackwell Ultra (platforms/catalog/hgx_b300.yaml, gb300_nvl72.yaml): the same dense BF16
       // and FP8 datasheet peaks as B200 / GB200 and no published MAMF, so their GEMM ratios.
@@ -165,8 +201,11 @@ const std::map<std::string, DerivationRule>& rules() {
         "TFLOP/s; B300's dense BF16/FP8 peaks are B200's, no B300 MAMF published); attention / "
         "the BF16 ratio (assumed; Blackwell Ultra's doubled SFU exponential rate not credited); "
         "memory-bound above their floor / HBM ratio 7.7/4.8 TB/s",
-        "GEMM +-10%; attention -30%..+20% (NVIDIA reports ~35% more attention-forward throughput "
-        "from the SFU change; not measured); memory-bound +-10%", false, 2250.0, 4500.0, 7.7, 1100.0,
+        bounds(pm(0.10), {-0.30, 0.20}, pm(0.10), pm(0.10), 0.0,
+               "as B200's rule; attention down to -30%: NVIDIA reports ~35% more "
+               "attention-forward throughput from the SFU change, not measured; network: the "
+               "cited 46-48 GB/s per NIC"),
+        false, 2250.0, 4500.0, 7.7, 1100.0,
         false, false, {}}},
       {"GB300",
        {"GB300", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
@@ -174,7 +213,10 @@ const std::map<std::string, DerivationRule>& rules() {
         "TFLOP/s; GB300's dense BF16/FP8 peaks are GB200's, no GB300 MAMF published); attention / "
         "the BF16 ratio (assumed; Blackwell Ultra's doubled SFU exponential rate not credited); "
         "memory-bound above their floor / HBM ratio 8.0/4.8 TB/s",
-        "GEMM +-10%; attention -30%..+20%; memory-bound +-10%", false, 2500.0, 5000.0, 8.0,
+        bounds(pm(0.10), {-0.30, 0.20}, pm(0.10), pm(0.10), 0.0,
+               "as B300's rule (the SFU change, not measured); network: the cited 46-48 GB/s "
+               "per NIC"),
+        false, 2500.0, 5000.0, 8.0,
         1400.0, false, false, {}}},
   };
   return kRules;
@@ -301,6 +343,34 @@ std::map<std::string, LogGrid> load_membound_grids(const std::string& path) {
     grids.emplace(key, LogGrid(series));
   }
   return grids;
+}
+
+namespace {
+
+std::string percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100.0 * x);
+  return buf;
+}
+
+std::string bounds_text(const sim::RelativeBounds& b) {
+  if (b.lo == -b.hi) return "+-" + percent(b.hi).substr(1);
+  return percent(b.lo) + ".." + percent(b.hi);
+}
+
+}  // namespace
+
+std::string uncertainty_text(const sim::CostUncertainty& u) {
+  if (!u.stated) return "none stated";
+  std::string out = "GEMM " + bounds_text(u.compute[0]) + ", attention " +
+                    bounds_text(u.compute[1]) + ", memory-bound " + bounds_text(u.compute[2]);
+  if (u.small_bytes > 0.0) {
+    out += " (" + bounds_text(u.memory_bound_small) + " below " +
+           std::to_string(static_cast<long long>(u.small_bytes / kMiB)) + " MiB)";
+  }
+  out += ", network transfers " + bounds_text(u.network);
+  if (!u.basis.empty()) out += " (" + u.basis + ")";
+  return out;
 }
 
 const DerivationRule& derivation_rule(const std::string& gpu_name) {

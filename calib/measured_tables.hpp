@@ -13,6 +13,7 @@
 #include "calib/copy_delay.hpp"
 #include "calib/power_boost.hpp"
 #include "calib/tables.hpp"
+#include "sim/cost_model.hpp"
 
 namespace clustersim::calib {
 
@@ -108,7 +109,9 @@ struct DerivationRule {
   double attention = 1.0;   ///< fused-attention speed-up
   double memory = 1.0;      ///< memory-bound kernel speed-up (HBM bandwidth ratio)
   std::string basis;        ///< the rule and its sources
-  std::string uncertainty;  ///< stated uncertainty of the derived times
+  /// Stated uncertainty of the times (measured: the tables' spread between GPUs and runs;
+  /// derived: the derivation's stated range), with its sources in `basis`.
+  sim::CostUncertainty uncertainty;
   /// The measured GPU's power-state boost applies (power_boost.csv): same die and power limit.
   bool power_boost = false;
   /// The datasheet figures the ratios above hold for (dense TFLOP/s, TB/s). A platform whose
@@ -157,6 +160,10 @@ struct PlatformScale {
 /// @throws std::invalid_argument if a figure is not positive.
 PlatformScale platform_scale(const DerivationRule& rule, double peak_bf16_tflops,
                              double peak_fp8_tflops, double hbm_tbps, double tdp_w);
+
+/// One line of a stated uncertainty: "GEMM +-2%, attention +-5%, memory-bound +-1% (+-7% below
+/// 8 MiB), network transfers -2.1%..+2.2% (sources)".
+std::string uncertainty_text(const sim::CostUncertainty& u);
 
 /// The rule for a GPU: "H200-SXM" (measured), "H100-SXM", "B200", "GB200", "B300",
 /// "GB300".

@@ -3,6 +3,7 @@
 // Documented in docs/cost-model.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -71,6 +72,27 @@ struct CopyDelay {
   double fixed_s = 0.0;  ///< seconds per kernel call
   double share = 0.0;    ///< fraction of the kernel's own duration
   bool none() const { return fixed_s <= 0.0 && share <= 0.0; }
+};
+
+/// Relative bounds of a stated uncertainty: the true value lies in [x (1 + lo), x (1 + hi)],
+/// with lo <= 0 <= hi (e.g. {-0.1, 0.1} for +-10%).
+struct RelativeBounds {
+  double lo = 0.0;
+  double hi = 0.0;
+};
+
+/// A cost model's stated uncertainty of the times it gives (docs/cost-model.md, "Stated
+/// uncertainty"): per compute class, for memory-bound calls below `small_bytes`, and for the
+/// time of transfers over the scale-out network (its bandwidth term). `stated` false: the
+/// model states none. The bounds are each figure's own (a measurement's spread, a derivation's
+/// stated range), not the error of the simulation as a whole (docs/validation.md).
+struct CostUncertainty {
+  bool stated = false;
+  std::array<RelativeBounds, kComputeClassCount> compute{};  ///< by ComputeClass
+  RelativeBounds memory_bound_small;  ///< memory-bound calls of fewer than small_bytes
+  double small_bytes = 0.0;           ///< bytes; 0: one bound for every memory-bound call
+  RelativeBounds network;             ///< transfers over LinkClass::Network
+  std::string basis;                  ///< one line: the bounds and their sources
 };
 
 /// Cost of ops on one GPU type.
@@ -144,6 +166,8 @@ class CostModel {
     (void)op;
     return 1.0;
   }
+  /// The stated uncertainty of this model's times (CostUncertainty). Default: none stated.
+  virtual CostUncertainty uncertainty() const { return {}; }
   /// One line naming the model and the sources of its numbers (shown in reports).
   virtual std::string describe() const = 0;
 };

@@ -14,6 +14,7 @@
 #include "tools/svg_plot.hpp"
 #include "tools/simulate.hpp"
 #include "tools/step_figures.hpp"
+#include "tools/uncertainty.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -37,6 +38,7 @@ struct RunArgs {
   bool no_power_state = false;
   std::string nccl_proto;
   std::string microbatches;
+  bool uncertainty = false;
 };
 
 // Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
@@ -121,12 +123,24 @@ int run_command(const RunArgs& args) {
   if (args.no_power_state) options.power_state = false;
   if (!args.nccl_proto.empty()) options.nccl_proto = args.nccl_proto;
   if (!args.microbatches.empty()) options.microbatches = args.microbatches;
+  // The band first, so that a cost model with no stated uncertainty stops before any run.
+  std::optional<UncertaintyBand> band;
+  if (args.uncertainty) band = simulate_band(job, options);
   RunReport report = simulate_job(job, options);
   // A reliability section asks for the run with failures (docs/energy.md); without one, run
   // reports the failure-free step only and says so in its cost line.
   if (has_reliability_section(job)) add_failures(report, job);
   std::cout << report_text(report);
-  if (!args.json.empty()) write_text_file(args.json, report_json(report));
+  if (band) std::cout << band_text(*band, report);
+  if (!args.json.empty()) {
+    std::string text = report_json(report);
+    if (band) {
+      auto doc = nlohmann::ordered_json::parse(text);
+      doc["uncertainty"] = band_json(*band);
+      text = doc.dump(2) + "\n";
+    }
+    write_text_file(args.json, text);
+  }
   if (!args.trace.empty()) write_perfetto_trace(report, args.trace);
   return 0;
 }
@@ -194,6 +208,11 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "With --trace: only these ranks, as a list of ranks and ranges (e.g. "
                   "0-7,128), so that traces of large jobs stay small");
   add_simulation_options(*cmd, *args);
+  cmd->add_flag("--uncertainty", args->uncertainty,
+                "Also simulate the step with every kernel class and network transfer at the "
+                "fast, then the slow end of the cost model's stated uncertainty, and report the "
+                "ranges of step time, MFU, tokens/s/GPU and J/token (docs/outputs.md; 3x the "
+                "run time; the measured cost model only)");
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

@@ -16,12 +16,14 @@
 #include "tools/svg_plot.hpp"
 #include "tools/reliability_report.hpp"
 #include "tools/simulate.hpp"
+#include "tools/uncertainty.hpp"
 
 namespace clustersim::tools {
 namespace {
 
 struct TcoArgs {
   std::string a, b, json, replicas;  // replicas: "" = the job's simulation.replicas
+  bool uncertainty = false;
 };
 
 // One job of the comparison, evaluated.
@@ -201,6 +203,31 @@ void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
   j["break_even_domain_mtbf_h"] = std::pow(10, (lo + hi) / 2);
 }
 
+// B's speed per GPU over A's with each side at either end of its stated kernel-cost uncertainty
+// (run --uncertainty), against the break-even speed at the nominal TCO per GPU-hour.
+void print_speed_band(std::ostream& out, const Side& a, const Side& b, const std::string& replicas,
+                      nlohmann::ordered_json& j) {
+  auto band = [&](const Side& s) {
+    SimulateOptions options = options_from_job(s.job);
+    if (!replicas.empty()) options.replicas = replicas;
+    return simulate_band(s.job, options);
+  };
+  const UncertaintyBand ua = band(a), ub = band(b);
+  const double lo = ub.slow.tokens_per_s_per_gpu / ua.fast.tokens_per_s_per_gpu;
+  const double hi = ub.fast.tokens_per_s_per_gpu / ua.slow.tokens_per_s_per_gpu;
+  const double even = j["break_even_speed_ratio"].get<double>();
+  const double even_f = j["break_even_speed_ratio_with_failures"].get<double>();
+  auto verdict = [&](double x) {
+    return x < lo ? "B wins across it" : x > hi ? "B loses across it" : "inside it: not decided";
+  };
+  out << "\nwith each side at either end of its stated uncertainty (docs/cost-model.md): speed per "
+         "GPU x"
+      << num(lo, 2) << "-x" << num(hi, 2) << "; break-even x" << num(even, 2) << ", "
+      << verdict(even) << " (x" << num(even_f, 2) << " with failures, " << verdict(even_f)
+      << ")\n  A: " << ua.bounds << "\n  B: " << ub.bounds << "\n";
+  j["speed_ratio_band"] = {lo, hi};
+}
+
 nlohmann::ordered_json side_json(const Side& s) {
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(report_json(s.run));
   add_energy_json(j, s.energy);  // the TCO-priced evaluation replaces run's default pricing
@@ -220,6 +247,7 @@ int tco_command(const TcoArgs& args) {
   print_with_failures(out, a, b);
   nlohmann::ordered_json cmp;
   print_break_even(out, a, b, cmp);
+  if (args.uncertainty) print_speed_band(out, a, b, args.replicas, cmp);
   print_domain_sweep(out, a, b, cmp);
   std::cout << out.str();
   if (!args.json.empty()) {
@@ -243,6 +271,10 @@ void register_tco_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--replicas", args->replicas,
                   "Replica reduction, as for `run` (overrides the jobs' simulation.replicas)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
+  cmd->add_flag("--uncertainty", args->uncertainty,
+                "Also simulate each job at both ends of its cost model's stated uncertainty and "
+                "say whether the break-even speed lies inside B's speed range over A "
+                "(docs/energy.md; 3x the simulation time)");
   cmd->callback([args, &exit_code] { exit_code = run_guarded([&] { return tco_command(*args); }); });
 }
 

@@ -25,6 +25,7 @@ struct ValidateArgs {
   bool dry_run = false;
   bool show_jobs = false;
   std::string plot_dir;
+  bool uncertainty = false;
 };
 
 void write_plots(const validation::ValidationSummary& summary, const ValidateArgs& args) {
@@ -49,6 +50,7 @@ int validate_command(const ValidateArgs& args) {
   options.max_gpus = args.max_gpus;
   options.cases = args.cases;
   options.dry_run = args.dry_run;
+  options.uncertainty = args.uncertainty;
   ProgressBar bar("simulating reference points", validation::count_points(set, options));
   options.progress = [&bar](std::size_t done, std::size_t total) {
     bar.set_total(total);
@@ -95,6 +97,10 @@ void register_validate_command(CLI::App& app, int& exit_code) {
       ->check(decimal_integer())
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--case", args->cases, "Only this case id (repeatable)");
+  cmd->add_flag("--uncertainty", args->uncertainty,
+                "Also simulate every point with every kernel class and network transfer at the "
+                "fast, then the slow end of the cost model's stated uncertainty: a band per "
+                "point and how many measured values lie inside (3x the time)");
   cmd->add_flag("--dry-run", args->dry_run,
                 "Build and check the job of every point, list what would run, simulate nothing");
   cmd->add_option("--plot", args->plot_dir,

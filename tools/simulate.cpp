@@ -11,66 +11,13 @@
 #include <stdexcept>
 
 #include "calib/measured_cost_model.hpp"
-#include "calib/measured_tables.hpp"
-#include "calib/roofline_cost_model.hpp"
+#include "sim/cost_corner.hpp"
 #include "platforms/builder.hpp"
 #include "platforms/topology.hpp"
 #include "tools/steady_window.hpp"
 #include "workloads/generator.hpp"
 
 namespace clustersim::tools {
-
-namespace {
-
-// The cost models by name (simulation.cost_model, --cost): the GPUs each can cost, and how to
-// build one for a GPU.
-struct CostModelKind {
-  std::vector<std::string> (*gpus)();
-  std::unique_ptr<sim::CostModel> (*make)(const sim::GpuSpec&);
-};
-
-const CostModelKind& cost_model_kind(const std::string& name) {
-  static const std::map<std::string, CostModelKind> kKinds = {
-      {"measured",
-       {calib::measured_model_gpus,
-        [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
-          return std::make_unique<calib::MeasuredCostModel>(
-              gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
-        }}},
-      {"roofline",
-       {calib::roofline_gpus,
-        [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
-          return std::make_unique<calib::RooflineCostModel>(gpu);
-        }}},
-  };
-  const auto it = kKinds.find(name);
-  if (it == kKinds.end()) {
-    throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
-  }
-  return it->second;
-}
-
-}  // namespace
-
-std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu) {
-  return cost_model_kind(name).make(gpu);
-}
-
-std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
-                                                const platforms::PlatformSpec& platform) {
-  const CostModelKind& kind = cost_model_kind(name);
-  const std::string& gpu = platform.gpu.name;
-  const std::vector<std::string> known = kind.gpus();
-  if (std::find(known.begin(), known.end(), gpu) == known.end()) {
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    throw platform.gpu_name_at.error(
-        "the " + name + " cost model knows no GPU named '" + gpu + "' (it knows " + list +
-        "): name one of those, or give the GPU a derivation rule (calib/measured_tables.cpp) or "
-        "roofline efficiencies (calib/roofline_cost_model.cpp), docs/cost-model.md");
-  }
-  return kind.make(platform.gpu);
-}
 
 sim::NcclProtocol nccl_protocol(const std::string& name) {
   if (name.empty()) return sim::NcclProtocol::Default;
@@ -99,6 +46,10 @@ namespace {
 
 // The measured model's out-of-grid notes and the table that served each op class.
 void add_cost_sources(RunReport& report, const sim::CostModel& cost) {
+  if (const auto* corner = dynamic_cast<const sim::CornerCostModel*>(&cost)) {
+    add_cost_sources(report, corner->inner());
+    return;
+  }
   const auto* measured = dynamic_cast<const calib::MeasuredCostModel*>(&cost);
   if (measured == nullptr) return;
   for (const auto& o : measured->out_of_grid()) {
@@ -234,7 +185,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
         "flash2 needs the measured cost model (the default): the roofline model holds "
         "FlashAttention-3's published rates only");
   }
-  const auto cost_model = make_cost_model(options.cost, job.cluster.platform);
+  const auto cost_model = make_cost_model(options.cost, job.cluster.platform, options.corner);
   const sim::CostModel& cost = *cost_model;
   sim::cost_workload(workload, cost);
   const PowerStateSummary power = power_state(workload, cost, options.power_state);

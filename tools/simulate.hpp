@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "tools/cost_models.hpp"
 #include "tools/energy_report.hpp"
 #include "tools/job.hpp"
 #include "tools/reliability_report.hpp"
@@ -97,6 +98,9 @@ struct SimulateOptions {
   /// windows together is played as those two windows and extended linearly (docs/engine.md,
   /// "Steady-state window"; not with `timeline`); "all": every microbatch is played.
   std::string microbatches = "all";
+  /// Every kernel and network transfer at this end of the cost model's stated uncertainty
+  /// (sim::CornerCostModel; `clustersim run --uncertainty`); none: the model's own times.
+  std::optional<sim::CostCorner> corner;
 };
 
 /// The NCCL protocol named `name` ("" -> Default, LL, LL128, Simple, auto).
@@ -108,16 +112,6 @@ SimulateOptions options_from_job(const Job& job);
 
 /// Above this many GPUs, replicas "auto" uses the identical-replica reduction.
 inline constexpr int kAutoReplicaThreshold = 256;
-
-/// The cost model named `name` ("measured" or "roofline") for `gpu`.
-/// @throws std::invalid_argument for another name or a GPU the model cannot cost.
-std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu);
-
-/// The same for a platform's GPU, first checking that the model knows the GPU by its name.
-/// @throws SpecError at the platform's (or the job's override's) `name` when it does not, listing
-/// the names it knows; std::invalid_argument for another model name.
-std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
-                                                const platforms::PlatformSpec& platform);
 
 /// Builds the platform, generates and costs the workload, simulates one step.
 /// @throws SpecError for inconsistent jobs, std::runtime_error for simulation failures.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "calib/measured_cost_model.hpp"
+#include "calib/roofline_cost_model.hpp"
 #include "calib_test_util.hpp"
 
 namespace clustersim::calib {
@@ -315,6 +316,49 @@ TEST_F(DerivationRules, H100WeightGradientsIntoMainGradAgainstRun93) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace clustersim::calib
+
+namespace clustersim::calib {
+namespace {
+
+// Each rule states its uncertainty as numbers the band can play (docs/cost-model.md, "Stated
+// uncertainty"): every class bounded, lo <= 0 <= hi, and a GPU derived from MAMF ratios no
+// surer than the GPUs measured by the probes.
+TEST(StatedUncertainty, EveryRuleBoundsEveryClassAndDerivedGpusAreNoSurerThanMeasuredOnes) {
+  const auto width = [](const sim::RelativeBounds& b) { return b.hi - b.lo; };
+  const sim::CostUncertainty h200 = derivation_rule("H200-SXM").uncertainty;
+  for (const std::string& name : measured_model_gpus()) {
+    const sim::CostUncertainty u = derivation_rule(name).uncertainty;
+    ASSERT_TRUE(u.stated) << name;
+    EXPECT_FALSE(u.basis.empty()) << name;
+    for (const auto& b : u.compute) {
+      EXPECT_LE(b.lo, 0.0) << name;
+      EXPECT_GE(b.hi, 0.0) << name;
+      EXPECT_GT(width(b), 0.0) << name;
+    }
+    EXPECT_GT(width(u.network), 0.0) << name;
+    if (name == "H200-SXM" || name == "H100-SXM") continue;
+    for (int c = 0; c < sim::kComputeClassCount; ++c) {
+      EXPECT_GE(width(u.compute[c]), width(h200.compute[c])) << name << " class " << c;
+    }
+  }
+  // The text a report prints is the numbers'.
+  const std::string text = uncertainty_text(derivation_rule("B300").uncertainty);
+  EXPECT_NE(text.find("GEMM +-10.0%, attention -30.0%..+20.0%, memory-bound +-10.0%"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(uncertainty_text(sim::CostUncertainty{}), "none stated");
+}
+
+TEST(StatedUncertainty, TheMeasuredModelAnswersItsRulesBoundsAndTheRooflineNone) {
+  const auto tables = MeasuredTables::load(default_measured_dir());
+  const MeasuredCostModel b200(testing::gpu("B200", 7.7), tables);
+  EXPECT_DOUBLE_EQ(b200.uncertainty().compute[1].hi, 0.20);
+  EXPECT_NE(b200.describe().find("uncertainty GEMM +-10.0%"), std::string::npos) << b200.describe();
+  EXPECT_FALSE(RooflineCostModel(testing::gpu("H100-SXM", 3.35)).uncertainty().stated);
 }
 
 }  // namespace

@@ -215,3 +215,32 @@ TEST(EnergyCli, PlatformPowerAndCostFiguresAreOverridable) {
 }
 
 }  // namespace
+
+namespace {
+
+// With --uncertainty, tco brackets B's speed over A's by each side's band and places the
+// break-even speed against that range (docs/energy.md).
+TEST(EnergyCli, TcoUncertaintyBracketsTheSpeedRatioAndPlacesTheBreakEven) {
+  const auto r = run_cli("tco " + data("small_h100.yaml") + " " + data("small_gb200.yaml") +
+                         " --uncertainty --json " + tmp("tco_u.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto c = read_json(tmp("tco_u.json"))["comparison"];
+  const double lo = c["speed_ratio_band"][0], hi = c["speed_ratio_band"][1];
+  const double speed = c["speed_ratio"], even = c["break_even_speed_ratio"];
+  EXPECT_LT(lo, speed);
+  EXPECT_GT(hi, speed);
+  // B (GB200) is derived with GEMM +-10% and attention +-20%: a range of well over 10%.
+  EXPECT_GT(hi / lo, 1.10);
+  const std::string verdict =
+      even < lo ? "B wins across it" : even > hi ? "B loses across it" : "inside it: not decided";
+  EXPECT_NE(r.output.find("break-even x"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(verdict), std::string::npos) << r.output;
+  // Without the flag the comparison has no band.
+  ASSERT_EQ(run_cli("tco " + data("small_h100.yaml") + " " + data("small_gb200.yaml") +
+                    " --json " + tmp("tco_plain.json"))
+                .exit_code,
+            0);
+  EXPECT_FALSE(read_json(tmp("tco_plain.json"))["comparison"].contains("speed_ratio_band"));
+}
+
+}  // namespace

@@ -364,7 +364,7 @@ TEST(Platforms, BlackwellUltraGemmsAsBlackwellAtItsOwnHbm) {
   EXPECT_DOUBLE_EQ(gb300.attention, gb200.attention);
   EXPECT_DOUBLE_EQ(b300.tdp_w, 1100.0);
   EXPECT_DOUBLE_EQ(gb300.tdp_w, 1400.0);
-  EXPECT_NE(b300.uncertainty.find("SFU"), std::string::npos);
+  EXPECT_NE(b300.uncertainty.basis.find("SFU"), std::string::npos);
   EXPECT_FALSE(b300.flash2 || b300.power_boost || b300.host_copy_delay);
   const platforms::PlatformSpec hgx = platforms::find_platform("hgx_b300");
   const platforms::PlatformSpec nvl = platforms::find_platform("gb300_nvl72");

@@ -115,7 +115,8 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
     }
     const std::string replicas = options.replicas;
     const Metric metric = p.metric;
-    return [job, replicas, metric] {
+    const bool band = options.uncertainty;
+    return [job, replicas, metric, band] {
       SimulateOptions so = options_from_job(job);
       if (!replicas.empty()) so.replicas = replicas;
       const RunReport r = simulate_job(job, so);
@@ -124,6 +125,12 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
                           {"wall", r.step.sim_wall_s},
                           {"step_time_s", r.step.step_time_s},
                           {"breakdown", nlohmann::ordered_json::parse(breakdown_json(r.step.breakdown))}};
+      if (band) {
+        for (const sim::CostCorner c : {sim::CostCorner::Fast, sim::CostCorner::Slow}) {
+          so.corner = c;
+          j["band"].push_back(metric_of(simulate_job(job, so), metric));
+        }
+      }
       return j.dump();
     };
   } catch (const SpecError& e) {
@@ -145,6 +152,12 @@ void summarize(ValidationSummary& s) {
     }
   }
   s.mean_abs_error = s.simulated > 0 ? sum / static_cast<double>(s.simulated) : 0.0;
+  for (const auto& o : s.points) {
+    if (!o.simulated || !o.band) continue;
+    ++s.band_points;
+    const auto [lo, hi] = std::minmax(o.band->first, o.band->second);
+    if (o.measured >= lo && o.measured <= hi) ++s.within_band;
+  }
 }
 
 std::string point_detail(const PointOutcome& o) {
@@ -215,6 +228,7 @@ ValidationSummary run_validation(const ReferenceSet& set, const ValidateOptions&
     o.step_time_s = j["step_time_s"].get<double>();
     o.breakdown_json = j["breakdown"].dump();
     o.rel_error = (o.simulated_value - o.measured) / o.measured;
+    if (j.contains("band")) o.band = {j["band"][0].get<double>(), j["band"][1].get<double>()};
   }
   summarize(s);
   return s;
@@ -236,6 +250,17 @@ void over_memory_text(const ValidationSummary& s, std::ostream& out) {
   }
 }
 
+// "  -1.8%..+1.9% inside": the errors of the band's ends, and whether the measured lies between.
+std::string band_cell(const PointOutcome& o) {
+  if (!o.band) return "";
+  const auto [lo, hi] = std::minmax(o.band->first, o.band->second);
+  std::ostringstream c;
+  c << std::fixed << std::setprecision(1) << std::showpos << "  "
+    << 100.0 * (lo - o.measured) / o.measured << "%.." << 100.0 * (hi - o.measured) / o.measured
+    << "%" << std::noshowpos << (o.measured >= lo && o.measured <= hi ? " inside" : "");
+  return c.str();
+}
+
 std::string validation_text(const ValidationSummary& s) {
   std::ostringstream out;
   out << "reference set: " << s.reference << "\n\n";
@@ -249,14 +274,15 @@ std::string validation_text(const ValidationSummary& s) {
   out << "\n" << std::left << std::setw(30) << "case" << std::right << std::setw(6) << "gpus"
       << "  " << std::left << std::setw(22) << "job" << std::setw(15) << "metric" << std::right
       << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error"
-      << "\n";
+      << (s.band_points > 0 ? "  band (fast..slow end)" : "") << "\n";
   for (const auto& o : s.points) {
     if (!o.simulated) continue;
     out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
         << std::left << std::setw(22) << point_detail(o) << std::setw(15) << to_string(o.metric)
         << std::right << std::setw(9) << fmt_metric(o.metric, o.measured) << std::setw(11)
         << fmt_metric(o.metric, o.simulated_value) << std::setw(8) << std::showpos << std::fixed
-        << std::setprecision(1) << 100.0 * o.rel_error << std::noshowpos << "%\n";
+        << std::setprecision(1) << 100.0 * o.rel_error << std::noshowpos << "%"
+        << band_cell(o) << "\n";
   }
   out << std::fixed << std::setprecision(1) << "\nsimulated " << s.simulated << " of "
       << count_noun(static_cast<long long>(s.points.size()), "point", "points");
@@ -265,6 +291,11 @@ std::string validation_text(const ValidationSummary& s) {
         << 100.0 * s.max_abs_error << "% (" << s.max_point << ")";
   }
   out << "\n";
+  if (s.band_points > 0) {
+    out << "measured between the ends of the cost model's stated uncertainty (every kernel class "
+           "and network transfer at its fast, then its slow end): "
+        << s.within_band << " of " << s.band_points << " points\n";
+  }
   over_memory_text(s, out);
   if (s.simulated < s.points.size()) {
     const auto skipped = static_cast<long long>(s.points.size() - s.simulated);
@@ -312,6 +343,7 @@ std::string validation_json(const ValidationSummary& s) {
       j["breakdown"] = nlohmann::ordered_json::parse(o.breakdown_json);
       j["sim_wall_s"] = o.sim_wall_s;
       j["cpu_s"] = o.cpu_s;
+      if (o.band) j["band"] = {o.band->first, o.band->second};
       cases.push_back(j);
     } else {
       j["reason"] = o.reason;
@@ -324,6 +356,7 @@ std::string validation_json(const ValidationSummary& s) {
   doc["mean_abs_error"] = s.simulated > 0 ? nlohmann::ordered_json(s.mean_abs_error) : nullptr;
   doc["max_abs_error"] = s.simulated > 0 ? nlohmann::ordered_json(s.max_abs_error) : nullptr;
   doc["simulated_points"] = s.simulated;
+  if (s.band_points > 0) doc["within_band_points"] = s.within_band;
   doc["not_simulated"] = skipped;
   nlohmann::ordered_json not_compared = nlohmann::ordered_json::object();
   for (const auto& [id, items] : s.not_compared) not_compared[id] = items;

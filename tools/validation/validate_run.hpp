@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/validation/reference_set.hpp"
@@ -42,6 +43,9 @@ struct PointOutcome {
   std::string peak_memory_metric = "device";  ///< of measured_peak_gib
   std::optional<double> capacity_gib;        ///< HBM of one GPU of the job's platform, GiB
   std::string job_yaml;      ///< the job the point became (empty if it could not be built)
+  /// With ValidateOptions::uncertainty: the simulated value with every kernel class and network
+  /// transfer at the fast end, then the slow end, of the cost model's stated uncertainty.
+  std::optional<std::pair<double, double>> band;
 };
 
 /// All outcomes and the error statistics over the simulated points.
@@ -57,6 +61,8 @@ struct ValidationSummary {
   double mean_abs_error = 0.0;            ///< over simulated points (0 if none)
   double max_abs_error = 0.0;
   std::string max_point;                  ///< "id @ N GPUs" of the largest error
+  std::size_t band_points = 0;            ///< simulated points with a band
+  std::size_t within_band = 0;            ///< of those, measured between the band's ends
 };
 
 /// Options of a validation run.
@@ -66,6 +72,9 @@ struct ValidateOptions {
   std::int64_t max_gpus = 0;           ///< skip points above this many GPUs (0: no limit)
   std::vector<std::string> cases;      ///< only these case ids (empty: all)
   bool dry_run = false;                ///< build and check every job, simulate nothing
+  /// Also simulate every point at both ends of the cost model's stated uncertainty
+  /// (PointOutcome::band; 3x the time).
+  bool uncertainty = false;
   ProgressFn progress;                 ///< called after each simulated point
 };
 

@@ -1,0 +1,75 @@
+#include "tools/cost_models.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "calib/measured_cost_model.hpp"
+#include "calib/measured_tables.hpp"
+#include "calib/roofline_cost_model.hpp"
+
+namespace clustersim::tools {
+
+namespace {
+
+// The cost models by name (simulation.cost_model, --cost): the GPUs each can cost, and how to
+// build one for a GPU.
+struct CostModelKind {
+  std::vector<std::string> (*gpus)();
+  std::unique_ptr<sim::CostModel> (*make)(const sim::GpuSpec&);
+};
+
+const CostModelKind& cost_model_kind(const std::string& name) {
+  static const std::map<std::string, CostModelKind> kKinds = {
+      {"measured",
+       {calib::measured_model_gpus,
+        [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
+          return std::make_unique<calib::MeasuredCostModel>(
+              gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
+        }}},
+      {"roofline",
+       {calib::roofline_gpus,
+        [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
+          return std::make_unique<calib::RooflineCostModel>(gpu);
+        }}},
+  };
+  const auto it = kKinds.find(name);
+  if (it == kKinds.end()) {
+    throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
+  }
+  return it->second;
+}
+
+}  // namespace
+
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu) {
+  return cost_model_kind(name).make(gpu);
+}
+
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
+                                                const platforms::PlatformSpec& platform,
+                                                std::optional<sim::CostCorner> corner) {
+  const CostModelKind& kind = cost_model_kind(name);
+  const std::string& gpu = platform.gpu.name;
+  const std::vector<std::string> known = kind.gpus();
+  if (std::find(known.begin(), known.end(), gpu) == known.end()) {
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw platform.gpu_name_at.error(
+        "the " + name + " cost model knows no GPU named '" + gpu + "' (it knows " + list +
+        "): name one of those, or give the GPU a derivation rule (calib/measured_tables.cpp) or "
+        "roofline efficiencies (calib/roofline_cost_model.cpp), docs/cost-model.md");
+  }
+  auto model = kind.make(platform.gpu);
+  if (!corner) return model;
+  if (!model->uncertainty().stated) {
+    throw std::invalid_argument("the " + name + " cost model states no uncertainty of its times, "
+                                "so it has no fast or slow end (--uncertainty needs the measured "
+                                "model, --cost measured)");
+  }
+  return std::make_unique<sim::CornerCostModel>(std::move(model), *corner);
+}
+
+}  // namespace clustersim::tools

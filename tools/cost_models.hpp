@@ -1,0 +1,28 @@
+// The cost models by name (`simulation.cost_model`, `--cost`): which GPUs each can cost, how
+// to build one for a GPU, and one at an end of its stated uncertainty (docs/cost-model.md).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "platforms/platform_spec.hpp"
+#include "sim/cost_corner.hpp"
+#include "sim/cost_model.hpp"
+
+namespace clustersim::tools {
+
+/// The cost model named `name` ("measured" or "roofline") for `gpu`.
+/// @throws std::invalid_argument for another name or a GPU the model cannot cost.
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu);
+
+/// The same for a platform's GPU, first checking that the model knows the GPU by its name; with
+/// `corner`, that model at that end of its stated uncertainty (sim::CornerCostModel).
+/// @throws SpecError at the platform's (or the job's override's) `name` when the model does not
+/// know the GPU, listing the names it knows; std::invalid_argument for another model name, or
+/// for a corner of a model that states no uncertainty (the roofline).
+std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name,
+                                                const platforms::PlatformSpec& platform,
+                                                std::optional<sim::CostCorner> corner = std::nullopt);
+
+}  // namespace clustersim::tools
