@@ -16,6 +16,7 @@
 #include "tools/progress.hpp"
 #include "tools/reliability_report.hpp"
 #include "tools/scale.hpp"
+#include "tools/uncertainty.hpp"
 #include "tools/validation/case_job.hpp"
 #include "tools/validation/reference_set.hpp"
 #include "tools/worker_pool.hpp"
@@ -35,6 +36,7 @@ struct ScaleArgs {
   std::string replicas;
   std::string reference = CLUSTERSIM_REFERENCE_FILE;
   std::vector<std::string> measured_cases;
+  bool uncertainty = false;
 };
 
 // The measured MFU of the named reference cases (points that state an MFU).
@@ -73,7 +75,8 @@ std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args,
           // the memory model rejects the spec; the simulation reports why
         }
         const std::string replicas = args.replicas;
-        tasks.push_back([job, replicas] { return simulate_figures(job, replicas); });
+        const bool band = args.uncertainty;
+        tasks.push_back([job, replicas, band] { return simulate_figures(job, replicas, band); });
         task_row.push_back(rows.size());
       } catch (const SpecError& e) {
         row.status = "invalid";
@@ -106,7 +109,11 @@ std::string table(const std::vector<ScaleRow>& rows) {
   out << std::setw(7) << "gpus" << std::setw(6) << "dp" << std::setw(8) << "gbs" << std::setw(10)
       << "step s" << std::setw(8) << "MFU" << std::setw(12) << "tok/s/GPU" << std::setw(8)
       << "eff" << std::setw(10) << "mem GiB" << std::setw(8) << "J/tok" << std::setw(8)
-      << "$/Mtok" << std::setw(9) << "goodput" << "  status\n";
+      << "$/Mtok" << std::setw(9) << "goodput"
+      << (std::any_of(rows.begin(), rows.end(), [](const ScaleRow& r) { return r.figures && r.figures->mfu_fast; })
+              ? "  MFU band"
+              : "")
+      << "  status\n";
   // dp and the batch are 0 for a GPU count that is not a multiple of tp*cp*pp: none, not 0.
   const auto count = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("-"); };
   for (const auto& r : rows) {
@@ -126,6 +133,10 @@ std::string table(const std::vector<ScaleRow>& rows) {
     out << std::setw(8) << figure(&StepFigures::joules_per_token) << std::setw(8)
         << figure(&StepFigures::usd_per_million_tokens) << std::setw(9)
         << (r.figures && r.figures->goodput ? csv_number(100.0 * *r.figures->goodput, 1) + "%" : "-");
+    if (r.figures && r.figures->mfu_fast && r.figures->mfu_slow) {
+      out << "  " << csv_number(100.0 * *r.figures->mfu_slow, 1) << "-"
+          << csv_number(100.0 * *r.figures->mfu_fast, 1) << "%";
+    }
     out << "  " << r.status << (r.reason.empty() ? "" : ": " + r.reason) << "\n";
   }
   return out.str();
@@ -214,6 +225,7 @@ int scale_command(const ScaleArgs& args) {
   }
   const ScaleMode mode = parse_scale_mode(args.mode);
   const JobTemplate tmpl = JobTemplate::load(args.job);
+  if (args.uncertainty) require_stated_uncertainty(tmpl.base(), tmpl.base().simulation.cost);
   const auto measured = measured_points(args);
   const auto rows = run_points(tmpl, args, mode);
   std::cout << "job: " << args.job << " (" << to_string(mode) << " scaling: tp, cp, pp kept, "
@@ -265,6 +277,10 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--reference", args->reference,
                   "Reference file for --measured-case (default tests/validation/measured.yaml)")
       ->check(CLI::ExistingFile);
+  cmd->add_flag("--uncertainty", args->uncertainty,
+                "Also simulate each point at both ends of the cost model's stated uncertainty: "
+                "step_time_fast_s, step_time_slow_s, mfu_fast, mfu_slow columns and the MFU band "
+                "in the plot (3x the time; docs/scaling-and-sweeps.md)");
   register_plot(cmd, exit_code);
   cmd->callback([cmd, args, &exit_code] {
     if (cmd->got_subcommand("plot")) return;

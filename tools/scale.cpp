@@ -67,6 +67,8 @@ CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
               "compute_s",      "exposed_comm_s", "bubble_s",          "peak_memory_gib"};
   const auto& energy = energy_and_failure_columns();
   t.header.insert(t.header.end(), energy.begin(), energy.end());
+  const auto& band = band_columns();
+  t.header.insert(t.header.end(), band.begin(), band.end());
   for (const char* c : {"replicas", "status", "reason"}) t.header.emplace_back(c);
   // dp 0: the GPU count does not divide into replicas, so neither dp nor the batch exists.
   const auto count = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string(); };
@@ -83,8 +85,11 @@ CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
       row.insert(row.end(), 8, "");
     }
     row.push_back(r.memory ? csv_number(r.memory->peak_bytes / (1024.0 * 1024 * 1024), 2) : "");
-    const auto e = energy_and_failure_fields(r.figures ? *r.figures : StepFigures{});
+    const StepFigures none;
+    const auto e = energy_and_failure_fields(r.figures ? *r.figures : none);
     row.insert(row.end(), e.begin(), e.end());
+    const auto b = band_fields(r.figures ? *r.figures : none);
+    row.insert(row.end(), b.begin(), b.end());
     row.push_back(r.figures ? r.figures->replicas : "");
     row.push_back(r.status);
     row.push_back(r.reason);
@@ -113,6 +118,7 @@ std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::stri
         f.tokens_per_s_per_gpu = std::stod(r[col("tokens_per_s_per_gpu")]);
         f.replicas = r[col("replicas")];
         read_energy_and_failure_fields(table.header, r, f);
+        read_band_fields(table.header, r, f);
         row.figures = f;
       }
       rows.push_back(std::move(row));
@@ -138,15 +144,23 @@ PlotSpec scale_plot(const std::vector<ScaleRow>& rows, ScaleMode mode, const std
   // With a reliability section: the run's goodput (useful fraction of elapsed time, failures
   // counted) on the same axis.
   PlotSeries goodput{"goodput with failures", {}, "#ff7f0e", true, true, false};
+  // With --uncertainty: MFU at the two ends of the cost model's stated uncertainty, unmarked.
+  PlotSeries fast{"MFU, fast end of stated uncertainty", {}, "#9ecae1", true, false, false};
+  PlotSeries slow{"MFU, slow end of stated uncertainty", {}, "#9ecae1", true, false, false};
   for (const auto& r : rows) {
     if (!r.figures) continue;
     const double g = static_cast<double>(r.point.gpus);
     mfu.points.emplace_back(g, r.figures->mfu);
     eff.points.emplace_back(g, r.efficiency);
     if (r.figures->goodput) goodput.points.emplace_back(g, *r.figures->goodput);
+    if (r.figures->mfu_fast && r.figures->mfu_slow) {
+      fast.points.emplace_back(g, *r.figures->mfu_fast);
+      slow.points.emplace_back(g, *r.figures->mfu_slow);
+    }
   }
   if (mfu.points.empty()) throw std::invalid_argument("no simulated point to plot");
   spec.series = {mfu, eff};
+  if (!fast.points.empty()) spec.series.insert(spec.series.end(), {fast, slow});
   if (!goodput.points.empty()) spec.series.push_back(goodput);
   if (!measured.empty()) {
     PlotSeries m{measured_label, {}, "#d62728", false, true, true};

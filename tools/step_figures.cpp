@@ -7,6 +7,7 @@
 
 #include "tools/csv.hpp"
 #include "tools/simulate.hpp"
+#include "tools/uncertainty.hpp"
 
 #include "workloads/memory.hpp"
 
@@ -37,6 +38,54 @@ const EnergyColumn kEnergyColumns[] = {
     {"usd_per_million_tokens_with_failures", &StepFigures::usd_per_million_tokens_with_failures, 4},
 };
 
+// The band of the stated uncertainty (`scale --uncertainty`), likewise.
+const EnergyColumn kBandColumns[] = {
+    {"step_time_fast_s", &StepFigures::step_time_fast_s, 4},
+    {"step_time_slow_s", &StepFigures::step_time_slow_s, 4},
+    {"mfu_fast", &StepFigures::mfu_fast, 4},
+    {"mfu_slow", &StepFigures::mfu_slow, 4},
+};
+
+template <std::size_t N>
+std::vector<std::string> column_names(const EnergyColumn (&columns)[N]) {
+  std::vector<std::string> n;
+  for (const auto& c : columns) n.emplace_back(c.name);
+  return n;
+}
+
+template <std::size_t N>
+std::vector<std::string> column_fields(const EnergyColumn (&columns)[N], const StepFigures& f) {
+  std::vector<std::string> fields;
+  for (const auto& c : columns) {
+    const auto& v = f.*c.figure;
+    fields.push_back(v ? csv_number(*v, c.digits) : std::string());
+  }
+  return fields;
+}
+
+template <std::size_t N>
+void read_columns(const EnergyColumn (&columns)[N], const std::vector<std::string>& header,
+                  const std::vector<std::string>& fields, StepFigures& f) {
+  for (const auto& c : columns) {
+    const auto at = std::find(header.begin(), header.end(), c.name);
+    if (at == header.end()) continue;
+    const std::string& text = fields.at(static_cast<std::size_t>(at - header.begin()));
+    if (text.empty()) continue;
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size()) {
+      throw std::invalid_argument(std::string(c.name) + ": '" + text + "' is not a number");
+    }
+    f.*c.figure = v;
+  }
+}
+
+// A column's figure from a worker's JSON text, when present.
+void read_json_column(const EnergyColumn& c, const nlohmann::json& j, StepFigures& f) {
+  const auto it = j.find(c.name);
+  if (it != j.end()) f.*c.figure = it->get<double>();
+}
+
 // Energy and cost as `clustersim run` reports them and, for a job with a reliability section,
 // its training run with failures.
 void add_energy_and_failures(StepFigures& f, const RunReport& r, const Job& job) {
@@ -64,7 +113,7 @@ void add_energy_and_failures(StepFigures& f, const RunReport& r, const Job& job)
 
 }  // namespace
 
-std::string simulate_figures(const Job& job, const std::string& replicas) {
+std::string simulate_figures(const Job& job, const std::string& replicas, bool uncertainty) {
   SimulateOptions options = options_from_job(job);
   if (!replicas.empty()) options.replicas = replicas;
   const RunReport r = simulate_job(job, options);
@@ -82,6 +131,13 @@ std::string simulate_figures(const Job& job, const std::string& replicas) {
   for (const auto& c : kEnergyColumns) {
     if (f.*c.figure) j[c.name] = *(f.*c.figure);
   }
+  if (uncertainty) {
+    const UncertaintyBand band = simulate_band(job, options);
+    j["step_time_fast_s"] = band.fast.step_time_s;
+    j["step_time_slow_s"] = band.slow.step_time_s;
+    j["mfu_fast"] = band.fast.mfu;
+    j["mfu_slow"] = band.slow.mfu;
+  }
   return j.dump();
 }
 
@@ -97,10 +153,8 @@ StepFigures parse_figures(const std::string& text) {
     f.exposed_comm_s = j.at("exposed_comm_s").get<double>();
     f.bubble_s = j.at("bubble_s").get<double>();
     f.replicas = j.at("replicas").get<std::string>();
-    for (const auto& c : kEnergyColumns) {
-      const auto it = j.find(c.name);
-      if (it != j.end()) f.*c.figure = it->get<double>();
-    }
+    for (const auto& c : kEnergyColumns) read_json_column(c, j, f);
+    for (const auto& c : kBandColumns) read_json_column(c, j, f);
     return f;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("malformed simulation result: ") + e.what());
@@ -108,37 +162,29 @@ StepFigures parse_figures(const std::string& text) {
 }
 
 const std::vector<std::string>& energy_and_failure_columns() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& c : kEnergyColumns) n.emplace_back(c.name);
-    return n;
-  }();
+  static const std::vector<std::string> names = column_names(kEnergyColumns);
   return names;
 }
 
 std::vector<std::string> energy_and_failure_fields(const StepFigures& f) {
-  std::vector<std::string> fields;
-  for (const auto& c : kEnergyColumns) {
-    const auto& v = f.*c.figure;
-    fields.push_back(v ? csv_number(*v, c.digits) : std::string());
-  }
-  return fields;
+  return column_fields(kEnergyColumns, f);
 }
 
 void read_energy_and_failure_fields(const std::vector<std::string>& header,
-                        const std::vector<std::string>& fields, StepFigures& f) {
-  for (const auto& c : kEnergyColumns) {
-    const auto at = std::find(header.begin(), header.end(), c.name);
-    if (at == header.end()) continue;
-    const std::string& text = fields.at(static_cast<std::size_t>(at - header.begin()));
-    if (text.empty()) continue;
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used != text.size()) {
-      throw std::invalid_argument(std::string(c.name) + ": '" + text + "' is not a number");
-    }
-    f.*c.figure = v;
-  }
+                                    const std::vector<std::string>& fields, StepFigures& f) {
+  read_columns(kEnergyColumns, header, fields, f);
+}
+
+const std::vector<std::string>& band_columns() {
+  static const std::vector<std::string> names = column_names(kBandColumns);
+  return names;
+}
+
+std::vector<std::string> band_fields(const StepFigures& f) { return column_fields(kBandColumns, f); }
+
+void read_band_fields(const std::vector<std::string>& header, const std::vector<std::string>& fields,
+                      StepFigures& f) {
+  read_columns(kBandColumns, header, fields, f);
 }
 
 MemoryFit memory_fit(const Job& job) {

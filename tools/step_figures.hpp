@@ -37,12 +37,19 @@ struct StepFigures {
   std::optional<double> interruptions;            ///< mean per run
   std::optional<double> days_to_train;            ///< mean elapsed days, failures included
   std::optional<double> usd_per_million_tokens_with_failures;  ///< cost / goodput (priced jobs)
+  // The step with every kernel class and network transfer at the fast, then the slow end of the
+  // cost model's stated uncertainty (`scale --uncertainty`, docs/cost-model.md): only when asked.
+  std::optional<double> step_time_fast_s;
+  std::optional<double> step_time_slow_s;
+  std::optional<double> mfu_fast;
+  std::optional<double> mfu_slow;
 };
 
 /// Simulates `job` (simulate_job; call it in a worker process) with the options of its
 /// `simulation:` section, `replicas` overriding its reduction unless empty; encodes the figures.
-/// @throws what simulate_job throws.
-std::string simulate_figures(const Job& job, const std::string& replicas);
+/// With `uncertainty`, also at both ends of the cost model's stated uncertainty (simulate_band).
+/// @throws what simulate_job and simulate_band throw.
+std::string simulate_figures(const Job& job, const std::string& replicas, bool uncertainty = false);
 
 /// Decodes simulate_figures' text. @throws std::runtime_error when it is not such a text.
 StepFigures parse_figures(const std::string& text);
@@ -62,6 +69,18 @@ std::vector<std::string> energy_and_failure_fields(const StepFigures& f);
 /// absent. @throws std::invalid_argument for a field that is not a number.
 void read_energy_and_failure_fields(const std::vector<std::string>& header,
                         const std::vector<std::string>& fields, StepFigures& f);
+
+/// Names of the band columns of the scale CSV (`scale --uncertainty`), in order:
+/// step_time_fast_s, step_time_slow_s, mfu_fast, mfu_slow.
+const std::vector<std::string>& band_columns();
+
+/// The values of those columns for `f`; empty fields where the band was not simulated.
+std::vector<std::string> band_fields(const StepFigures& f);
+
+/// Reads those columns as read_energy_and_failure_fields does. @throws std::invalid_argument
+/// for a field that is not a number.
+void read_band_fields(const std::vector<std::string>& header, const std::vector<std::string>& fields,
+                      StepFigures& f);
 
 /// The memory model's verdict for a job (workloads/memory.hpp).
 struct MemoryFit {

@@ -38,16 +38,19 @@ std::string range(double a, double b, double nominal, int precision, const std::
 
 }  // namespace
 
-UncertaintyBand simulate_band(const Job& job, SimulateOptions options) {
-  UncertaintyBand band;
-  const sim::CostUncertainty bounds =
-      make_cost_model(options.cost, job.cluster.platform)->uncertainty();
+sim::CostUncertainty require_stated_uncertainty(const Job& job, const std::string& cost) {
+  const sim::CostUncertainty bounds = make_cost_model(cost, job.cluster.platform)->uncertainty();
   if (!bounds.stated) {
     throw SpecError("--uncertainty", 0, "",
-                    "the " + options.cost + " cost model states no uncertainty of its times, so "
-                    "it has no fast or slow end: use the measured model (--cost measured)");
+                    "the " + cost + " cost model states no uncertainty of its times, so it has "
+                    "no fast or slow end: use the measured model (--cost measured)");
   }
-  band.bounds = calib::uncertainty_text(bounds);
+  return bounds;
+}
+
+UncertaintyBand simulate_band(const Job& job, SimulateOptions options) {
+  UncertaintyBand band;
+  band.bounds = calib::uncertainty_text(require_stated_uncertainty(job, options.cost));
   options.timeline = false;
   for (const sim::CostCorner corner : {sim::CostCorner::Fast, sim::CostCorner::Slow}) {
     options.corner = corner;

@@ -30,6 +30,10 @@ struct UncertaintyBand {
   BandEnd slow;        ///< every class at its upper bound
 };
 
+/// The stated uncertainty of the cost model `cost` ("measured", "roofline") for the job's GPU.
+/// @throws SpecError (at `--uncertainty`) when that model states none (the roofline).
+sim::CostUncertainty require_stated_uncertainty(const Job& job, const std::string& cost);
+
 /// Simulates the job twice more, with options.corner fast and slow (the other options as given).
 /// @throws SpecError (at `--uncertainty`) for a cost model that states no uncertainty (the
 /// roofline); SpecError and std::runtime_error as simulate_job.
