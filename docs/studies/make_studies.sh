@@ -4,19 +4,21 @@
 set -euo pipefail
 B=${1:-build}
 D=docs/studies
+# The three scaling studies with --uncertainty: each point also at both ends of the cost model's
+# stated uncertainty (the MFU band of the plots; docs/cost-model.md).
 # Llama3-70B weak scaling, 64 -> 2,048 H100 (S0 layout TP4 PP2 CP2), beside S0's measured MFU.
-"$B"/clustersim scale "$D"/llama3_70b_weak.yaml --gpus 64,128,256,512,1024,2048 --mode weak \
+"$B"/clustersim scale "$D"/llama3_70b_weak.yaml --gpus 64,128,256,512,1024,2048 --mode weak --uncertainty \
   --csv "$D"/llama3_70b_weak.csv --svg "$D"/llama3_70b_weak.svg \
   --measured-case s0_llama3_70b_64_bf16 --measured-case s0_llama3_70b_2048_bf16 \
   --title "Llama3-70B BF16 on H100, weak scaling (TP4 PP2 CP2 VP5)"
 # Llama3-405B weak scaling, 576 -> 2,304 H100 (DGX Cloud recipe TP8 PP9 CP2 VP7), beside S0.
-"$B"/clustersim scale "$D"/llama3_405b_weak.yaml --gpus 576,1152,2304 --mode weak \
+"$B"/clustersim scale "$D"/llama3_405b_weak.yaml --gpus 576,1152,2304 --mode weak --uncertainty \
   --csv "$D"/llama3_405b_weak.csv --svg "$D"/llama3_405b_weak.svg \
   --measured-case s0_llama3_405b_576_2304_bf16 \
   --title "Llama3-405B BF16 on H100, weak scaling (TP8 PP9 CP2 VP7)"
 # The same recipe from 576 to 16,128 H100 at a fixed 16.5M-token batch (strong scaling), with
 # energy, cost and the 15.6T-token training run with failures.
-"$B"/clustersim scale "$D"/llama3_405b_16k.yaml --gpus 576,1152,2304,4608,16128 --mode strong \
+"$B"/clustersim scale "$D"/llama3_405b_16k.yaml --gpus 576,1152,2304,4608,16128 --mode strong --uncertainty \
   --csv "$D"/llama3_405b_16k.csv --svg "$D"/llama3_405b_16k.svg \
   --title "Llama3-405B BF16 on H100 to 16,128 GPUs, 16.5M-token batch: MFU, strong scaling, goodput"
 # Llama-3.1-8B on 8 H200 vs 8 B200, seq 8K-256K (ZeRO-3, full recompute, CPU offload), and
