@@ -2,10 +2,14 @@
 // target) as a user would, capturing its exit code and its stdout and stderr together.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace clustersim::cli_test {
@@ -27,6 +31,20 @@ inline Result run_cli(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// A scratch file path in the test's temporary directory. It carries the test process's id, so
+/// two build trees testing on one machine at once never read each other's outputs.
+inline std::string scratch(const std::string& name) {
+  return ::testing::TempDir() + "/clustersim-" + std::to_string(::getpid()) + "-" + name;
+}
+
+/// The whole text of a file ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace clustersim::cli_test

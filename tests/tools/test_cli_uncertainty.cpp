@@ -5,34 +5,22 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "../cli_test_util.hpp"
 
 namespace {
 
 using clustersim::cli_test::run_cli;
+using clustersim::cli_test::slurp;
 
 std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
-
-std::string tmp(const std::string& name) {
-  return ::testing::TempDir() + "/clustersim-" + std::to_string(::getpid()) + "-" + name;
-}
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
+std::string tmp(const std::string& name) { return clustersim::cli_test::scratch(name); }
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
 
 // small_job.yaml on another catalog platform.
 std::string small_job_on(const std::string& platform) {
-  std::ifstream in(data("small_job.yaml"));
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
+  std::string text = slurp(data("small_job.yaml"));
   text.replace(text.find("hgx_h100"), 8, platform);
   const std::string path = tmp("small_" + platform + ".yaml");
   std::ofstream(path) << text;

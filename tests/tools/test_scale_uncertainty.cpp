@@ -3,10 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "../cli_test_util.hpp"
 #include "tools/csv.hpp"
@@ -14,19 +11,10 @@
 namespace {
 
 using clustersim::cli_test::run_cli;
+using clustersim::cli_test::slurp;
 
 std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
-
-std::string tmp(const std::string& name) {
-  return ::testing::TempDir() + "/clustersim-" + std::to_string(::getpid()) + "-" + name;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string tmp(const std::string& name) { return clustersim::cli_test::scratch(name); }
 
 double number(const clustersim::tools::CsvTable& t, std::size_t row, const char* column) {
   return std::stod(t.rows.at(row).at(t.column(column)));
