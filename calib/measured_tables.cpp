@@ -164,11 +164,11 @@ const std::map<std::string, DerivationRule>& rules() {
         "2.86 of HBM3's 3.35 TB/s against the H200's 4.0 of 4.8); the same GH100 tensor cores, "
         "clocks and 700 W limit (datasheets)",
         bounds(pm(0.025), pm(0.05), pm(0.01), pm(0.07), 8 * kMiB,
-               "GEMM: the model against three H100s at the catalog's 77 shapes, medians "
-               "-2.1..+0.9% (runs 85, 87 and run 98, which set nothing); attention: measured "
-               "0.96-1.04 of the H200 at the median; memory-bound: the passes' spread (runs 85, "
-               "87, 92; run 98's calls within +0.2% from 8 MiB and +3.6% below at the median); "
-               "network: the cited 46-48 GB/s per NIC"),
+               "GEMM: the model against four H100s at the catalog's 77 shapes, medians "
+               "-2.1..+0.9% (runs 85, 87 and runs 98, 100, which set nothing); attention: "
+               "measured 0.96-1.04 of the H200 at the median; memory-bound: the passes' spread "
+               "(runs 85, 87, 92; runs 98 and 100 within -0.5..+0.2% from 8 MiB and +3.0..+3.6% "
+               "below at the median); network: the cited 46-48 GB/s per NIC"),
         true, 989.0, 1979.0, 3.35, 700.0, true, true,
         {"h100/membound.csv", "h100/membound_eager.csv"}}},
       // B200 HBM: the HGX B200 datasheet's 62 TB/s per 8 GPUs, 7.7 TB/s each (as hgx_b200.yaml).
