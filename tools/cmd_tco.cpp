@@ -148,7 +148,13 @@ double ratio_at_domain_mtbf(const Side& a, const Side& b, double mtbf_h, int tri
   return b.tokens_per_usd() * goodput(b) / (a.tokens_per_usd() * goodput(a));
 }
 
-void print_break_even(std::ostream& out, const Side& a, const Side& b, nlohmann::ordered_json& j) {
+// The speeds of B over A at which B's perf/TCO equals A's, without and with failures.
+struct BreakEven {
+  double speed = 0.0;
+  double speed_with_failures = 0.0;
+};
+
+BreakEven print_break_even(std::ostream& out, const Side& a, const Side& b, nlohmann::ordered_json& j) {
   const double speed = b.run.tokens_per_s_per_gpu / a.run.tokens_per_s_per_gpu;
   const double ratio = b.tokens_per_usd() / a.tokens_per_usd();
   const double ratio_f = b.tokens_per_usd_with_failures() / a.tokens_per_usd_with_failures();
@@ -169,6 +175,7 @@ void print_break_even(std::ostream& out, const Side& a, const Side& b, nlohmann:
   j["perf_per_tco_ratio_with_failures"] = ratio_f;
   j["break_even_speed_ratio"] = speed / ratio;
   j["break_even_speed_ratio_with_failures"] = speed / ratio_f;
+  return {speed / ratio, speed / ratio_f};
 }
 
 void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
@@ -206,7 +213,7 @@ void print_domain_sweep(std::ostream& out, const Side& a, const Side& b,
 // B's speed per GPU over A's with each side at either end of its stated kernel-cost uncertainty
 // (run --uncertainty), against the break-even speed at the nominal TCO per GPU-hour.
 void print_speed_band(std::ostream& out, const Side& a, const Side& b, const std::string& replicas,
-                      nlohmann::ordered_json& j) {
+                      const BreakEven& even_at, nlohmann::ordered_json& j) {
   auto band = [&](const Side& s) {
     SimulateOptions options = options_from_job(s.job);
     if (!replicas.empty()) options.replicas = replicas;
@@ -215,8 +222,7 @@ void print_speed_band(std::ostream& out, const Side& a, const Side& b, const std
   const UncertaintyBand ua = band(a), ub = band(b);
   const double lo = ub.slow.tokens_per_s_per_gpu / ua.fast.tokens_per_s_per_gpu;
   const double hi = ub.fast.tokens_per_s_per_gpu / ua.slow.tokens_per_s_per_gpu;
-  const double even = j["break_even_speed_ratio"].get<double>();
-  const double even_f = j["break_even_speed_ratio_with_failures"].get<double>();
+  const double even = even_at.speed, even_f = even_at.speed_with_failures;
   auto verdict = [&](double x) {
     return x < lo ? "B wins across it" : x > hi ? "B loses across it" : "inside it: not decided";
   };
@@ -246,8 +252,8 @@ int tco_command(const TcoArgs& args) {
       << " runs, seeds " << a.job.reliability.seed << " / " << b.job.reliability.seed << ")\n";
   print_with_failures(out, a, b);
   nlohmann::ordered_json cmp;
-  print_break_even(out, a, b, cmp);
-  if (args.uncertainty) print_speed_band(out, a, b, args.replicas, cmp);
+  const BreakEven even = print_break_even(out, a, b, cmp);
+  if (args.uncertainty) print_speed_band(out, a, b, args.replicas, even, cmp);
   print_domain_sweep(out, a, b, cmp);
   std::cout << out.str();
   if (!args.json.empty()) {

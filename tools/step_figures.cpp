@@ -15,15 +15,16 @@ namespace clustersim::tools {
 
 namespace {
 
-// The energy, cost and failure figures of StepFigures with their names (CSV column and JSON key
-// of the worker's text) and CSV decimals, in column order.
-struct EnergyColumn {
+// An optional figure of StepFigures with its name (CSV column and JSON key of the worker's text)
+// and CSV decimals.
+struct FigureColumn {
   const char* name;
   std::optional<double> StepFigures::*figure;
   int digits;
 };
 
-const EnergyColumn kEnergyColumns[] = {
+// The energy, cost and failure figures, in column order.
+const FigureColumn kFigureColumns[] = {
     {"power_w_per_gpu", &StepFigures::power_w_per_gpu, 1},
     {"joules_per_token", &StepFigures::joules_per_token, 4},
     {"tokens_per_household_year", &StepFigures::tokens_per_household_year, 0},
@@ -39,7 +40,7 @@ const EnergyColumn kEnergyColumns[] = {
 };
 
 // The band of the stated uncertainty (`scale --uncertainty`), likewise.
-const EnergyColumn kBandColumns[] = {
+const FigureColumn kBandColumns[] = {
     {"step_time_fast_s", &StepFigures::step_time_fast_s, 4},
     {"step_time_slow_s", &StepFigures::step_time_slow_s, 4},
     {"mfu_fast", &StepFigures::mfu_fast, 4},
@@ -47,14 +48,14 @@ const EnergyColumn kBandColumns[] = {
 };
 
 template <std::size_t N>
-std::vector<std::string> column_names(const EnergyColumn (&columns)[N]) {
+std::vector<std::string> column_names(const FigureColumn (&columns)[N]) {
   std::vector<std::string> n;
   for (const auto& c : columns) n.emplace_back(c.name);
   return n;
 }
 
 template <std::size_t N>
-std::vector<std::string> column_fields(const EnergyColumn (&columns)[N], const StepFigures& f) {
+std::vector<std::string> column_fields(const FigureColumn (&columns)[N], const StepFigures& f) {
   std::vector<std::string> fields;
   for (const auto& c : columns) {
     const auto& v = f.*c.figure;
@@ -64,7 +65,7 @@ std::vector<std::string> column_fields(const EnergyColumn (&columns)[N], const S
 }
 
 template <std::size_t N>
-void read_columns(const EnergyColumn (&columns)[N], const std::vector<std::string>& header,
+void read_columns(const FigureColumn (&columns)[N], const std::vector<std::string>& header,
                   const std::vector<std::string>& fields, StepFigures& f) {
   for (const auto& c : columns) {
     const auto at = std::find(header.begin(), header.end(), c.name);
@@ -81,7 +82,7 @@ void read_columns(const EnergyColumn (&columns)[N], const std::vector<std::strin
 }
 
 // A column's figure from a worker's JSON text, when present.
-void read_json_column(const EnergyColumn& c, const nlohmann::json& j, StepFigures& f) {
+void read_json_column(const FigureColumn& c, const nlohmann::json& j, StepFigures& f) {
   const auto it = j.find(c.name);
   if (it != j.end()) f.*c.figure = it->get<double>();
 }
@@ -128,7 +129,7 @@ std::string simulate_figures(const Job& job, const std::string& replicas, bool u
                       {"replicas", r.replicas}};
   StepFigures f;
   add_energy_and_failures(f, r, job);
-  for (const auto& c : kEnergyColumns) {
+  for (const auto& c : kFigureColumns) {
     if (f.*c.figure) j[c.name] = *(f.*c.figure);
   }
   if (uncertainty) {
@@ -153,7 +154,7 @@ StepFigures parse_figures(const std::string& text) {
     f.exposed_comm_s = j.at("exposed_comm_s").get<double>();
     f.bubble_s = j.at("bubble_s").get<double>();
     f.replicas = j.at("replicas").get<std::string>();
-    for (const auto& c : kEnergyColumns) read_json_column(c, j, f);
+    for (const auto& c : kFigureColumns) read_json_column(c, j, f);
     for (const auto& c : kBandColumns) read_json_column(c, j, f);
     return f;
   } catch (const nlohmann::json::exception& e) {
@@ -162,17 +163,17 @@ StepFigures parse_figures(const std::string& text) {
 }
 
 const std::vector<std::string>& energy_and_failure_columns() {
-  static const std::vector<std::string> names = column_names(kEnergyColumns);
+  static const std::vector<std::string> names = column_names(kFigureColumns);
   return names;
 }
 
 std::vector<std::string> energy_and_failure_fields(const StepFigures& f) {
-  return column_fields(kEnergyColumns, f);
+  return column_fields(kFigureColumns, f);
 }
 
 void read_energy_and_failure_fields(const std::vector<std::string>& header,
                                     const std::vector<std::string>& fields, StepFigures& f) {
-  read_columns(kEnergyColumns, header, fields, f);
+  read_columns(kFigureColumns, header, fields, f);
 }
 
 const std::vector<std::string>& band_columns() {

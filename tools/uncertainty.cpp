@@ -1,5 +1,6 @@
 #include "tools/uncertainty.hpp"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <utility>

@@ -139,6 +139,13 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
   return {};
 }
 
+// Whether the point's measured value lies between the ends of its band (false without one).
+bool inside_band(const PointOutcome& o) {
+  if (!o.band) return false;
+  const auto [lo, hi] = std::minmax(o.band->first, o.band->second);
+  return o.measured >= lo && o.measured <= hi;
+}
+
 void summarize(ValidationSummary& s) {
   double sum = 0.0;
   for (const auto& o : s.points) {
@@ -155,8 +162,7 @@ void summarize(ValidationSummary& s) {
   for (const auto& o : s.points) {
     if (!o.simulated || !o.band) continue;
     ++s.band_points;
-    const auto [lo, hi] = std::minmax(o.band->first, o.band->second);
-    if (o.measured >= lo && o.measured <= hi) ++s.within_band;
+    if (inside_band(o)) ++s.within_band;
   }
 }
 
@@ -257,7 +263,7 @@ std::string band_cell(const PointOutcome& o) {
   std::ostringstream c;
   c << std::fixed << std::setprecision(1) << std::showpos << "  "
     << 100.0 * (lo - o.measured) / o.measured << "%.." << 100.0 * (hi - o.measured) / o.measured
-    << "%" << std::noshowpos << (o.measured >= lo && o.measured <= hi ? " inside" : "");
+    << "%" << std::noshowpos << (inside_band(o) ? " inside" : "");
   return c.str();
 }
 
