@@ -241,6 +241,7 @@ std::string serialize(const StepResult& r) {
     put_string(out, e.name);
     put(out, e.start_s);
     put(out, e.end_s);
+    put(out, e.op);
   }
   return out;
 }
@@ -269,6 +270,7 @@ StepResult deserialize(const std::string& in) {
     e.name = get_string(in, pos);
     e.start_s = get<double>(in, pos);
     e.end_s = get<double>(in, pos);
+    e.op = get<std::int32_t>(in, pos);
     r.timeline.push_back(std::move(e));
   }
   return r;

@@ -22,6 +22,8 @@ struct TimelineEvent {
   std::string name;    ///< op label; collectives add "kind group bytes", e.g. "tp_ag all_gather tp 37.7MB"
   double start_s = 0.0;
   double end_s = 0.0;
+  /// Index of the op in the rank's program (Workload::program(rank).ops); -1 for none.
+  std::int32_t op = -1;
 };
 
 /// Engine options.

@@ -329,7 +329,8 @@ void StreamActor::record(Stream stream, const Op& op, double start, double end) 
     std::snprintf(detail, sizeof detail, " p2p %.3gMB", op.bytes / 1e6);
     name += detail;
   }
-  sh_->timeline.push_back(TimelineEvent{rank_, stream, std::move(name), start, end});
+  const auto index = static_cast<std::int32_t>(&op - r.program->ops.data());
+  sh_->timeline.push_back(TimelineEvent{rank_, stream, std::move(name), start, end, index});
 }
 
 std::string describe_blocked(const Shared& sh) {

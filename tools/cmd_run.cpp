@@ -39,6 +39,8 @@ struct RunArgs {
   std::string nccl_proto;
   std::string microbatches;
   bool uncertainty = false;
+  bool profile = false;
+  std::optional<int> profile_rank;
 };
 
 // Parses "0-7,64,128-131" into ranks. @throws SpecError on malformed text or ranks >= world.
@@ -112,6 +114,7 @@ int run_command(const RunArgs& args) {
   if (!args.trace_ranks.empty()) {
     options.timeline_ranks = parse_rank_list(args.trace_ranks, job.workload.gpus());
   }
+  if (args.profile || args.profile_rank) options.profile_rank = args.profile_rank.value_or(0);
   if (!args.replicas.empty()) options.replicas = args.replicas;
   if (!args.cost.empty()) options.cost = args.cost;
   if (!args.nccl_algo.empty()) options.nccl_algo = args.nccl_algo;
@@ -213,6 +216,13 @@ void register_run_command(CLI::App& app, int& exit_code) {
                 "fast, then the slow end of the cost model's stated uncertainty, and report the "
                 "ranges of step time, MFU, tokens/s/GPU and J/token (docs/outputs.md; 3x the "
                 "run time; the measured cost model only)");
+  cmd->add_flag("--profile", args->profile,
+                "Also list where one rank's step goes, op label by op label: the simulated "
+                "intervals of each stream summed per label, with calls, share, TFLOP/s and GB/s, "
+                "and its compute by kind and phase (docs/outputs.md; plays every microbatch)");
+  cmd->add_option("--profile-rank", args->profile_rank,
+                  "The rank --profile lists (default 0; implies --profile)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });

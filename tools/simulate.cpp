@@ -112,8 +112,11 @@ sim::StepResult play_step(const Job& job, const std::optional<workloads::SteadyW
 // cannot take.
 sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim::Workload& workload) {
   sim::EngineOptions engine_options;
-  engine_options.record_timeline = options.timeline;
-  engine_options.timeline_ranks = options.timeline_ranks;
+  engine_options.record_timeline = options.timeline || options.profile_rank.has_value();
+  engine_options.timeline_ranks = options.timeline ? options.timeline_ranks : std::vector<int>{};
+  if (options.profile_rank && (!options.timeline || !options.timeline_ranks.empty())) {
+    engine_options.timeline_ranks.push_back(*options.profile_rank);
+  }
   engine_options.nccl_algo = options.nccl_algo;
   engine_options.interference = options.interference;
   engine_options.cost_isolated_tp = options.cost_isolated_tp;
@@ -172,6 +175,16 @@ void fill_rates(RunReport& report, const sim::Workload& workload) {
   report.tokens_per_step = acc.tokens;
 }
 
+// Profiles options.profile_rank into report.profile, then drops its intervals from the
+// timeline unless the trace asked for them. @throws std::invalid_argument as profile_rank.
+void keep_profile(RunReport& report, const sim::Workload& workload, const SimulateOptions& options) {
+  const int rank = *options.profile_rank;
+  report.profile = profile_rank(workload, report.step, rank);
+  const auto& traced = options.timeline_ranks;
+  if (options.timeline && (traced.empty() || std::count(traced.begin(), traced.end(), rank) > 0)) return;
+  std::erase_if(report.step.timeline, [rank](const sim::TimelineEvent& e) { return e.rank == rank; });
+}
+
 }  // namespace
 
 RunReport simulate_job(const Job& job, const SimulateOptions& options) {
@@ -191,12 +204,15 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   const PowerStateSummary power = power_state(workload, cost, options.power_state);
 
   const sim::EngineOptions engine_options = engine_options_for(options, workload);
+  if (options.profile_rank) {
+    check_profiled_rank(workload, *options.profile_rank, engine_options.identical_dp_replicas);
+  }
   RunReport report;
   if (options.microbatches != "auto" && options.microbatches != "all") {
     throw std::invalid_argument("microbatches must be auto or all, not '" + options.microbatches + "'");
   }
   // The windows `auto` plays; never with a timeline, which must show the step itself.
-  const auto window = options.timeline ? std::nullopt : window_for(job.workload);
+  const auto window = engine_options.record_timeline ? std::nullopt : window_for(job.workload);
   const bool windowed = window && options.microbatches == "auto";
   report.step = play_step(job, windowed ? window : std::nullopt, workload, power, *platform, cost,
                           engine_options);
@@ -204,6 +220,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   if (window) {
     (windowed ? report.microbatches_played : report.microbatches_window) = {window->first, window->second};
   }
+  if (options.profile_rank) keep_profile(report, workload, options);
   report.job_description = workload.description + " on " + platform->describe();
   report.cost_model = cost.describe();
   add_cost_sources(report, cost);
@@ -230,6 +247,8 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+/// Rows of the op profile the text report shows (the JSON holds all).
+constexpr std::size_t kProfileRowsShown = 20;
 
 nlohmann::ordered_json memory_json(const MemoryFit& m) {
   nlohmann::ordered_json j;
@@ -331,6 +350,7 @@ std::string report_json(const RunReport& r) {
   j["events"] = r.step.events;
   if (r.energy) add_energy_json(j, *r.energy);
   if (r.failures) j["reliability"] = reliability_json(*r.failures);
+  if (r.profile) j["profile"] = op_profile_json(*r.profile);
   return j.dump(2) + "\n";
 }
 
@@ -415,6 +435,7 @@ std::string report_text(const RunReport& r) {
       << r.compute_bound_boost << "x as fast as their tables (docs/cost-model.md)\n";
   if (r.energy) out << energy_text(*r.energy);
   if (r.failures) out << failures_text(*r.failures, r.energy);
+  if (r.profile) out << op_profile_text(*r.profile, kProfileRowsShown);
   return out.str();
 }
 

@@ -12,6 +12,7 @@
 #include "tools/cost_models.hpp"
 #include "tools/energy_report.hpp"
 #include "tools/job.hpp"
+#include "tools/op_profile.hpp"
 #include "tools/reliability_report.hpp"
 #include "tools/step_figures.hpp"
 
@@ -61,6 +62,8 @@ struct RunReport {
   /// The training run of energy.train_tokens with failures; `clustersim run` fills it when the
   /// job has a `reliability:` section (add_failures).
   std::optional<RunWithFailures> failures;
+  /// One rank's step by op label; with SimulateOptions::profile_rank only.
+  std::optional<OpProfile> profile;
 };
 
 /// Fills report.failures from the job's reliability section and the simulated throughput.
@@ -71,6 +74,10 @@ void add_failures(RunReport& report, const Job& job);
 struct SimulateOptions {
   bool timeline = false;  ///< keep every op interval (for --trace)
   std::vector<int> timeline_ranks;  ///< ranks whose ops are kept (empty: all)
+  /// Also profile this rank (tools/op_profile.hpp, `run --profile`): its intervals are recorded
+  /// (every microbatch played, as with `timeline`) into RunReport::profile, and stay in the
+  /// step's timeline only where `timeline` and `timeline_ranks` ask for them.
+  std::optional<int> profile_rank;
   /// Replica reduction (docs/engine.md): "full" plays every rank, "identical" plays one
   /// data-parallel replica in full and only the DP collectives of the others, "auto" picks
   /// "identical" above kAutoReplicaThreshold GPUs.

@@ -53,6 +53,7 @@ UncertaintyBand simulate_band(const Job& job, SimulateOptions options) {
   UncertaintyBand band;
   band.bounds = calib::uncertainty_text(require_stated_uncertainty(job, options.cost));
   options.timeline = false;
+  options.profile_rank.reset();
   for (const sim::CostCorner corner : {sim::CostCorner::Fast, sim::CostCorner::Slow}) {
     options.corner = corner;
     const BandEnd end = band_end(simulate_job(job, options));
