@@ -32,7 +32,8 @@ stream: the gradient reduction DDP and FSDP wait for at the end of backward is i
 optimizer step, after --warm-s seconds of steps so that the GPU runs at its sustained power state;
 the host enqueues freely (no synchronization inside the timed steps); peak memory allocated and
 reserved over the timed steps (max over ranks); rank 0's GPU kernel time of one profiled step by
-kind (GEMM, attention, NCCL, other).
+kind (GEMM, attention, NCCL, other); and (since run 101) of one profiled forward + backward alone:
+by kind, the union of its kernels' intervals and their count (the fb_* columns).
 
 Not a table the cost model reads: a check of the simulator on real multi-GPU steps.
 Usage: python3 step_check.py --layout single --layers 4 --seqs 4096,8192 --out step_single.csv
@@ -204,6 +205,39 @@ def kernel_split(model, opt, seq, dev, microbatches, vocab=128256):
     return split, names
 
 
+def fwd_bwd_split(model, seq, dev, microbatches, vocab=128256):
+    """GPU kernels of one forward + backward alone (no optimizer), from the PyTorch profiler:
+    seconds by kind (gemm, attention, nccl, other), the union of all kernel intervals (the GPU
+    busy with some kernel) and the number of kernels. The step's timed forward + backward
+    (CUDA events, no profiler) less that union is the time the GPU ran no kernel of the pass:
+    launch gaps and host waits."""
+    from torch.profiler import ProfilerActivity, profile
+    ids = torch.randint(0, vocab - 256, (1, seq), device=dev)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fwd_bwd(model, ids, microbatches)
+        torch.cuda.synchronize()
+    split = {"gemm": 0.0, "attention": 0.0, "nccl": 0.0, "other": 0.0}
+    spans = []
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        kind = ("nccl" if NCCL.search(e.name) else "attention" if ATTN.search(e.name)
+                else "gemm" if GEMM.search(e.name) else "other")
+        split[kind] += e.time_range.elapsed_us() * 1e-6
+        spans.append((e.time_range.start, e.time_range.end))
+    spans.sort()
+    busy, end = 0.0, None
+    for a, b in spans:
+        if end is None or a > end:
+            busy += b - a
+            end = b
+        elif b > end:
+            busy += b - end
+            end = b
+    return split, busy * 1e-6, len(spans)
+
+
 def tp_dp_groups(world, tp, rank):
     """Process groups of the tp layout: TP groups of `tp` adjacent ranks and, when tp < world,
     DP groups of the ranks holding the same shard (Megatron's order). Every rank creates every
@@ -327,7 +361,9 @@ def main():
                                       "steps; CUDA events on the compute stream; max over ranks"})
         csv.header(["layout", "gpus", "layers", "seq", "fwd_bwd_s", "optimizer_s", "step_s",
                     "warm_steps", "peak_allocated_bytes", "peak_reserved_bytes", "kernels_gemm_s",
-                    "kernels_attention_s", "kernels_nccl_s", "kernels_other_s"])
+                    "kernels_attention_s", "kernels_nccl_s", "kernels_other_s",
+                    "fb_kernels_gemm_s", "fb_kernels_attention_s", "fb_kernels_nccl_s",
+                    "fb_kernels_other_s", "fb_kernels_busy_s", "fb_kernels"])
     if args.sdpa_backend != "default":
         from torch.nn.attention import SDPBackend, sdpa_kernel
         backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
@@ -338,10 +374,14 @@ def main():
         (fb, op, whole), (alloc, reserved), warm = run_seq(model, opt, seq, dev, args.warm_s,
                                                            args.steps, args.microbatches, vocab)
         split, names = kernel_split(model, opt, seq, dev, args.microbatches, vocab)
+        fbs, fb_busy, fb_count = fwd_bwd_split(model, seq, dev, args.microbatches, vocab)
+        opt.zero_grad(set_to_none=True)
         if csv:
             csv.row([args.layout, world, args.layers, seq, fmt(fb), fmt(op), fmt(whole), warm,
                      int(alloc), int(reserved), fmt(split["gemm"]), fmt(split["attention"]),
-                     fmt(split["nccl"]), fmt(split["other"])])
+                     fmt(split["nccl"]), fmt(split["other"]), fmt(fbs["gemm"]),
+                     fmt(fbs["attention"]), fmt(fbs["nccl"]), fmt(fbs["other"]), fmt(fb_busy),
+                     fb_count])
             print(args.layout, seq, fmt(fb), fmt(op), fmt(whole), "attention kernels:",
                   sorted(names), flush=True)
         torch.cuda.empty_cache()
