@@ -194,15 +194,21 @@ def kernel_split(model, opt, seq, dev, microbatches, vocab=128256):
         torch.cuda.synchronize()
     split = {"gemm": 0.0, "attention": 0.0, "nccl": 0.0, "other": 0.0}
     names = set()
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        kind = ("nccl" if NCCL.search(e.name) else "attention" if ATTN.search(e.name)
-                else "gemm" if GEMM.search(e.name) else "other")
+    for kind, e in cuda_kernels(prof):
         split[kind] += e.time_range.elapsed_us() * 1e-6
         if kind == "attention":
             names.add(e.name[:70])
     return split, names
+
+
+def cuda_kernels(prof):
+    """(kind, event) of every GPU event a profiler recorded: nccl, attention, gemm or other by
+    the kernel's name, in that order of precedence."""
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        yield ("nccl" if NCCL.search(e.name) else "attention" if ATTN.search(e.name)
+               else "gemm" if GEMM.search(e.name) else "other"), e
 
 
 def fwd_bwd_split(model, seq, dev, microbatches, vocab=128256):
@@ -219,11 +225,7 @@ def fwd_bwd_split(model, seq, dev, microbatches, vocab=128256):
         torch.cuda.synchronize()
     split = {"gemm": 0.0, "attention": 0.0, "nccl": 0.0, "other": 0.0}
     spans = []
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        kind = ("nccl" if NCCL.search(e.name) else "attention" if ATTN.search(e.name)
-                else "gemm" if GEMM.search(e.name) else "other")
+    for kind, e in cuda_kernels(prof):
         split[kind] += e.time_range.elapsed_us() * 1e-6
         spans.append((e.time_range.start, e.time_range.end))
     spans.sort()

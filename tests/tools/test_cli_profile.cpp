@@ -104,11 +104,7 @@ TEST(OpProfile, TheTraceKeepsOnlyTheRanksItAsksFor) {
   const auto events = read_json(trace)["traceEvents"];
   for (const auto& e : events) ranks.insert(e["pid"].get<int>());
   EXPECT_EQ(ranks, std::set<int>{0});
-  // Without the flag neither the key nor the lines.
-  const auto r = run_cli("run " + data("small_job.yaml") + " --json " + tmp("plain_profile.json"));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_FALSE(read_json(tmp("plain_profile.json")).contains("profile"));
-  EXPECT_EQ(r.output.find("op profile"), std::string::npos);
+  // A run without the flags has no profile: UncertaintyCli.WithoutTheFlagsRunHasNoBandOrProfile.
 }
 
 TEST(OpProfile, ARankThatIsNotPlayedInFullIsRefusedBeforeSimulating) {

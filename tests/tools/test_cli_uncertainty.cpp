@@ -72,11 +72,15 @@ TEST(UncertaintyCli, ADerivedGpusBandIsWiderThanTheMeasuredGpus) {
   EXPECT_FALSE(read_json(tmp("u_h200.json"))["uncertainty"].contains("usd_per_million_tokens"));
 }
 
-TEST(UncertaintyCli, WithoutTheFlagRunIsUnchangedAndHasNoBand) {
+// Neither --uncertainty nor --profile (test_cli_profile.cpp): neither key nor lines.
+TEST(UncertaintyCli, WithoutTheFlagsRunHasNoBandOrProfile) {
   const auto r = run_cli("run " + data("small_job.yaml") + " --json " + tmp("plain.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_FALSE(read_json(tmp("plain.json")).contains("uncertainty"));
+  const auto j = read_json(tmp("plain.json"));
+  EXPECT_FALSE(j.contains("uncertainty"));
+  EXPECT_FALSE(j.contains("profile"));
   EXPECT_EQ(r.output.find("uncertainty   "), std::string::npos);
+  EXPECT_EQ(r.output.find("op profile"), std::string::npos);
 }
 
 TEST(UncertaintyCli, TheRooflineModelStatesNoUncertaintyAndIsRefused) {
