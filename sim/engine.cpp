@@ -77,6 +77,10 @@ std::string replica_reduction_problem(const Workload& workload) {
   return detail::replica_reduction_problem(workload);
 }
 
+int replica_representative(const Workload& workload, int rank) {
+  return detail::replica_source(workload, rank);
+}
+
 namespace {
 
 // A DeepEP token exchange on the ep_comm stream runs beside compute (combined 1F1B).

@@ -110,6 +110,11 @@ struct StepResult {
 /// replicas shares a stream with other ops, or there is one replica); "" when it can.
 std::string replica_reduction_problem(const Workload& workload);
 
+/// The rank that EngineOptions::identical_dp_replicas plays in full in `rank`'s place (`rank`
+/// itself when it is played in full): its replica group's member of data-parallel coordinate 0
+/// (expert-data-parallel with expert parallelism). @throws std::out_of_range for a bad rank.
+int replica_representative(const Workload& workload, int rank);
+
 /// Fills Op::duration_s of every compute op of every program from `cost`, and Op::held_slowdown
 /// of GEMMs with busy SMs (CostModel::held_sm_slowdown).
 /// @throws std::invalid_argument if the cost model returns a held-SM slowdown below 1.

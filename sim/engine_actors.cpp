@@ -346,11 +346,6 @@ std::string describe_blocked(const Shared& sh) {
   return "no blocked actor found";
 }
 
-// The representative of rank's replica group: its member with DP (EDP with experts) coordinate 0.
-int replica_source(const Workload& w, int rank) {
-  return w.layout.group(rank, replica_kind(w)).front();
-}
-
 // The delays host copies add to the kernels beside them (CostModel::copy_kernel_delay), when
 // interference is on and some program has ops on a copy stream (`copies`).
 void set_copy_delays(Shared& sh, const CostModel& cost, bool copies) {

@@ -31,6 +31,10 @@ GroupKind replica_kind(const Workload& w) {
   return w.layout.size(GroupKind::EP) > 1 ? GroupKind::EDP : GroupKind::DP;
 }
 
+int replica_source(const Workload& w, int rank) {
+  return w.layout.group(rank, replica_kind(w)).front();
+}
+
 std::vector<std::vector<bool>> replica_streams(const Workload& w,
                                                const std::vector<ProgramPlan>& plans,
                                                std::string& problem) {

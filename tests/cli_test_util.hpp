@@ -3,6 +3,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,5 +47,13 @@ inline std::string slurp(const std::string& path) {
   s << in.rdbuf();
   return s.str();
 }
+
+/// The JSON document in a file. @throws nlohmann::json::parse_error when it holds none.
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
+
+#ifdef TEST_DATA_DIR
+/// A file of the test target's data directory (TEST_DATA_DIR, a compile definition).
+inline std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
+#endif
 
 }  // namespace clustersim::cli_test

@@ -33,12 +33,6 @@ std::string kind_name(const sim::Op& op) {
   return op.is_p2p() ? "p2p" : "collective";
 }
 
-// The rank the identical-replica reduction plays in `rank`'s place (docs/engine.md).
-int replica_representative(const sim::Workload& w, int rank) {
-  const auto kind = w.layout.size(sim::GroupKind::EP) > 1 ? sim::GroupKind::EDP : sim::GroupKind::DP;
-  return w.layout.group(rank, kind).front();
-}
-
 using RowKey = std::tuple<std::string, std::string, std::string, bool>;  // label kind stream rc
 
 void add_event(OpProfile& p, std::map<RowKey, OpProfileRow>& rows, const sim::Program& program,
@@ -97,7 +91,7 @@ void check_profiled_rank(const sim::Workload& workload, int rank, bool identical
     throw SpecError("--profile-rank", 0, "", std::to_string(rank) + " is not a rank of this " +
                                                  std::to_string(world) + "-GPU job");
   }
-  const int played = replica_representative(workload, rank);
+  const int played = sim::replica_representative(workload, rank);
   if (!identical_replicas || played == rank) return;
   throw SpecError("--profile-rank", 0, "",
                   "rank " + std::to_string(rank) + " plays only its data-parallel collectives "

@@ -43,6 +43,10 @@ ProgramPlan plan_program(const Program& program);
 /// program and meet only in expert and dense gradient collectives).
 GroupKind replica_kind(const Workload& w);
 
+/// The representative of rank's replica group, which the reduction plays in full: its member
+/// with replica_kind coordinate 0.
+int replica_source(const Workload& w, int rank);
+
 /// Why the identical-replica reduction cannot run this workload ("" when it can).
 std::string replica_reduction_problem(const Workload& workload);
 

@@ -13,23 +13,18 @@
 
 namespace {
 
-using clustersim::cli_test::run_cli;
-using clustersim::cli_test::slurp;
-
-std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
-std::string tmp(const std::string& name) { return clustersim::cli_test::scratch(name); }
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
+using namespace clustersim::cli_test;  // run_cli, data, scratch, slurp, read_json
 
 // Runs `args` with --json into `name` and returns the document (the run must succeed).
 nlohmann::json run_json(const std::string& args, const std::string& name) {
-  const auto r = run_cli(args + " --json " + tmp(name));
+  const auto r = run_cli(args + " --json " + scratch(name));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  return read_json(tmp(name));
+  return read_json(scratch(name));
 }
 
 // The 4-layer Llama3-8B of small_job.yaml on one GPU.
 std::string one_gpu_job() {
-  const std::string path = tmp("one_gpu.yaml");
+  const std::string path = scratch("one_gpu.yaml");
   std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 1}\n"
                          "model: {catalog: llama3_8b, layers: 4}\n"
                          "parallelism: {tp: 1, pp: 1, dp: 1}\n"
@@ -95,7 +90,7 @@ TEST(OpProfile, RowsCountEachLayersKernelsPerMicrobatchAndRunBelowPeak) {
 }
 
 TEST(OpProfile, TheTraceKeepsOnlyTheRanksItAsksFor) {
-  const std::string trace = tmp("profile_trace.json");
+  const std::string trace = scratch("profile_trace.json");
   const auto j = run_json("run " + data("small_job.yaml") + " --profile-rank 1 --trace " + trace +
                               " --trace-ranks 0",
                           "traced.json");

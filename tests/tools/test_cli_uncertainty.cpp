@@ -11,27 +11,22 @@
 
 namespace {
 
-using clustersim::cli_test::run_cli;
-using clustersim::cli_test::slurp;
-
-std::string data(const std::string& name) { return std::string(TEST_DATA_DIR) + "/" + name; }
-std::string tmp(const std::string& name) { return clustersim::cli_test::scratch(name); }
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(slurp(path)); }
+using namespace clustersim::cli_test;  // run_cli, data, scratch, slurp, read_json
 
 // small_job.yaml on another catalog platform.
 std::string small_job_on(const std::string& platform) {
   std::string text = slurp(data("small_job.yaml"));
   text.replace(text.find("hgx_h100"), 8, platform);
-  const std::string path = tmp("small_" + platform + ".yaml");
+  const std::string path = scratch("small_" + platform + ".yaml");
   std::ofstream(path) << text;
   return path;
 }
 
 // (slow - fast) / nominal step time of a job's band, checking the band's shape on the way.
 double relative_width(const std::string& job, const std::string& name) {
-  const auto r = run_cli("run " + job + " --uncertainty --json " + tmp(name));
+  const auto r = run_cli("run " + job + " --uncertainty --json " + scratch(name));
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  const auto j = read_json(tmp(name));
+  const auto j = read_json(scratch(name));
   const auto& u = j["uncertainty"];
   const double nominal = j["step_time_s"], fast = u["step_time_s"][0], slow = u["step_time_s"][1];
   EXPECT_LT(fast, nominal);
@@ -45,7 +40,7 @@ double relative_width(const std::string& job, const std::string& name) {
 }
 
 TEST(UncertaintyCli, RunBracketsTheNominalStepWithinTheStatedBounds) {
-  const std::string json = tmp("u.json");
+  const std::string json = scratch("u.json");
   const double width = relative_width(data("small_job.yaml"), "u.json");
   const auto j = read_json(json);
   const auto& u = j["uncertainty"];
@@ -69,14 +64,14 @@ TEST(UncertaintyCli, ADerivedGpusBandIsWiderThanTheMeasuredGpus) {
   EXPECT_LT(h200, 0.08);
   EXPECT_GT(b200, 0.15);
   // The H200 catalog platform states no price: no cost pair.
-  EXPECT_FALSE(read_json(tmp("u_h200.json"))["uncertainty"].contains("usd_per_million_tokens"));
+  EXPECT_FALSE(read_json(scratch("u_h200.json"))["uncertainty"].contains("usd_per_million_tokens"));
 }
 
 // Neither --uncertainty nor --profile (test_cli_profile.cpp): neither key nor lines.
 TEST(UncertaintyCli, WithoutTheFlagsRunHasNoBandOrProfile) {
-  const auto r = run_cli("run " + data("small_job.yaml") + " --json " + tmp("plain.json"));
+  const auto r = run_cli("run " + data("small_job.yaml") + " --json " + scratch("plain.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto j = read_json(tmp("plain.json"));
+  const auto j = read_json(scratch("plain.json"));
   EXPECT_FALSE(j.contains("uncertainty"));
   EXPECT_FALSE(j.contains("profile"));
   EXPECT_EQ(r.output.find("uncertainty   "), std::string::npos);
@@ -93,9 +88,9 @@ TEST(UncertaintyCli, TheRooflineModelStatesNoUncertaintyAndIsRefused) {
 
 TEST(UncertaintyCli, ValidateGivesEachPointItsBandAndCountsTheMeasuredInside) {
   const auto r = run_cli("validate " + data("tiny_reference.yaml") +
-                         " --case tiny_ok -j 2 --uncertainty --json " + tmp("vu.json"));
+                         " --case tiny_ok -j 2 --uncertainty --json " + scratch("vu.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto j = read_json(tmp("vu.json"));
+  const auto j = read_json(scratch("vu.json"));
   ASSERT_EQ(j["cases"].size(), 2u);
   int inside = 0;
   for (const auto& c : j["cases"]) {
