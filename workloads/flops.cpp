@@ -91,6 +91,11 @@ double model_flops_per_sample(const ModelSpec& m, std::int64_t seq, MfuConventio
          (convention == MfuConvention::Megatron ? attention : 0.5 * attention);
 }
 
+double attention_flop_share(const ModelSpec& m, std::int64_t seq, MfuConvention convention) {
+  const double whole = model_flops_per_sample(m, seq, convention);
+  return (whole - 6.0 * mfu_weight_count(m) * d(seq)) / whole;
+}
+
 double hardware_flops_per_sample(const ModelSpec& m, std::int64_t seq, int tp) {
   WorkloadSpec spec;
   spec.model = m;

@@ -55,6 +55,11 @@ double mfu_weight_count(const ModelSpec& model);
 /// of it under causal (L: the decoder's and the MTP layers).
 double model_flops_per_sample(const ModelSpec& model, std::int64_t seq, MfuConvention convention);
 
+/// Attention's share of model_flops_per_sample(model, seq, convention): its attention term over
+/// the whole, in [0, 1). S3's step decomposition (tools/validation/step_decomposition.hpp) splits
+/// a step's model FLOPs with it, as the source's bench_decompose.py does.
+double attention_flop_share(const ModelSpec& model, std::int64_t seq, MfuConvention convention);
+
 /// FLOPs the GPUs execute for one sequence with tensor parallel size `tp`, no recompute: the
 /// GEMMs (6 * tokens * weights, MoE routers included, output head over the padded vocabulary)
 /// plus causal flash attention (forward 2*s^2*heads*(d_qk + d_v)/2 per layer, backward

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -249,6 +250,54 @@ void read_by_seq(Block& m, std::vector<MeasuredPoint>& out) {
   rows.map.finish();
 }
 
+// One bucket mapping ({h200: 447, b200: 834}): TFLOP/s per GPU tag.
+std::vector<std::pair<std::string, Stated<double>>> read_bucket(Block& m, const std::string& key) {
+  std::vector<std::pair<std::string, Stated<double>>> out;
+  if (!m.map.has(key)) return out;
+  Block b = m.child(key);
+  for (const auto& k : b.map.keys()) {
+    std::string tag;
+    if (!is_tagged(k, "", &tag)) {
+      throw SpecError(b.map.file(), b.key_line(k), b.field(k),
+                      "unknown GPU '" + k + "' (known: h100, h200, b200, gb200, b300, gb300)");
+    }
+    out.emplace_back(tag, Stated<double>{b.map.get_double(k, 1e-6, 1e6), b.key_line(k)});
+  }
+  b.map.finish();
+  return out;
+}
+
+// attention_bucket / rest_bucket: S3's step decomposition of the step figure <gpu>_tflops of the
+// same GPU (MeasuredBuckets); both buckets of a GPU or neither, and a step figure to decompose.
+void read_buckets(Block& m, std::vector<MeasuredPoint>& points) {
+  const auto attention = read_bucket(m, "attention_bucket");
+  const auto rest = read_bucket(m, "rest_bucket");
+  auto missing = [&](const std::string& given, const std::string& other, const std::string& tag,
+                     int line) {
+    return SpecError(m.map.file(), line, m.field(given + "." + tag),
+                     "needs " + other + "." + tag + " too: the two buckets split one step");
+  };
+  for (const auto& [tag, v] : rest) {
+    const bool paired = std::any_of(attention.begin(), attention.end(),
+                                    [&](const auto& a) { return a.first == tag; });
+    if (!paired) throw missing("rest_bucket", "attention_bucket", tag, v.line);
+  }
+  for (const auto& [tag, v] : attention) {
+    const auto r = std::find_if(rest.begin(), rest.end(), [&](const auto& x) { return x.first == tag; });
+    if (r == rest.end()) throw missing("attention_bucket", "rest_bucket", tag, v.line);
+    std::vector<MeasuredPoint*> steps;
+    for (auto& p : points) {
+      if (p.gpu_tag == tag && p.seq == 0) steps.push_back(&p);
+    }
+    if (steps.size() != 1) {
+      throw SpecError(m.map.file(), v.line, m.field("attention_bucket." + tag),
+                      "decomposes one " + tag + "_tflops step figure of the case, found " +
+                          std::to_string(steps.size()));
+    }
+    steps.front()->buckets = MeasuredBuckets{v.value, r->second.value, v.line};
+  }
+}
+
 void read_measured(Block m, ReferenceCase& rc) {
   const Figures top = read_figures(m);
   for (const std::int64_t g : rc.config.gpus.empty() ? std::vector<std::int64_t>{0}
@@ -269,13 +318,7 @@ void read_measured(Block m, ReferenceCase& rc) {
     by.map.finish();
   }
   if (m.map.has("by_seq")) read_by_seq(m, rc.points);
-  for (const char* bucket : {"attention_bucket", "rest_bucket"}) {
-    if (m.map.has(bucket)) {
-      m.map.get_map(bucket);
-      rc.not_compared.push_back(std::string(bucket) +
-                                ": TFLOP/s of one kernel class (the simulator reports whole steps)");
-    }
-  }
+  read_buckets(m, rc.points);
   for (const auto& key : m.map.keys()) {
     std::string tag;
     if (is_tagged(key, "_peak_gib", &tag)) m.map.get_double(key, 1e-6, 1e6);

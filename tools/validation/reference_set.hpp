@@ -64,6 +64,15 @@ enum class Metric : std::uint8_t {
 /// Name of a metric in outputs: "step_s", "mfu", "tflops_per_gpu".
 const char* to_string(Metric metric);
 
+/// A measured step split as S3's bench_decompose.py splits it (docs/validation.md, "Step
+/// decomposition"): the step time divided by the attention kernels' share of the kernel time
+/// (communication kernels excluded), each part's model FLOPs over its part of the step.
+struct MeasuredBuckets {
+  double attention_tflops = 0.0;  ///< attention's model FLOPs / its part of the step, TFLOP/s
+  double rest_tflops = 0.0;       ///< the other model FLOPs / the rest of the step, TFLOP/s
+  int line = 0;                   ///< of the attention_bucket figure
+};
+
 /// One measured number to reproduce: a case at one GPU count (and sequence length, platform).
 struct MeasuredPoint {
   std::int64_t gpus = 0;    ///< 0: the case config's single count
@@ -77,6 +86,8 @@ struct MeasuredPoint {
   /// "max_memory_reserved" (PyTorch's caching allocator only); measured.peak_memory_metric.
   std::string peak_memory_metric = "device";
   std::optional<double> stated_mfu;       ///< the source's MFU at this point, where it gives one
+  /// The step's decomposition, where the source gives one (attention_bucket, rest_bucket).
+  std::optional<MeasuredBuckets> buckets;
 };
 
 /// A case of the reference set.

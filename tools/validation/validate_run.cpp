@@ -15,6 +15,7 @@
 #include "tools/step_figures.hpp"
 #include "tools/validation/case_job.hpp"
 #include "tools/validation/recipe_families.hpp"
+#include "workloads/flops.hpp"
 
 namespace clustersim::tools::validation {
 namespace {
@@ -88,6 +89,7 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
   o.measured = p.value;
   o.measured_peak_gib = p.peak_memory_gib;
   o.peak_memory_metric = p.peak_memory_metric;
+  o.measured_buckets = p.buckets;
   if (options.max_gpus > 0 && o.gpus > options.max_gpus) {
     o.reason = "skipped for time: " + count_noun(o.gpus, "GPU", "GPUs") + " > --max-gpus " +
                std::to_string(options.max_gpus);
@@ -116,15 +118,24 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
     const std::string replicas = options.replicas;
     const Metric metric = p.metric;
     const bool band = options.uncertainty;
-    return [job, replicas, metric, band] {
+    const bool decompose = p.buckets.has_value();
+    return [job, replicas, metric, band, decompose] {
       SimulateOptions so = options_from_job(job);
       if (!replicas.empty()) so.replicas = replicas;
+      if (decompose) so.profile_rank = 0;  // the rank the source's script profiles
       const RunReport r = simulate_job(job, so);
       nlohmann::ordered_json j = {{"value", metric_of(r, metric)},
                           {"replicas", r.replicas},
                           {"wall", r.step.sim_wall_s},
                           {"step_time_s", r.step.step_time_s},
                           {"breakdown", nlohmann::ordered_json::parse(breakdown_json(r.step.breakdown))}};
+      if (decompose) {
+        const StepSplit split = split_step(
+            r.profile.value(), r.tflops_per_gpu * 1e12 * r.step.step_time_s,
+            workloads::attention_flop_share(job.workload.model, job.workload.training.seq_length,
+                                            workloads::mfu_convention_from(r.mfu_convention)));
+        j["split"] = {split.attention_tflops, split.rest_tflops, split.attention_kernel_share};
+      }
       if (band) {
         for (const sim::CostCorner c : {sim::CostCorner::Fast, sim::CostCorner::Slow}) {
           so.corner = c;
@@ -235,6 +246,10 @@ ValidationSummary run_validation(const ReferenceSet& set, const ValidateOptions&
     o.breakdown_json = j["breakdown"].dump();
     o.rel_error = (o.simulated_value - o.measured) / o.measured;
     if (j.contains("band")) o.band = {j["band"][0].get<double>(), j["band"][1].get<double>()};
+    if (j.contains("split")) {
+      o.simulated_split = StepSplit{j["split"][0].get<double>(), j["split"][1].get<double>(),
+                                    j["split"][2].get<double>()};
+    }
   }
   summarize(s);
   return s;
@@ -265,6 +280,48 @@ std::string band_cell(const PointOutcome& o) {
     << 100.0 * (lo - o.measured) / o.measured << "%.." << 100.0 * (hi - o.measured) / o.measured
     << "%" << std::noshowpos << (inside_band(o) ? " inside" : "");
   return c.str();
+}
+
+// The simulated step decompositions beside the source's (MeasuredPoint::buckets).
+void decomposition_text(const ValidationSummary& s, std::ostream& out) {
+  bool header = false;
+  for (const auto& o : s.points) {
+    if (!o.simulated_split || !o.measured_buckets) continue;
+    if (!header) {
+      out << "\nStep decomposition, as the source splits its step (rank 0: the step divided by the "
+             "attention kernels' share of the kernel time, communication left out; each part's model "
+             "FLOPs over its time; docs/validation.md), TFLOP/s, not in the mean:\n"
+          << std::left << std::setw(30) << "case" << std::right << std::setw(6) << "gpus" << "  "
+          << std::left << std::setw(22) << "job" << std::setw(15) << "part" << std::right
+          << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error"
+          << "\n";
+      header = true;
+    }
+    const std::pair<const char*, std::pair<double, double>> parts[] = {
+        {"attention", {o.measured_buckets->attention_tflops, o.simulated_split->attention_tflops}},
+        {"rest", {o.measured_buckets->rest_tflops, o.simulated_split->rest_tflops}}};
+    for (const auto& [name, v] : parts) {
+      out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
+          << std::left << std::setw(22) << point_detail(o) << std::setw(15) << name << std::right
+          << std::fixed << std::setprecision(1) << std::setw(9) << v.first << std::setw(11)
+          << v.second << std::setw(8) << std::showpos << 100.0 * (v.second - v.first) / v.first
+          << std::noshowpos << "%\n";
+    }
+    out << std::setw(30 + 6 + 2) << "" << "attention kernels " << std::setprecision(1)
+        << 100.0 * o.simulated_split->attention_kernel_share << "% of the simulated kernel time\n";
+  }
+}
+
+// The "buckets" object of a point's JSON entry.
+nlohmann::ordered_json buckets_json(const PointOutcome& o) {
+  auto part = [](double measured, double simulated) {
+    return nlohmann::ordered_json{{"measured", measured},
+                                  {"simulated", simulated},
+                                  {"rel_error", (simulated - measured) / measured}};
+  };
+  return {{"attention", part(o.measured_buckets->attention_tflops, o.simulated_split->attention_tflops)},
+          {"rest", part(o.measured_buckets->rest_tflops, o.simulated_split->rest_tflops)},
+          {"attention_kernel_share", o.simulated_split->attention_kernel_share}};
 }
 
 std::string validation_text(const ValidationSummary& s) {
@@ -302,6 +359,7 @@ std::string validation_text(const ValidationSummary& s) {
            "and network transfer at its fast, then its slow end): "
         << s.within_band << " of " << s.band_points << " points\n";
   }
+  decomposition_text(s, out);
   over_memory_text(s, out);
   if (s.simulated < s.points.size()) {
     const auto skipped = static_cast<long long>(s.points.size() - s.simulated);
@@ -350,6 +408,7 @@ std::string validation_json(const ValidationSummary& s) {
       j["sim_wall_s"] = o.sim_wall_s;
       j["cpu_s"] = o.cpu_s;
       if (o.band) j["band"] = {o.band->first, o.band->second};
+      if (o.simulated_split && o.measured_buckets) j["buckets"] = buckets_json(o);
       cases.push_back(j);
     } else {
       j["reason"] = o.reason;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tools/validation/reference_set.hpp"
+#include "tools/validation/step_decomposition.hpp"
 #include "tools/worker_pool.hpp"
 
 namespace clustersim::tools::validation {
@@ -46,6 +47,10 @@ struct PointOutcome {
   /// With ValidateOptions::uncertainty: the simulated value with every kernel class and network
   /// transfer at the fast end, then the slow end, of the cost model's stated uncertainty.
   std::optional<std::pair<double, double>> band;
+  /// Where the source decomposes the step (MeasuredPoint::buckets): its figures, and the
+  /// simulated step split the same way (rank 0 profiled; docs/validation.md).
+  std::optional<MeasuredBuckets> measured_buckets;
+  std::optional<StepSplit> simulated_split;
 };
 
 /// All outcomes and the error statistics over the simulated points.
