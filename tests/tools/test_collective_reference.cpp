@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "platforms/builder.hpp"
 #include "platforms/platform_spec.hpp"
@@ -48,6 +49,22 @@ double busbw(const std::string& platform, int gpus, sim::CollectiveKind kind, do
   const double n = gpus;
   const double factor = kind == sim::CollectiveKind::AllReduce ? 2.0 * (n - 1) / n : (n - 1) / n;
   return factor * bytes / t / 1e9;
+}
+
+// A busbw_by_bytes block: (size as written, MiB, measured GB/s) in file order.
+struct SizePoint {
+  std::string size;
+  double mib = 0.0;
+  double measured = 0.0;
+};
+std::vector<SizePoint> by_bytes(const YAML::Node& block) {
+  std::vector<SizePoint> out;
+  for (auto it = block.begin(); it != block.end(); ++it) {
+    const std::string size = it->first.as<std::string>();
+    const double mib = size.find("GiB") != std::string::npos ? 1024.0 * std::stod(size) : std::stod(size);
+    out.push_back({size, mib, it->second.as<double>()});
+  }
+  return out;
 }
 
 double report(const std::string& what, double measured, double simulated) {
@@ -88,41 +105,33 @@ TEST(CollectiveReference, EightH200Within25PercentAndSlowWithoutNvls) {
 // algorithm is 14-24% fast from 64 MiB up and 49-76% fast below, where NVLS does not reach the
 // rate the 2-GPU ring's latency and efficiency give it.
 TEST(CollectiveReference, EightH100NvlsFastByAQuarterFrom64MiB) {
-  const YAML::Node ref = collectives()["h100_8gpu_all_reduce_nvls"]["busbw_by_bytes"];
-  int points = 0;
-  for (auto it = ref.begin(); it != ref.end(); ++it) {
-    const std::string size = it->first.as<std::string>();
-    const double mib = size.find("GiB") != std::string::npos ? 1024.0 * std::stod(size) : std::stod(size);
-    const double err = report("h100 x8 all_reduce nvls " + size, it->second.as<double>(),
-                              busbw("hgx_h100", 8, sim::CollectiveKind::AllReduce, mib * kMiB, "nvls"));
-    EXPECT_GT(err, 0.10) << size;
-    EXPECT_LT(err, mib >= 64.0 ? 0.35 : 0.90) << size;
-    ++points;
+  const auto points = by_bytes(collectives()["h100_8gpu_all_reduce_nvls"]["busbw_by_bytes"]);
+  ASSERT_EQ(points.size(), 8u);
+  for (const SizePoint& p : points) {
+    const double err = report("h100 x8 all_reduce nvls " + p.size, p.measured,
+                              busbw("hgx_h100", 8, sim::CollectiveKind::AllReduce, p.mib * kMiB, "nvls"));
+    EXPECT_GT(err, 0.10) << p.size;
+    EXPECT_LT(err, p.mib >= 64.0 ? 0.35 : 0.90) << p.size;
   }
-  EXPECT_EQ(points, 8);
 }
 
 // GB200 NVL72, 72 GPUs (coreweave/nccl-tests, NCCL 2.26.2; which algorithm NCCL chose is not
 // stated): the engine's choice (ring) is 25-32% slow, forced NVLS 38-82% fast, so the measured
 // curve lies between the two.
 TEST(CollectiveReference, Nvl72AllReduceBetweenRingAndNvls) {
-  const YAML::Node ref = collectives()["gb200_nvl72_all_reduce_72gpu"]["busbw_by_bytes"];
-  int points = 0;
-  for (auto it = ref.begin(); it != ref.end(); ++it) {
-    const std::string size = it->first.as<std::string>();
-    const double mib = size.find("GiB") != std::string::npos ? 1024.0 * std::stod(size) : std::stod(size);
-    const double measured = it->second.as<double>();
-    const double ring = report("gb200 x72 all_reduce (ring) " + size, measured,
-                               busbw("gb200_nvl72", 72, sim::CollectiveKind::AllReduce, mib * kMiB, ""));
-    const double nvls = report("gb200 x72 all_reduce nvls " + size, measured,
-                               busbw("gb200_nvl72", 72, sim::CollectiveKind::AllReduce, mib * kMiB, "nvls"));
-    EXPECT_LT(ring, -0.15) << size;
-    EXPECT_GT(ring, -0.35) << size;
-    EXPECT_GT(nvls, 0.30) << size;
-    EXPECT_LT(nvls, 0.95) << size;
-    ++points;
+  const auto points = by_bytes(collectives()["gb200_nvl72_all_reduce_72gpu"]["busbw_by_bytes"]);
+  ASSERT_EQ(points.size(), 5u);
+  for (const SizePoint& p : points) {
+    const double bytes = p.mib * kMiB;
+    const double ring = report("gb200 x72 all_reduce (ring) " + p.size, p.measured,
+                               busbw("gb200_nvl72", 72, sim::CollectiveKind::AllReduce, bytes, ""));
+    const double nvls = report("gb200 x72 all_reduce nvls " + p.size, p.measured,
+                               busbw("gb200_nvl72", 72, sim::CollectiveKind::AllReduce, bytes, "nvls"));
+    EXPECT_LT(ring, -0.15) << p.size;
+    EXPECT_GT(ring, -0.35) << p.size;
+    EXPECT_GT(nvls, 0.30) << p.size;
+    EXPECT_LT(nvls, 0.95) << p.size;
   }
-  EXPECT_EQ(points, 5);
 }
 
 }  // namespace
