@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/spec_error.hpp"
 #include "sim/units.hpp"
@@ -130,11 +131,15 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
                           {"step_time_s", r.step.step_time_s},
                           {"breakdown", nlohmann::ordered_json::parse(breakdown_json(r.step.breakdown))}};
       if (decompose) {
-        const StepSplit split = split_step(
-            r.profile.value(), r.tflops_per_gpu * 1e12 * r.step.step_time_s,
-            workloads::attention_flop_share(job.workload.model, job.workload.training.seq_length,
-                                            workloads::mfu_convention_from(r.mfu_convention)));
-        j["split"] = {split.attention_tflops, split.rest_tflops, split.attention_kernel_share};
+        try {  // a step that cannot be split keeps its point; the report says why
+          const StepSplit split = split_step(
+              r.profile.value(), r.tflops_per_gpu * 1e12 * r.step.step_time_s,
+              workloads::attention_flop_share(job.workload.model, job.workload.training.seq_length,
+                                              workloads::mfu_convention_from(r.mfu_convention)));
+          j["split"] = {split.attention_tflops, split.rest_tflops, split.attention_kernel_share};
+        } catch (const std::invalid_argument& e) {
+          j["split_error"] = e.what();
+        }
       }
       if (band) {
         for (const sim::CostCorner c : {sim::CostCorner::Fast, sim::CostCorner::Slow}) {
@@ -250,6 +255,7 @@ ValidationSummary run_validation(const ReferenceSet& set, const ValidateOptions&
       o.simulated_split = StepSplit{j["split"][0].get<double>(), j["split"][1].get<double>(),
                                     j["split"][2].get<double>()};
     }
+    if (j.contains("split_error")) o.split_error = j["split_error"].get<std::string>();
   }
   summarize(s);
   return s;
@@ -286,7 +292,7 @@ std::string band_cell(const PointOutcome& o) {
 void decomposition_text(const ValidationSummary& s, std::ostream& out) {
   bool header = false;
   for (const auto& o : s.points) {
-    if (!o.simulated_split || !o.measured_buckets) continue;
+    if (!o.measured_buckets || (!o.simulated_split && o.split_error.empty())) continue;
     if (!header) {
       out << "\nStep decomposition, as the source splits its step (rank 0: the step divided by the "
              "attention kernels' share of the kernel time, communication left out; each part's model "
@@ -296,6 +302,11 @@ void decomposition_text(const ValidationSummary& s, std::ostream& out) {
           << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error"
           << "\n";
       header = true;
+    }
+    if (!o.simulated_split) {
+      out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
+          << point_detail(o) << ": not split: " << o.split_error << "\n";
+      continue;
     }
     const std::pair<const char*, std::pair<double, double>> parts[] = {
         {"attention", {o.measured_buckets->attention_tflops, o.simulated_split->attention_tflops}},
@@ -409,6 +420,7 @@ std::string validation_json(const ValidationSummary& s) {
       j["cpu_s"] = o.cpu_s;
       if (o.band) j["band"] = {o.band->first, o.band->second};
       if (o.simulated_split && o.measured_buckets) j["buckets"] = buckets_json(o);
+      if (!o.split_error.empty()) j["buckets_error"] = o.split_error;
       cases.push_back(j);
     } else {
       j["reason"] = o.reason;

@@ -51,6 +51,7 @@ struct PointOutcome {
   /// simulated step split the same way (rank 0 profiled; docs/validation.md).
   std::optional<MeasuredBuckets> measured_buckets;
   std::optional<StepSplit> simulated_split;
+  std::string split_error;  ///< why the simulated step could not be split (split_step's reason)
 };
 
 /// All outcomes and the error statistics over the simulated points.
