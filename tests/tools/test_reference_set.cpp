@@ -133,6 +133,25 @@ TEST(ReferenceSet, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.reason().find("unknown key 'energy_j'"), std::string::npos) << e.what();
 }
 
+TEST(ReferenceSet, BadStepDecompositionBucketsAreErrorsAtTheirLine) {
+  auto with = [](const std::string& measured) {
+    return parse_error("  - id: a\n    source: S3\n    config: {model: tiny, gpus: 8, seq: 8192}\n" +
+                       measured);
+  };
+  SpecError e = with(
+      "    measured: {h200_tflops: 461, attention_bucket: {h300: 447}, rest_bucket: {h200: 463}}\n");
+  EXPECT_EQ(e.line(), 8);  // the measured: line
+  EXPECT_NE(e.reason().find("unknown GPU 'h300'"), std::string::npos) << e.what();
+  e = with("    measured: {h200_tflops: 461, attention_bucket: {h200: 447}}\n");
+  EXPECT_NE(e.reason().find("needs rest_bucket.h200 too"), std::string::npos) << e.what();
+  e = with("    measured: {h200_tflops: 461, rest_bucket: {h200: 463}}\n");
+  EXPECT_NE(e.reason().find("needs attention_bucket.h200 too"), std::string::npos) << e.what();
+  e = with("    measured: {h200_tflops: 461, attention_bucket: {b200: 834}, rest_bucket: {b200: 771}}\n");
+  EXPECT_NE(e.reason().find("found 0"), std::string::npos) << e.what();
+  e = with("    measured: {h200_tflops: 461, attention_bucket: {h200: -1}, rest_bucket: {h200: 463}}\n");
+  EXPECT_NE(e.field().find("attention_bucket.h200"), std::string::npos) << e.what();
+}
+
 TEST(ReferenceSet, UnreadableFileAndBadYamlAreSpecErrors) {
   EXPECT_THROW(load_reference_set("/nonexistent/ref.yaml"), SpecError);
   try {

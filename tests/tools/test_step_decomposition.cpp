@@ -8,7 +8,6 @@
 
 #include "../cli_test_util.hpp"
 
-#include "sim/spec_error.hpp"
 #include "tools/validation/reference_set.hpp"
 #include "tools/validation/step_decomposition.hpp"
 #include "workloads/flops.hpp"
@@ -16,24 +15,6 @@
 
 namespace clustersim::tools::validation {
 namespace {
-
-const std::string kHead =
-    "models:\n"
-    "  tiny: {catalog: llama3_8b, layers: 4}\n"
-    "cases:\n"
-    "  - id: a\n"
-    "    source: S3\n"
-    "    config: {model: tiny, gpus: 8, seq: 8192}\n";
-
-SpecError parse_error(const std::string& measured) {
-  try {
-    parse_reference_set(kHead + measured, "ref.yaml");
-  } catch (const SpecError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "no error for:\n" << measured;
-  return SpecError("", 0, "", "");
-}
 
 TEST(StepDecomposition, TheReferenceSetsBucketsBelongToTheirGpusStepFigure) {
   const ReferenceSet set = load_reference_set(REFERENCE_FILE);
@@ -55,23 +36,6 @@ TEST(StepDecomposition, TheReferenceSetsBucketsBelongToTheirGpusStepFigure) {
     }
   }
   EXPECT_EQ(decomposed, 2);
-}
-
-TEST(StepDecomposition, BadBucketsAreErrorsAtTheirLine) {
-  SpecError e = parse_error(
-      "    measured: {h200_tflops: 461, attention_bucket: {h300: 447}, rest_bucket: {h200: 463}}\n");
-  EXPECT_EQ(e.line(), 7);
-  EXPECT_NE(e.reason().find("unknown GPU 'h300'"), std::string::npos) << e.what();
-  e = parse_error("    measured: {h200_tflops: 461, attention_bucket: {h200: 447}}\n");
-  EXPECT_NE(e.reason().find("needs rest_bucket.h200 too"), std::string::npos) << e.what();
-  e = parse_error("    measured: {h200_tflops: 461, rest_bucket: {h200: 463}}\n");
-  EXPECT_NE(e.reason().find("needs attention_bucket.h200 too"), std::string::npos) << e.what();
-  e = parse_error(
-      "    measured: {h200_tflops: 461, attention_bucket: {b200: 834}, rest_bucket: {b200: 771}}\n");
-  EXPECT_NE(e.reason().find("found 0"), std::string::npos) << e.what();
-  e = parse_error(
-      "    measured: {h200_tflops: 461, attention_bucket: {h200: -1}, rest_bucket: {h200: 463}}\n");
-  EXPECT_NE(e.field().find("attention_bucket.h200"), std::string::npos) << e.what();
 }
 
 OpProfileRow row(const std::string& kind, const std::string& stream, double busy_s) {

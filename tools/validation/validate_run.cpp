@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <iomanip>
@@ -288,6 +289,31 @@ std::string band_cell(const PointOutcome& o) {
   return c.str();
 }
 
+// The header of validate's tables: case, gpus, job, `label` (metric or part), measured,
+// simulated, error (no newline).
+void table_header(std::ostream& out, const char* label) {
+  out << std::left << std::setw(30) << "case" << std::right << std::setw(6) << "gpus" << "  "
+      << std::left << std::setw(22) << "job" << std::setw(15) << label << std::right
+      << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error";
+}
+
+// A table row's first four cells; the stream is left right-aligned for the figures.
+void row_head(std::ostream& out, const PointOutcome& o, const std::string& label) {
+  out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
+      << std::left << std::setw(22) << point_detail(o) << std::setw(15) << label << std::right;
+}
+
+// The two parts of a decomposed point, measured and simulated, TFLOP/s.
+struct BucketPart {
+  const char* name;
+  double measured;
+  double simulated;
+};
+std::array<BucketPart, 2> bucket_parts(const PointOutcome& o) {
+  return {BucketPart{"attention", o.measured_buckets->attention_tflops, o.simulated_split->attention_tflops},
+          BucketPart{"rest", o.measured_buckets->rest_tflops, o.simulated_split->rest_tflops}};
+}
+
 // The simulated step decompositions beside the source's (MeasuredPoint::buckets).
 void decomposition_text(const ValidationSummary& s, std::ostream& out) {
   bool header = false;
@@ -296,11 +322,9 @@ void decomposition_text(const ValidationSummary& s, std::ostream& out) {
     if (!header) {
       out << "\nStep decomposition, as the source splits its step (rank 0: the step divided by the "
              "attention kernels' share of the kernel time, communication left out; each part's model "
-             "FLOPs over its time; docs/validation.md), TFLOP/s, not in the mean:\n"
-          << std::left << std::setw(30) << "case" << std::right << std::setw(6) << "gpus" << "  "
-          << std::left << std::setw(22) << "job" << std::setw(15) << "part" << std::right
-          << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error"
-          << "\n";
+             "FLOPs over its time; docs/validation.md), TFLOP/s, not in the mean:\n";
+      table_header(out, "part");
+      out << "\n";
       header = true;
     }
     if (!o.simulated_split) {
@@ -308,15 +332,11 @@ void decomposition_text(const ValidationSummary& s, std::ostream& out) {
           << point_detail(o) << ": not split: " << o.split_error << "\n";
       continue;
     }
-    const std::pair<const char*, std::pair<double, double>> parts[] = {
-        {"attention", {o.measured_buckets->attention_tflops, o.simulated_split->attention_tflops}},
-        {"rest", {o.measured_buckets->rest_tflops, o.simulated_split->rest_tflops}}};
-    for (const auto& [name, v] : parts) {
-      out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
-          << std::left << std::setw(22) << point_detail(o) << std::setw(15) << name << std::right
-          << std::fixed << std::setprecision(1) << std::setw(9) << v.first << std::setw(11)
-          << v.second << std::setw(8) << std::showpos << 100.0 * (v.second - v.first) / v.first
-          << std::noshowpos << "%\n";
+    for (const BucketPart& p : bucket_parts(o)) {
+      row_head(out, o, p.name);
+      out << std::fixed << std::setprecision(1) << std::setw(9) << p.measured << std::setw(11)
+          << p.simulated << std::setw(8) << std::showpos
+          << 100.0 * (p.simulated - p.measured) / p.measured << std::noshowpos << "%\n";
     }
     out << std::setw(30 + 6 + 2) << "" << "attention kernels " << std::setprecision(1)
         << 100.0 * o.simulated_split->attention_kernel_share << "% of the simulated kernel time\n";
@@ -325,14 +345,14 @@ void decomposition_text(const ValidationSummary& s, std::ostream& out) {
 
 // The "buckets" object of a point's JSON entry.
 nlohmann::ordered_json buckets_json(const PointOutcome& o) {
-  auto part = [](double measured, double simulated) {
-    return nlohmann::ordered_json{{"measured", measured},
-                                  {"simulated", simulated},
-                                  {"rel_error", (simulated - measured) / measured}};
-  };
-  return {{"attention", part(o.measured_buckets->attention_tflops, o.simulated_split->attention_tflops)},
-          {"rest", part(o.measured_buckets->rest_tflops, o.simulated_split->rest_tflops)},
-          {"attention_kernel_share", o.simulated_split->attention_kernel_share}};
+  nlohmann::ordered_json j;
+  for (const BucketPart& p : bucket_parts(o)) {
+    j[p.name] = {{"measured", p.measured},
+                 {"simulated", p.simulated},
+                 {"rel_error", (p.simulated - p.measured) / p.measured}};
+  }
+  j["attention_kernel_share"] = o.simulated_split->attention_kernel_share;
+  return j;
 }
 
 std::string validation_text(const ValidationSummary& s) {
@@ -345,15 +365,13 @@ std::string validation_text(const ValidationSummary& s) {
     for (const auto& l : lines) out << " " << l;
     out << "\n";
   }
-  out << "\n" << std::left << std::setw(30) << "case" << std::right << std::setw(6) << "gpus"
-      << "  " << std::left << std::setw(22) << "job" << std::setw(15) << "metric" << std::right
-      << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error"
-      << (s.band_points > 0 ? "  band (fast..slow end)" : "") << "\n";
+  out << "\n";
+  table_header(out, "metric");
+  out << (s.band_points > 0 ? "  band (fast..slow end)" : "") << "\n";
   for (const auto& o : s.points) {
     if (!o.simulated) continue;
-    out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
-        << std::left << std::setw(22) << point_detail(o) << std::setw(15) << to_string(o.metric)
-        << std::right << std::setw(9) << fmt_metric(o.metric, o.measured) << std::setw(11)
+    row_head(out, o, to_string(o.metric));
+    out << std::setw(9) << fmt_metric(o.metric, o.measured) << std::setw(11)
         << fmt_metric(o.metric, o.simulated_value) << std::setw(8) << std::showpos << std::fixed
         << std::setprecision(1) << 100.0 * o.rel_error << std::noshowpos << "%"
         << band_cell(o) << "\n";
