@@ -34,6 +34,42 @@ int node_line(const YAML::Node& node) {
   return mark.line >= 0 ? mark.line + 1 : 0;
 }
 
+// Whether the quoted scalar that starts at `pos` of `text` has its closing quote. yaml-cpp
+// 0.7 ends a quoted scalar left open at the end of the input there, as if it were closed, so a
+// file cut after `name: "mine` would load; YAML (1.2, 7.3) requires the closing quote.
+bool quote_closed(const std::string& text, std::size_t pos) {
+  if (pos >= text.size() || (text[pos] != '"' && text[pos] != '\'')) return true;  // not ours to judge
+  const char q = text[pos];
+  for (std::size_t i = pos + 1; i < text.size(); ++i) {
+    if (q == '"' && text[i] == '\\') {
+      ++i;  // an escape: the next character is the escaped one
+    } else if (text[i] == q) {
+      if (q == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+        ++i;  // '' is a quote inside a single-quoted scalar
+      } else {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Throws for a quoted scalar of `node` (keys included) left open at the end of the input.
+void check_quotes(const YAML::Node& node, const std::string& text, const std::string& origin) {
+  if (node.IsScalar() && node.Tag() == "!" && node.Mark().pos >= 0 &&
+      !quote_closed(text, static_cast<std::size_t>(node.Mark().pos))) {
+    throw SpecError(origin, node_line(node), "", "invalid YAML: a quoted string is not closed");
+  }
+  if (node.IsSequence()) {
+    for (const auto& item : node) check_quotes(item, text, origin);
+  } else if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      check_quotes(it->first, text, origin);
+      check_quotes(it->second, text, origin);
+    }
+  }
+}
+
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) {
@@ -94,14 +130,25 @@ YamlMap YamlMap::load_file(const std::string& file) {
 }
 
 YAML::Node YamlMap::parse_document(const std::string& text, const std::string& origin) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(text);
+    documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
     throw SpecError(origin, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "invalid YAML: " + e.msg);
   }
-  if (!root.IsDefined() || root.IsNull()) throw SpecError(origin, 0, "", "empty document");
-  return root;
+  // A file is one document: what follows a '---' would otherwise be dropped unread, unknown keys
+  // and all. Empty documents (a leading or trailing '---') hold nothing to drop.
+  std::vector<YAML::Node> held;
+  for (const auto& d : documents) {
+    if (d.IsDefined() && !d.IsNull()) held.push_back(d);
+  }
+  if (held.empty()) throw SpecError(origin, 0, "", "empty document");
+  if (held.size() > 1) {
+    throw SpecError(origin, node_line(held[1]), "",
+                    "a second YAML document (after '---'): the file must hold one");
+  }
+  check_quotes(held.front(), text, origin);
+  return held.front();
 }
 
 YamlMap YamlMap::load_string(const std::string& text, const std::string& origin) {

@@ -64,6 +64,36 @@ TEST(YamlSpec, UnknownKeyNamesFileLineAndKey) {
   }
 }
 
+// What follows a '---' was once dropped unread, unknown keys and all; an empty document (a
+// leading or trailing '---') holds nothing to drop.
+TEST(YamlSpec, ASecondDocumentIsAnErrorAtItsLine) {
+  try {
+    YamlMap::load_string("a: 1\n---\ntypo: 3\n", "job.yaml");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(e.line(), 3) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a second YAML document"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(YamlMap::load_string("---\na: 1\n---\n", "job.yaml").get_int("a", 0, 9), 1);
+}
+
+// yaml-cpp ends a quoted scalar left open at the end of the input as if it were closed.
+TEST(YamlSpec, AQuotedStringLeftOpenIsAnErrorAtItsLine) {
+  for (const std::string text : {"a: 1\nname: \"mine\n", "a: 1\nname: 'mine\n", "a: 1\nname: \"mine \\\"\n"}) {
+    try {
+      YamlMap::load_string(text, "job.yaml");
+      FAIL() << text;
+    } catch (const SpecError& e) {
+      EXPECT_EQ(e.line(), 2) << e.what();
+      EXPECT_NE(std::string(e.what()).find("a quoted string is not closed"), std::string::npos) << e.what();
+    }
+  }
+  // Closed ones, with escaped quotes inside, and quoted keys load.
+  auto map = YamlMap::load_string("\"a\": \"x \\\" y\"\nb: 'it''s'\nc: [\"p\", 'q']\n", "job.yaml");
+  EXPECT_EQ(map.get_string("a"), "x \" y");
+  EXPECT_EQ(map.get_string("b"), "it's");
+}
+
 // Assigning a view rebinds it; the mapping it viewed before keeps its keys and lines. (With
 // yaml-cpp's Node assignment the catalog model's mapping took the job's keys when a job
 // override was recorded over it, and errors pointed at the wrong file and line.)
