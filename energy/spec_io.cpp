@@ -37,7 +37,9 @@ void read_mode_overrides(YamlMap& r, ReliabilitySection& s) {
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
       throw modes->error(key, "unknown failure mode '" + key + "' (known: " + list + ")");
     }
-    s.mode_mtbf_h[key] = modes->get_duration(key).value / 3600.0;
+    const double mtbf_s = modes->get_duration(key).value;
+    if (!(mtbf_s > 0)) throw modes->error(key, "an MTBF must be positive");
+    s.mode_mtbf_h[key] = mtbf_s / 3600.0;
   }
   modes->finish();
 }
@@ -71,6 +73,9 @@ EnergySection parse_energy_section(YamlMap& root) {
   if (!m) return s;
   s.pue = m->get_double_or("pue", kDefaultPue, 1.0, 5.0);
   s.train_tokens = m->get_double_or("train_tokens", kDefaultTrainTokens, 0.0, 1e18);
+  if (!(s.train_tokens > 0)) {
+    throw m->error("train_tokens", "must be positive (the tokens a training run trains on)");
+  }
   m->finish();
   return s;
 }

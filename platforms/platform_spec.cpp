@@ -73,7 +73,10 @@ const std::vector<Field>& power_and_cost_fields() {
       {"switch_port", S::Power, [](YamlMap& m, const char* k, P& s, bool) { s.power.switch_port = read_watts(m, k); }},
       {"capex_usd", S::Economics, [](YamlMap& m, const char* k, P& s, bool) { s.cost.capex_usd = m.get_double(k, 1.0, 1e12); }},
       {"capex_unit", S::Economics, [](YamlMap& m, const char* k, P& s, bool) { s.cost.capex_unit = m.get_enum(k, {"node", "domain"}); }},
-      {"rental_usd_per_gpu_hour", S::Economics, [](YamlMap& m, const char* k, P& s, bool) { s.cost.rental_usd_per_gpu_hour = m.get_double_or(k, 0.0, 0.0, 1e4); }},
+      {"rental_usd_per_gpu_hour", S::Economics, [](YamlMap& m, const char* k, P& s, bool) {
+         // Absent means no rental price (0); a given one is a price, so 0 is an error.
+         if (m.has(k)) s.cost.rental_usd_per_gpu_hour = m.get_double(k, 1e-6, 1e4);
+       }},
   };
   return kFields;
 }
@@ -100,7 +103,10 @@ const std::vector<Field>& fields() {
       {"host_cpu_cores", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_cpu_cores = read_count(m, k); }},
       {"host_memory_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_memory_bandwidth = m.get_bandwidth(k); }},
       {"host_memory_capacity", S::Node, [](YamlMap& m, const char* k, P& s, bool) {
-         if (m.has(k)) s.node.host_memory_capacity = m.get_bytes(k);
+         if (!m.has(k)) return;
+         s.node.host_memory_capacity = m.get_bytes(k);
+         // Absent means unknown (not checked); a given capacity of 0 would read the same.
+         if (!(s.node.host_memory_capacity.value > 0)) throw m.error(k, "must be positive");
        }},
       {"kind", S::Fabric, read_kind},
       {"domains_per_su", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.domains_per_su = read_count(m, k); }},

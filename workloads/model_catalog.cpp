@@ -208,6 +208,13 @@ class ModelReader {
       throw at(k).error(k, "first_dense_layers (" + std::to_string(spec_.first_dense_layers) +
                                ") leaves no MoE layer of " + std::to_string(spec_.layers));
     }
+    if (spec_.layers - spec_.first_dense_layers < spec_.moe_layer_interval) {
+      const std::string k = blame({"moe_layer_interval", "layers", "first_dense_layers"});
+      throw at(k).error(k, "moe_layer_interval (" + std::to_string(spec_.moe_layer_interval) +
+                               ") leaves no MoE layer among the " +
+                               std::to_string(spec_.layers - spec_.first_dense_layers) +
+                               " layers after first_dense_layers");
+    }
     check_router_groups();
   }
 

@@ -77,6 +77,9 @@ TEST(SpecIo, BadInputIsASpecErrorAtItsLine) {
   expect_error("reliability:\n  mode_mtbf:\n    gpus: 5h\n", "reliability.mode_mtbf.gpus", 3,
                reliability);
   expect_error("reliability:\n  restart: 5 minutes\n", "reliability.restart", 2, reliability);
+  // Zero passed the readers and failed only after the simulation, with no place named.
+  expect_error("reliability:\n  mode_mtbf:\n    gpu: 0h\n", "reliability.mode_mtbf.gpu", 3, reliability);
+  expect_error("energy:\n  train_tokens: 0\n", "energy.train_tokens", 2, energy);
 }
 
 }  // namespace

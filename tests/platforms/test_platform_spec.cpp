@@ -157,6 +157,14 @@ TEST(ClusterSection, UnknownOverrideIsAnErrorAtItsLine) {
                     {"job.yaml:5", "cluster.overrides.nic_speed", "not a platform figure", "nic_bandwidth"});
 }
 
+// Each read as "not given" when 0: no host-memory check, and TCO pricing instead of a rental.
+TEST(ClusterSection, AZeroHostMemoryOrRentalPriceIsAnError) {
+  expect_spec_error([] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides:\n    host_memory_capacity: 0B\n"); },
+                    {"job.yaml:5", "cluster.overrides.host_memory_capacity", "must be positive"});
+  expect_spec_error([] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides:\n    rental_usd_per_gpu_hour: 0\n"); },
+                    {"job.yaml:5", "cluster.overrides.rental_usd_per_gpu_hour", "out of range"});
+}
+
 TEST(ClusterSection, InconsistentOverrideIsAnError) {
   expect_spec_error([] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides: {gpus_per_node: 3}\n"); },
                     {"job.yaml:4", "cluster.overrides", "multiple of gpus_per_node"});

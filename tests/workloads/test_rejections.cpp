@@ -67,6 +67,16 @@ TEST(Rejections, MtpWithZero3) {
       8, "parallelism.zero_stage", "no multi-token prediction");
 }
 
+// An interval longer than the MoE-eligible layers once left the model dense with ep applying to
+// nothing; first_dense_layers doing the same was already refused.
+TEST(Rejections, AMoeIntervalThatLeavesNoMoeLayer) {
+  testing::expect_spec_error(
+      "model: {catalog: mixtral_8x7b, layers: 4, moe_layer_interval: 100}\n"
+      "parallelism: {ep: 4}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, precision: bf16}\n",
+      4, "model.moe_layer_interval", "leaves no MoE layer among the 4 layers");
+}
+
 TEST(Rejections, ContextAndSequenceParallelism) {
   // Load-balanced causal chunks: seq must split into 2*cp chunks.
   expect_rejected("llama3_8b", "  cp: 4\n", "", 4, "training.seq_length", "not divisible by 2*cp = 8",
