@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iomanip>
 #include <limits>
 #include <queue>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 namespace clustersim::energy {
@@ -174,6 +176,19 @@ Plan make_plan(const ReliabilityInputs& in, const RunShape& shape) {
     p.tau = c.interval_s;
   } else {
     p.tau = p.rate > 0 ? young_daly_interval(p.write, 1.0 / p.rate) : shape.work_s;
+  }
+  // A segment of tau + write survives with probability exp(-rate (tau + write)), so a run of
+  // ceil(work / tau) segments expects that many times expm1(rate (tau + write)) interruptions.
+  const double segments = std::ceil(shape.work_s / p.tau);
+  const double expected = segments * std::expm1(p.rate * (p.tau + p.write)) * in.trials;
+  if (!(expected <= kMaxExpectedFailures)) {
+    std::ostringstream why;
+    why << std::setprecision(3) << "the run barely progresses: a checkpoint interval plus its write ("
+        << p.tau + p.write << " s) against a job MTBF of " << 1.0 / p.rate << " s expects " << expected
+        << " interruptions over the " << in.trials << " trials (at most " << kMaxExpectedFailures
+        << " are played); lengthen the MTBFs, raise the storage bandwidth, shorten the checkpoint "
+           "interval, or train fewer tokens";
+    throw std::invalid_argument(why.str());
   }
   return p;
 }

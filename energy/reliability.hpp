@@ -106,12 +106,18 @@ struct RunReliability {
   int trials = 0;
 };
 
+/// The most interruptions, expected over all trials, that simulate_run plays (about 0.1 us each).
+inline constexpr double kMaxExpectedFailures = 1e8;
+
 /// Runs `inputs.trials` simulated training runs of `shape.work_s` of work. Failures arrive as
 /// a Poisson process (memoryless units); each one loses the work since the last checkpoint and
 /// costs detection + restart + reload, plus waiting for a node or domain when its mode needs a
 /// replacement and no spare is free. Failures while the job is down are not counted (the job
 /// is not running). Deterministic for a given seed.
-/// @throws std::invalid_argument on invalid inputs (non-positive sizes, bandwidths, trials).
+/// @throws std::invalid_argument on invalid inputs (non-positive sizes, bandwidths, trials), and
+/// when the trials would hold more than kMaxExpectedFailures interruptions in all: a run whose
+/// checkpoint interval plus write is many job MTBFs long barely progresses, and playing it
+/// failure by failure would not end in useful time.
 RunReliability simulate_run(const ReliabilityInputs& inputs, const RunShape& shape);
 
 /// "gpu", "node", "domain", "job" / "restart", "replace_node", "replace_domain".

@@ -1,5 +1,7 @@
 #include "tools/reliability_report.hpp"
 
+#include <stdexcept>
+
 #include "energy/defaults.hpp"
 #include "energy/failure_catalog.hpp"
 #include "workloads/flops.hpp"
@@ -9,7 +11,7 @@ namespace {
 
 SpecError reliability_error(const Job& job, const std::string& key, const std::string& reason) {
   const auto& o = job.reliability.origin;
-  if (o.file.empty()) return SpecError(job.origin, 0, "reliability." + key, reason);
+  if (o.file.empty()) return SpecError(job.origin, 0, key.empty() ? "reliability" : "reliability." + key, reason);
   return energy::section_error(o, key, reason);
 }
 
@@ -76,7 +78,11 @@ energy::RunShape run_shape(const Job& job, double tokens_per_s_per_gpu) {
 RunWithFailures run_with_failures(const Job& job, double tokens_per_s_per_gpu) {
   RunWithFailures out;
   out.shape = run_shape(job, tokens_per_s_per_gpu);
-  out.reliability = energy::simulate_run(reliability_inputs(job), out.shape);
+  try {
+    out.reliability = energy::simulate_run(reliability_inputs(job), out.shape);
+  } catch (const std::invalid_argument& e) {
+    throw reliability_error(job, "", e.what());  // inputs the reader could not judge alone
+  }
   return out;
 }
 

@@ -162,6 +162,26 @@ TEST(Reliability, FiftyFourDaysOnSixteenThousandGpusRunsFast) {
   EXPECT_GT(r.goodput.ci95_high, r.goodput.mean);
 }
 
+// A checkpoint write far longer than the job's MTBF: almost no segment completes, and the trials
+// would play more interruptions than any run could (before the bound, without end).
+TEST(Reliability, ARunThatCannotProgressIsRefusedAtOnce) {
+  ReliabilityInputs in = base_inputs();
+  in.modes = {restart_mode(1000.0)};  // 64 GPUs: a job MTBF of 15.6 h
+  in.checkpoint.write_bandwidth = 1e6;  // 1e6 s per write
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    simulate_run(in, {64, 8, 8, 86400.0});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the run barely progresses"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  // Below the bound it still plays: 20 trials of a checkpoint write as long as the job MTBF.
+  in.checkpoint.write_bandwidth = 1e12 / (15.6 * 3600);
+  in.trials = 20;
+  EXPECT_GT(simulate_run(in, {64, 8, 8, 86400.0}).failures.mean, 0.0);
+}
+
 TEST(Reliability, RejectsBadInputs) {
   ReliabilityInputs in = base_inputs();
   in.modes = {restart_mode(0.0)};
