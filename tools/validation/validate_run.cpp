@@ -81,6 +81,46 @@ void check_case_filter(const ReferenceSet& set, const ValidateOptions& options) 
   }
 }
 
+// What a worker process simulates for one point.
+struct PointTask {
+  std::string replicas;  ///< --replicas, empty for the job's own
+  Metric metric;
+  bool band;       ///< also each end of the stated uncertainty (--uncertainty)
+  bool decompose;  ///< the point has measured buckets: profile rank 0 and split its step
+};
+
+// Simulates one point in a worker; the JSON its parent reads back (value, replicas, wall, step,
+// breakdown, and split / split_error / band where asked).
+std::string simulate_point(const Job& job, const PointTask& t) {
+  SimulateOptions so = options_from_job(job);
+  if (!t.replicas.empty()) so.replicas = t.replicas;
+  if (t.decompose) so.profile_rank = 0;  // the rank the source's script profiles
+  const RunReport r = simulate_job(job, so);
+  nlohmann::ordered_json j = {{"value", metric_of(r, t.metric)},
+                              {"replicas", r.replicas},
+                              {"wall", r.step.sim_wall_s},
+                              {"step_time_s", r.step.step_time_s},
+                              {"breakdown", nlohmann::ordered_json::parse(breakdown_json(r.step.breakdown))}};
+  if (t.decompose) {
+    try {  // a step that cannot be split keeps its point; the report says why
+      const StepSplit split = split_step(
+          r.profile.value(), r.tflops_per_gpu * 1e12 * r.step.step_time_s,
+          workloads::attention_flop_share(job.workload.model, job.workload.training.seq_length,
+                                          workloads::mfu_convention_from(r.mfu_convention)));
+      j["split"] = {split.attention_tflops, split.rest_tflops, split.attention_kernel_share};
+    } catch (const std::invalid_argument& e) {
+      j["split_error"] = e.what();
+    }
+  }
+  if (t.band) {
+    for (const sim::CostCorner c : {sim::CostCorner::Fast, sim::CostCorner::Slow}) {
+      so.corner = c;
+      j["band"].push_back(metric_of(simulate_job(job, so), t.metric));
+    }
+  }
+  return j.dump();
+}
+
 // Prepares one point: its outcome skeleton and, when the job can be built, the task.
 std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCase& rc,
                                      const MeasuredPoint& p, const ValidateOptions& options,
@@ -117,39 +157,8 @@ std::function<std::string()> prepare(const ReferenceSet& set, const ReferenceCas
     } catch (const std::invalid_argument&) {
       // the memory model rejects the spec; the simulation will say why
     }
-    const std::string replicas = options.replicas;
-    const Metric metric = p.metric;
-    const bool band = options.uncertainty;
-    const bool decompose = p.buckets.has_value();
-    return [job, replicas, metric, band, decompose] {
-      SimulateOptions so = options_from_job(job);
-      if (!replicas.empty()) so.replicas = replicas;
-      if (decompose) so.profile_rank = 0;  // the rank the source's script profiles
-      const RunReport r = simulate_job(job, so);
-      nlohmann::ordered_json j = {{"value", metric_of(r, metric)},
-                          {"replicas", r.replicas},
-                          {"wall", r.step.sim_wall_s},
-                          {"step_time_s", r.step.step_time_s},
-                          {"breakdown", nlohmann::ordered_json::parse(breakdown_json(r.step.breakdown))}};
-      if (decompose) {
-        try {  // a step that cannot be split keeps its point; the report says why
-          const StepSplit split = split_step(
-              r.profile.value(), r.tflops_per_gpu * 1e12 * r.step.step_time_s,
-              workloads::attention_flop_share(job.workload.model, job.workload.training.seq_length,
-                                              workloads::mfu_convention_from(r.mfu_convention)));
-          j["split"] = {split.attention_tflops, split.rest_tflops, split.attention_kernel_share};
-        } catch (const std::invalid_argument& e) {
-          j["split_error"] = e.what();
-        }
-      }
-      if (band) {
-        for (const sim::CostCorner c : {sim::CostCorner::Fast, sim::CostCorner::Slow}) {
-          so.corner = c;
-          j["band"].push_back(metric_of(simulate_job(job, so), metric));
-        }
-      }
-      return j.dump();
-    };
+    const PointTask task{options.replicas, p.metric, options.uncertainty, p.buckets.has_value()};
+    return [job, task] { return simulate_point(job, task); };
   } catch (const SpecError& e) {
     o.reason = e.what();
   }
