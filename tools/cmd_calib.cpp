@@ -140,6 +140,7 @@ void register_calib_command(CLI::App& app, int& exit_code) {
   check->add_option("--long-op-us", args->long_op_us,
                     "Threshold of the second leave-one-out table: only points measured at >= US "
                     "microseconds (default 50)")
+      ->check(finite_number())
       ->check(CLI::Range(1e-3, 1e9));
   check->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return calib_check_command(*args); });

@@ -93,6 +93,7 @@ std::string report_json(const workloads::MemoryReport& r) {
 }
 
 int memory_command(const MemoryArgs& args) {
+  check_output_paths({{"--json", args.json}}, {args.job});
   const Job job = load_job(args.job);
   const auto platform = platforms::make_platform_builder(job.cluster.platform, job.cluster.gpus);
   const auto report = workloads::estimate_memory(job.workload, platform->gpu().hbm_capacity.value,

@@ -19,8 +19,6 @@
 namespace clustersim::tools {
 namespace {
 
-/// Exit code of `run` for a job the memory model says does not fit (docs/outputs.md).
-constexpr int kExitOutOfMemory = 3;
 /// The memory model errs high by up to ~10% for Megatron jobs (docs/memory-model.md).
 constexpr double kMemoryModelMargin = 0.10;
 
@@ -108,6 +106,7 @@ int run_command(const RunArgs& args) {
     std::cout << default_job_yaml();
     return 0;
   }
+  check_output_paths({{"--json", args.json}, {"--trace", args.trace}}, {args.job});
   const Job job = args.job.empty() ? load_default_job() : load_job(args.job);
   SimulateOptions options = options_from_job(job);
   options.timeline = !args.trace.empty();
@@ -199,18 +198,22 @@ void register_run_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Simulate one training step of a job and report step time, MFU, throughput and "
              "where the time goes");
-  cmd->add_option("job", args->job,
+  auto* job = cmd->add_option("job", args->job,
                   "Job YAML (docs/job-spec.md). Without it: the built-in default, GPT-3 175B on "
                   "128 H100, TP4 PP8 DP4, seq 2048, global batch 256, BF16")
       ->check(CLI::ExistingFile);
   cmd->add_option("--json", args->json,
                   "Also write the result as JSON to FILE (keys in docs/outputs.md)");
-  cmd->add_option("--trace", args->trace,
+  auto* trace = cmd->add_option("--trace", args->trace,
                   "Also write a Chrome/Perfetto trace-event JSON of every rank's streams to FILE "
                   "(open in ui.perfetto.dev or chrome://tracing)");
   cmd->add_option("--trace-ranks", args->trace_ranks,
                   "With --trace: only these ranks, as a list of ranks and ranges (e.g. "
-                  "0-7,128), so that traces of large jobs stay small");
+                  "0-7,128), so that traces of large jobs stay small")
+      ->needs(trace)
+      ->check(CLI::Validator(
+          [](std::string& text) { return text.empty() ? std::string("is empty (ranks and ranges, e.g. 0-7,128)") : ""; },
+          "RANKS"));
   add_simulation_options(*cmd, *args);
   cmd->add_flag("--uncertainty", args->uncertainty,
                 "Also simulate the step with every kernel class and network transfer at the "
@@ -224,7 +227,8 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--profile-rank", args->profile_rank,
                   "The rank --profile lists (default 0; implies --profile)")
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit");
+  cmd->add_flag("--show-default", args->show_default, "Print the built-in default job's YAML and exit")
+      ->excludes(job);
   cmd->callback([args, &exit_code] {
     exit_code = run_guarded([&] { return run_command(*args); });
   });

@@ -48,9 +48,15 @@ std::vector<MeasuredMfu> measured_points(const ScaleArgs& args) {
     const auto it = std::find_if(set.cases.begin(), set.cases.end(),
                                  [&](const auto& rc) { return rc.id == id; });
     if (it == set.cases.end()) throw SpecError(set.file, 0, "cases", "no case with id '" + id + "'");
+    const std::size_t before = out.size();
     for (const auto& p : it->points) {
       const std::int64_t g = validation::point_gpus(*it, p);
       if (p.stated_mfu && g > 0) out.push_back({g, *p.stated_mfu});
+    }
+    if (out.size() == before) {
+      throw SpecError(set.file, it->line, "cases." + id,
+                      "--measured-case: the case states no MFU at a GPU count, so there is nothing to "
+                      "draw beside the simulated MFU");
     }
   }
   return out;
@@ -152,6 +158,7 @@ struct PlotArgs {
 };
 
 int plot_command(const PlotArgs& args) {
+  check_output_paths({{"--svg", args.svg}}, {args.csv, args.reference});
   std::ifstream in(args.csv);
   if (!in) throw SpecError(args.csv, 0, "", "cannot open file");
   std::stringstream text;
@@ -173,8 +180,11 @@ void register_plot(CLI::App* scale, int& exit_code) {
   plot->add_option("--svg", args->svg, "SVG output (default scale.svg)");
   plot->add_option("--mode", args->mode, "weak or strong (legend)")->check(CLI::IsMember({"weak", "strong"}));
   plot->add_option("--title", args->title, "Plot title");
-  plot->add_option("--measured-case", args->measured_cases, "Measured MFU of this reference case (repeatable)");
-  plot->add_option("--reference", args->reference, "Reference file for --measured-case")->check(CLI::ExistingFile);
+  auto* measured =
+      plot->add_option("--measured-case", args->measured_cases, "Measured MFU of this reference case (repeatable)");
+  plot->add_option("--reference", args->reference, "Reference file for --measured-case")
+      ->check(CLI::ExistingFile)
+      ->needs(measured);
   plot->callback([args, &exit_code] { exit_code = run_guarded_usage([&] { return plot_command(*args); }); });
 }
 
@@ -223,6 +233,7 @@ int scale_command(const ScaleArgs& args) {
       throw std::invalid_argument("--gpus: " + std::to_string(g) + " is given twice");
     }
   }
+  check_output_paths({{"--csv", args.csv}, {"--svg", args.svg}}, {args.job, args.reference});
   const ScaleMode mode = parse_scale_mode(args.mode);
   const JobTemplate tmpl = JobTemplate::load(args.job);
   if (args.uncertainty) require_stated_uncertainty(tmpl.base(), tmpl.base().simulation.cost);
@@ -272,11 +283,12 @@ void register_scale_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--replicas", args->replicas,
                   "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
-  cmd->add_option("--measured-case", args->measured_cases,
-                  "Draw the measured MFU of this reference case beside the curve (repeatable)");
+  auto* measured = cmd->add_option("--measured-case", args->measured_cases,
+                                   "Draw the measured MFU of this reference case beside the curve (repeatable)");
   cmd->add_option("--reference", args->reference,
                   "Reference file for --measured-case (default tests/validation/measured.yaml)")
-      ->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile)
+      ->needs(measured);
   cmd->add_flag("--uncertainty", args->uncertainty,
                 "Also simulate each point at both ends of the cost model's stated uncertainty: "
                 "step_time_fast_s, step_time_slow_s, mfu_fast, mfu_slow columns and the MFU band "

@@ -122,6 +122,13 @@ std::string memory_summary(const CsvTable& table) {
   return out.str();
 }
 
+// Configurations simulated to a result (status ok).
+std::size_t simulated_count(const CsvTable& table) {
+  const std::size_t status = table.column("status");
+  return static_cast<std::size_t>(std::count_if(table.rows.begin(), table.rows.end(),
+                                                [&](const auto& row) { return row[status] == kSweepOk; }));
+}
+
 void report_pruning(const CsvTable& table, std::size_t space, const SweepArgs& args) {
   std::map<std::string, std::size_t> count;
   std::map<std::string, std::size_t> reasons;
@@ -149,6 +156,7 @@ void report_pruning(const CsvTable& table, std::size_t space, const SweepArgs& a
 int sweep_command(const SweepArgs& args) {
   if (args.job.empty()) throw std::invalid_argument("sweep needs a job file (or: sweep merge)");
   if (args.gpus <= 0) throw std::invalid_argument("sweep needs --gpus N");
+  check_output_paths({{"--csv", args.csv}}, {args.job});
   const auto axes = parse_space(args.space);
   CsvTable table;
   table.header = sweep_header(axes);
@@ -182,10 +190,17 @@ int sweep_command(const SweepArgs& args) {
   report_pruning(table, space_size(axes), args);
   std::cout << "\ntop " << args.top << " by tokens/s/GPU:\n" << top_table(table, args.top);
   std::cout << "wrote " << args.csv << "\n";
+  // A shard may hold only pruned configurations (its siblings simulate the rest); a whole sweep
+  // that simulated none answers nothing, so it fails as scale does.
+  if (args.shard == "1/1" && simulated_count(table) == 0) {
+    std::cerr << "error: no configuration could be simulated (the reasons above)\n";
+    return 1;
+  }
   return 0;
 }
 
 int merge_command(const MergeArgs& args) {
+  check_output_paths({{"--csv", args.csv}}, args.files);
   std::vector<std::pair<std::string, CsvTable>> shards;
   for (const auto& file : args.files) {
     std::ifstream in(file);
@@ -199,6 +214,10 @@ int merge_command(const MergeArgs& args) {
   std::cout << "merged " << shards.size() << " shard outputs, " << merged.rows.size()
             << " configurations\n\ntop " << args.top << " by tokens/s/GPU:\n"
             << top_table(merged, args.top) << "wrote " << args.csv << "\n";
+  if (simulated_count(merged) == 0) {
+    std::cerr << "error: no configuration of the merged sweep was simulated\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -208,7 +227,9 @@ void register_merge(CLI::App* sweep, int& exit_code) {
       "merge", "Combine the CSV outputs of sweep shards (--shard K/N) into one ranked CSV");
   merge->add_option("files", args->files, "Shard CSV files")->required()->check(CLI::ExistingFile);
   merge->add_option("--csv", args->csv, "Merged CSV output (default sweep.csv)");
-  merge->add_option("--top", args->top, "Rows of the table on stdout (default 10)")->check(decimal_integer());
+  merge->add_option("--top", args->top, "Rows of the table on stdout (default 10)")
+      ->check(decimal_integer())
+      ->check(CLI::Range(1, 1 << 30));
   merge->callback([args, &exit_code] { exit_code = run_guarded_usage([&] { return merge_command(*args); }); });
 }
 
@@ -239,7 +260,9 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--replicas", args->replicas,
                   "auto, full or identical (default: the job's simulation.replicas, else auto)")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
-  cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)")->check(decimal_integer());
+  cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)")
+      ->check(decimal_integer())
+      ->check(CLI::Range(1, 1 << 30));
   register_merge(cmd, exit_code);
   cmd->callback([cmd, args, &exit_code] {
     if (cmd->got_subcommand("merge")) return;

@@ -21,6 +21,7 @@ struct TraceArgs {
 
 // Returns the process exit code: 0 written, 2 rank outside the job.
 int trace_command(const TraceArgs& args) {
+  check_output_paths({{"--out", args.out}}, {args.job});
   const Job job = load_job(args.job);
   const sim::Workload workload = workloads::generate_workload(job.workload);
   const int world = workload.layout.world();

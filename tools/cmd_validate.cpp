@@ -43,6 +43,7 @@ void write_plots(const validation::ValidationSummary& summary, const ValidateArg
 }
 
 int validate_command(const ValidateArgs& args) {
+  check_output_paths({{"--json", args.json}}, {args.file});
   const auto set = validation::load_reference_set(args.file);
   validation::ValidateOptions options;
   options.jobs = args.jobs > 0 ? args.jobs : default_worker_count();

@@ -1,3 +1,5 @@
+#include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
@@ -18,6 +20,23 @@ const CLI::Validator& decimal_integer() {
   return kDecimal;
 }
 
+const CLI::Validator& finite_number() {
+  static const CLI::Validator kFinite(
+      [](std::string& text) -> std::string {
+        std::size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        return used == text.size() && used > 0 && std::isfinite(v) ? std::string()
+                                                                   : "'" + text + "' is not a finite number";
+      },
+      "NUMBER");
+  return kFinite;
+}
+
 namespace {
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -31,7 +50,39 @@ std::vector<std::string> split_commas(const std::string& text) {
   return items;
 }
 
+// Whether two paths name one file; a path that does not exist yet is compared by its
+// normalized absolute form.
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  const fs::path ca = fs::weakly_canonical(a, ec);
+  if (ec) return a == b;
+  const fs::path cb = fs::weakly_canonical(b, ec);
+  return ec ? a == b : ca == cb;
+}
+
 }  // namespace
+
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
+                        const std::vector<std::string>& inputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [option, path] = outputs[i];
+    if (path.empty()) continue;
+    for (const std::string& input : inputs) {
+      std::error_code ec;
+      if (!input.empty() && std::filesystem::exists(input, ec) && same_file(path, input)) {
+        throw SpecError("<command line>", 0, option,
+                        "'" + path + "' is an input of this command; writing it would overwrite it");
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!outputs[j].second.empty() && same_file(path, outputs[j].second)) {
+        throw SpecError("<command line>", 0, option, "'" + path + "' is also the " + outputs[j].first + " output");
+      }
+    }
+  }
+}
 
 CLI::Validator decimal_integer_list(std::int64_t min, std::int64_t max) {
   return CLI::Validator(

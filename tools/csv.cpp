@@ -106,6 +106,7 @@ CsvTable parse_csv(const std::string& text, const std::string& origin) {
                           " fields, the header " + std::to_string(table.header.size()));
     }
     table.rows.push_back(records[r].fields);
+    table.row_lines.push_back(records[r].line);
   }
   return table;
 }

@@ -11,6 +11,9 @@ namespace clustersim::tools {
 struct CsvTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;
+  /// 1-based line of the file where each row starts (parse_csv fills it; empty for a table
+  /// built in memory).
+  std::vector<int> row_lines;
 
   /// Index of column `name`. @throws std::out_of_range when absent.
   std::size_t column(const std::string& name) const;

@@ -1,5 +1,7 @@
 #include "tools/scale.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/spec_error.hpp"
@@ -98,33 +100,62 @@ CsvTable scale_csv(const std::vector<ScaleRow>& rows) {
   return t;
 }
 
-std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::string& origin) {
-  std::vector<ScaleRow> rows;
+namespace {
+
+// The number in a scale CSV cell, the whole cell read. @throws SpecError at the cell.
+double csv_cell_number(const std::string& origin, int line, const std::string& column, const std::string& cell) {
+  std::size_t used = 0;
+  double v = 0;
   try {
-    const auto col = [&](const char* name) { return table.column(name); };
+    v = std::stod(cell, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != cell.size() || !std::isfinite(v)) {
+    throw SpecError(origin, line, column, "'" + cell + "' is not a number (not a scale CSV?)");
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<ScaleRow> scale_rows_from_csv(const CsvTable& table, const std::string& origin) {
+  for (const char* name : {"gpus", "dp", "global_batch_size", "status", "reason", "step_time_s", "mfu",
+                           "tflops_per_gpu", "tokens_per_s_per_gpu", "replicas"}) {
+    if (std::find(table.header.begin(), table.header.end(), name) == table.header.end()) {
+      throw SpecError(origin, 1, name, "no such column: not a CSV written by clustersim scale");
+    }
+  }
+  const auto col = [&](const char* name) { return table.column(name); };
+  std::vector<ScaleRow> rows;
+  for (std::size_t i = 0; i < table.rows.size(); ++i) {
+    const auto& r = table.rows[i];
+    const int line = i < table.row_lines.size() ? table.row_lines[i] : 0;
+    const auto number = [&](const char* name) { return csv_cell_number(origin, line, name, r[col(name)]); };
     // dp and global_batch_size are empty where the GPU count gives none (scale_csv).
-    const auto count = [](const std::string& v) { return v.empty() ? std::int64_t{0} : std::stoll(v); };
-    for (const auto& r : table.rows) {
-      ScaleRow row;
-      row.point = ScalePoint{std::stoll(r[col("gpus")]), count(r[col("dp")]),
-                             count(r[col("global_batch_size")]), ""};
-      row.status = r[col("status")];
-      row.reason = r[col("reason")];
-      if (row.status == "ok") {
-        StepFigures f;
-        f.step_time_s = std::stod(r[col("step_time_s")]);
-        f.mfu = std::stod(r[col("mfu")]);
-        f.tflops_per_gpu = std::stod(r[col("tflops_per_gpu")]);
-        f.tokens_per_s_per_gpu = std::stod(r[col("tokens_per_s_per_gpu")]);
-        f.replicas = r[col("replicas")];
+    const auto count = [&](const char* name) {
+      return r[col(name)].empty() ? std::int64_t{0} : static_cast<std::int64_t>(number(name));
+    };
+    ScaleRow row;
+    row.point = ScalePoint{count("gpus"), count("dp"), count("global_batch_size"), ""};
+    row.status = r[col("status")];
+    row.reason = r[col("reason")];
+    if (row.status == "ok") {
+      StepFigures f;
+      f.step_time_s = number("step_time_s");
+      f.mfu = number("mfu");
+      f.tflops_per_gpu = number("tflops_per_gpu");
+      f.tokens_per_s_per_gpu = number("tokens_per_s_per_gpu");
+      f.replicas = r[col("replicas")];
+      try {
         read_energy_and_failure_fields(table.header, r, f);
         read_band_fields(table.header, r, f);
-        row.figures = f;
+      } catch (const std::exception& e) {
+        throw SpecError(origin, line, "", std::string("not a scale CSV: ") + e.what());
       }
-      rows.push_back(std::move(row));
+      row.figures = f;
     }
-  } catch (const std::exception& e) {
-    throw SpecError(origin, 0, "", std::string("not a scale CSV: ") + e.what());
+    rows.push_back(std::move(row));
   }
   compute_efficiency(rows);
   return rows;

@@ -73,8 +73,13 @@ void read_columns(const FigureColumn (&columns)[N], const std::vector<std::strin
     const std::string& text = fields.at(static_cast<std::size_t>(at - header.begin()));
     if (text.empty()) continue;
     std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used != text.size()) {
+    double v = 0;
+    try {
+      v = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != text.size()) {
       throw std::invalid_argument(std::string(c.name) + ": '" + text + "' is not a number");
     }
     f.*c.figure = v;

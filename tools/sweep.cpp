@@ -1,6 +1,7 @@
 #include "tools/sweep.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <optional>
 #include <set>
@@ -148,6 +149,16 @@ std::vector<SweepAxis> parse_space(const std::vector<std::string>& tokens) {
     }
     axes.push_back(std::move(axis));
   }
+  std::size_t n = 1;
+  for (const auto& a : axes) {
+    n *= a.values.size();  // no overflow: n <= 1e6 before, and a command line holds < 1e6 values
+    if (n > kMaxSweepConfigs) {
+      throw std::invalid_argument("--space: the product of its value lists exceeds " +
+                                  std::to_string(kMaxSweepConfigs) +
+                                  " configurations; narrow the lists (each configuration is "
+                                  "enumerated and checked against the memory model)");
+    }
+  }
   return axes;
 }
 
@@ -273,6 +284,38 @@ std::string missing_configs(const std::set<std::size_t>& seen, std::size_t space
 
 }  // namespace
 
+namespace {
+
+// One shard row's cells that merge ranks and prints: a known status; for a simulated row, finite
+// non-negative figures (MFU at most 1). @throws SpecError at the row's line and column.
+void check_shard_row(const std::string& file, int line, const CsvTable& table, const std::vector<std::string>& row) {
+  const std::string& status = row[table.column("status")];
+  if (status_order(status) == 3 && status != kSweepInvalid) {
+    throw SpecError(file, line, "status", "'" + status + "' is not a sweep status (" + kSweepOk + ", " +
+                    kSweepFailed + ", " + kSweepOutOfMemory + ", " + kSweepInvalid + ")");
+  }
+  if (status != kSweepOk) return;
+  for (const char* c : {"tokens_per_s_per_gpu", "mfu", "step_time_s", "compute_s", "exposed_comm_s", "bubble_s"}) {
+    const std::string& cell = row[table.column(c)];
+    double v = -1.0;
+    std::size_t used = 0;
+    try {
+      v = std::stod(cell, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    const bool bad = used == 0 || used != cell.size() || !std::isfinite(v) || v < 0 ||
+                     (std::string(c) == "mfu" && v > 1);
+    if (bad) {
+      throw SpecError(file, line, c, "'" + cell + "' is not a " +
+                      (std::string(c) == "mfu" ? "fraction in [0, 1]" : "non-negative number") +
+                      " (a simulated configuration's figure)");
+    }
+  }
+}
+
+}  // namespace
+
 CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>& shards) {
   if (shards.empty()) throw SpecError("", 0, "", "no shard outputs to merge");
   CsvTable merged;
@@ -290,28 +333,54 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
       throw SpecError(file, 1, "", "header differs from " + shards.front().first +
                                        "'s: shards must come from the same sweep");
     }
-    for (const auto& row : table.rows) {
+    for (std::size_t r = 0; r < table.rows.size(); ++r) {
+      const auto& row = table.rows[r];
+      const int line = r < table.row_lines.size() ? table.row_lines[r] : 0;
       const std::string& id = row[table.column("config")];
       const std::string& s = row[table.column("sweep")];
-      if (s.empty()) throw SpecError(file, 0, "sweep", "configuration " + id + " has no sweep fingerprint");
-      if (!first) first.emplace(s, row[table.column("space")]);
-      if (s != first->first || row[table.column("space")] != first->second) {
-        throw SpecError(file, 0, "sweep", "configuration " + id + " comes from sweep " + s +
+      const std::string& space = row[table.column("space")];
+      if (s.empty()) throw SpecError(file, line, "sweep", "configuration " + id + " has no sweep fingerprint");
+      if (!first) first.emplace(s, space);
+      if (s != first->first) {
+        throw SpecError(file, line, "sweep", "configuration " + id + " comes from sweep " + s +
                         ", the first shard's rows from " + first->first + ": the job file, --gpus, "
                         "--space or --replicas differ, so these are not shards of one sweep");
       }
-      if (!seen.insert(parse_size(id, file + ": config")).second) {
-        throw SpecError(file, 0, "config", "configuration " + id + " appears in more than one shard output");
+      if (space != first->second) {
+        throw SpecError(file, line, "space", "configuration " + id + " counts a space of '" + space +
+                        "' configurations, the first shard's rows " + first->second + " (an edited file?)");
       }
+      std::size_t config = 0;
+      try {
+        config = parse_size(id, "config");
+      } catch (const std::invalid_argument& e) {
+        throw SpecError(file, line, "config", e.what());
+      }
+      if (!seen.insert(config).second) {
+        throw SpecError(file, line, "config", "configuration " + id + " appears in more than one shard output");
+      }
+      check_shard_row(file, line, table, row);
       merged.rows.push_back(row);
     }
   }
-  const std::string space = first ? first->second : "0";
-  const std::size_t total = parse_size(space, "space");
+  if (!first) {
+    throw SpecError(shards.front().first, 0, "", "the shard outputs hold no configuration (headers only)");
+  }
+  std::size_t total = 0;
+  try {
+    total = parse_size(first->second, "space");
+  } catch (const std::invalid_argument& e) {
+    throw SpecError(shards.front().first, 0, "space", e.what());
+  }
+  if (!seen.empty() && *seen.rbegin() >= total) {
+    throw SpecError("<command line>", 0, "files", "configuration " + std::to_string(*seen.rbegin()) +
+                    " lies beyond the sweep's " + first->second + " configurations (ids 0.." +
+                    std::to_string(total - 1) + ")");
+  }
   const std::string missing = missing_configs(seen, total);
-  if (!missing.empty() || (!seen.empty() && *seen.rbegin() >= total)) {
-    throw SpecError("", 0, "config", "the shard outputs do not cover the sweep's " + space +
-                    " configurations: none holds " + (missing.empty() ? "(ids beyond the space)" : missing) +
+  if (!missing.empty()) {
+    throw SpecError("<command line>", 0, "files", "the shard outputs do not cover the sweep's " + first->second +
+                    " configurations: none holds " + missing +
                     " (a shard's output is missing: --shard K/N writes the ids with id % N == K-1)");
   }
   rank_sweep_table(merged);

@@ -33,8 +33,13 @@ struct SweepAxis {
   std::vector<std::string> values;
 };
 
+/// The most configurations one sweep's space may hold: each is enumerated and checked against the
+/// memory model (about a millisecond each), and the ranked CSV holds a row per configuration.
+inline constexpr std::size_t kMaxSweepConfigs = 1000000;
+
 /// Parses `--space` tokens "name=v1,v2,..." (each dimension at most once).
-/// @throws std::invalid_argument naming the token and the reason.
+/// @throws std::invalid_argument naming the token and the reason, or when the space holds more
+/// than kMaxSweepConfigs configurations.
 std::vector<SweepAxis> parse_space(const std::vector<std::string>& tokens);
 
 /// Number of configurations of the space (product of the value counts).

@@ -122,7 +122,7 @@ TEST(EnergyCli, TcoStatesMemoryAndMarksAJobThatDoesNotFit) {
                         "parallelism: {tp: 8}\ntraining: {seq_length: 8192, micro_batch_size: 1, "
                         "global_batch_size: 8, precision: bf16}\n";
   const auto oom = run_cli("tco " + big + " " + data("small_gb200.yaml"));
-  ASSERT_EQ(oom.exit_code, 0) << oom.output;
+  EXPECT_EQ(oom.exit_code, 3) << oom.output;  // as run's, after the comparison (since 2026-12-06)
   EXPECT_NE(oom.output.find("of 80.0 DOES NOT FIT"), std::string::npos) << oom.output;
 }
 

@@ -299,12 +299,13 @@ TEST(ScaleCli, NothingSimulatedRemovesTheEarlierPlot) {
                              " --svg " + tmp("stale.svg"));
   EXPECT_EQ(again.exit_code, 1) << again.output;
   EXPECT_EQ(again.output.find("removed"), std::string::npos) << again.output;
-  // A --svg that names something other than a plot (a mistyped job file, the CSV) is kept.
+  // A --svg that names something other than a plot (a mistyped job file) is kept; one that is the
+  // CSV is refused before anything runs (since 2026-12-06, test_cli_input_guards.cpp).
   std::ofstream(tmp("job_typo.yaml")) << "model: {catalog: llama3_8b}\n";
   for (const std::string& svg : {tmp("job_typo.yaml"), tmp("stale.csv")}) {
     const auto kept = run_cli("scale " + data("small_job.yaml") + " --gpus 18 -j 2 --csv " + tmp("stale.csv") +
                               " --svg " + svg);
-    EXPECT_EQ(kept.exit_code, 1) << kept.output;
+    EXPECT_EQ(kept.exit_code, svg == tmp("stale.csv") ? 2 : 1) << kept.output;
     EXPECT_EQ(kept.output.find("removed"), std::string::npos) << kept.output;
     EXPECT_TRUE(std::ifstream(svg).good()) << svg;
   }

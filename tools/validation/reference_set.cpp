@@ -105,6 +105,12 @@ CaseConfig read_config(Block c) {
     } else {
       cfg.gpus = c.map.get_int_list("gpus", 1, kMaxGpus);
       if (cfg.gpus.empty()) throw c.map.error("gpus", "empty list");
+      for (std::size_t i = 1; i < cfg.gpus.size(); ++i) {
+        if (std::find(cfg.gpus.begin(), cfg.gpus.begin() + static_cast<std::ptrdiff_t>(i), cfg.gpus[i]) !=
+            cfg.gpus.begin() + static_cast<std::ptrdiff_t>(i)) {
+          throw c.map.error("gpus", std::to_string(cfg.gpus[i]) + " is given twice (each count is one point)");
+        }
+      }
     }
   }
   cfg.tp = opt_int(c, "tp", 1, kMaxGpus);
@@ -342,6 +348,7 @@ void read_case(Block c, ReferenceSet& set, std::set<std::string>& ids) {
   ReferenceCase rc;
   rc.line = c.map.line();
   rc.id = c.map.get_string("id");
+  if (rc.id.empty()) throw c.map.error("id", "empty case id");
   if (!ids.insert(rc.id).second) throw c.map.error("id", "duplicate case id '" + rc.id + "'");
   rc.source = c.map.get_string("source");
   rc.recipe = opt_string(c, "recipe");
