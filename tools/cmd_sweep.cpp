@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "platforms/topology.hpp"
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
@@ -53,6 +54,15 @@ std::vector<std::function<std::string()>> prepare(const SweepArgs& args,
                                                   const std::vector<SweepAxis>& axes,
                                                   CsvTable& table, std::vector<std::size_t>& task_row) {
   const JobTemplate tmpl = JobTemplate::load(args.job);
+  // A GPU count the job's platform cannot hold fails every configuration alike: say so once, of
+  // --gpus (unless the platform itself is swept, when each is judged on its own).
+  const bool platform_swept =
+      std::any_of(axes.begin(), axes.end(), [](const SweepAxis& a) { return a.dim.name == "platform"; });
+  if (!platform_swept) {
+    const std::string problem =
+        platforms::Topology::check(tmpl.base().cluster.platform, static_cast<int>(args.gpus));
+    if (!problem.empty()) throw SpecError("<command line>", 0, "--gpus", problem);
+  }
   const std::int64_t gbs = tmpl.base().workload.training.global_batch_size;
   const std::string fingerprint = sweep_fingerprint(tmpl.text(), args.gpus, axes, args.replicas);
   const std::string space = std::to_string(space_size(axes));

@@ -54,6 +54,11 @@ TEST(InputGuards, ASweepThatSimulatesNothingFailsButAShardMayHoldOnlyPrunedRows)
   const auto none = run_cli("sweep " + job + " --gpus 16 --space tp=3 --csv " + scratch("none.csv"));
   EXPECT_EQ(none.exit_code, 1) << none.output;
   EXPECT_NE(none.output.find("no configuration could be simulated"), std::string::npos) << none.output;
+  // A GPU count the platform cannot hold is the command line's error, not every configuration's.
+  const auto gpus = run_cli("sweep " + job + " --gpus 17 --space tp=1,2 --csv " + scratch("g.csv"));
+  EXPECT_EQ(gpus.exit_code, 2) << gpus.output;
+  EXPECT_NE(gpus.output.find("<command line>: --gpus: must be a multiple of gpus_per_node (8)"), std::string::npos)
+      << gpus.output;
   // Shard 2/2 of tp=3,2 holds configuration 1 (tp=2) and shard 1/2 only tp=3 (pruned).
   const auto shard = run_cli("sweep " + job + " --gpus 16 --space tp=3,2 --shard 1/2 --csv " + scratch("s1.csv"));
   EXPECT_EQ(shard.exit_code, 0) << shard.output;
