@@ -1,10 +1,10 @@
-#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
+#include "tools/csv.hpp"
 
 namespace clustersim::tools {
 
@@ -23,15 +23,7 @@ const CLI::Validator& decimal_integer() {
 const CLI::Validator& finite_number() {
   static const CLI::Validator kFinite(
       [](std::string& text) -> std::string {
-        std::size_t used = 0;
-        double v = 0;
-        try {
-          v = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        return used == text.size() && used > 0 && std::isfinite(v) ? std::string()
-                                                                   : "'" + text + "' is not a finite number";
+        return parse_number(text) ? std::string() : "'" + text + "' is not a finite number";
       },
       "NUMBER");
   return kFinite;

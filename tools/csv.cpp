@@ -1,5 +1,6 @@
 #include "tools/csv.hpp"
 
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -109,6 +110,18 @@ CsvTable parse_csv(const std::string& text, const std::string& origin) {
     table.row_lines.push_back(records[r].line);
   }
   return table;
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
 std::string csv_number(double value, int digits) {

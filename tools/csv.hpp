@@ -2,6 +2,7 @@
 // `clustersim sweep merge` uses to combine shard outputs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ std::string to_csv(const CsvTable& table);
 /// Parses CSV text written by to_csv (or any RFC 4180 file). @throws SpecError(origin, line,
 /// "", reason) for an unterminated quote or a row whose field count differs from the header's.
 CsvTable parse_csv(const std::string& text, const std::string& origin);
+
+/// The finite number that the whole of `text` spells ("1.5", "2e3"); nothing for an empty text, a
+/// text with anything after the number ("1.5x", "x.1"), or nan / inf.
+std::optional<double> parse_number(const std::string& text);
 
 /// A number with `digits` digits after the point ("12.345"); deterministic.
 std::string csv_number(double value, int digits);

@@ -1,7 +1,6 @@
 #include "tools/scale.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 
 #include "sim/spec_error.hpp"
@@ -104,17 +103,9 @@ namespace {
 
 // The number in a scale CSV cell, the whole cell read. @throws SpecError at the cell.
 double csv_cell_number(const std::string& origin, int line, const std::string& column, const std::string& cell) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(cell, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != cell.size() || !std::isfinite(v)) {
-    throw SpecError(origin, line, column, "'" + cell + "' is not a number (not a scale CSV?)");
-  }
-  return v;
+  const std::optional<double> v = parse_number(cell);
+  if (!v) throw SpecError(origin, line, column, "'" + cell + "' is not a number (not a scale CSV?)");
+  return *v;
 }
 
 }  // namespace

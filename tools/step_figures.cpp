@@ -72,17 +72,9 @@ void read_columns(const FigureColumn (&columns)[N], const std::vector<std::strin
     if (at == header.end()) continue;
     const std::string& text = fields.at(static_cast<std::size_t>(at - header.begin()));
     if (text.empty()) continue;
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != text.size()) {
-      throw std::invalid_argument(std::string(c.name) + ": '" + text + "' is not a number");
-    }
-    f.*c.figure = v;
+    const std::optional<double> v = parse_number(text);
+    if (!v) throw std::invalid_argument(std::string(c.name) + ": '" + text + "' is not a number");
+    f.*c.figure = *v;
   }
 }
 

@@ -1,7 +1,6 @@
 #include "tools/sweep.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <iomanip>
 #include <optional>
 #include <set>
@@ -297,15 +296,8 @@ void check_shard_row(const std::string& file, int line, const CsvTable& table, c
   if (status != kSweepOk) return;
   for (const char* c : {"tokens_per_s_per_gpu", "mfu", "step_time_s", "compute_s", "exposed_comm_s", "bubble_s"}) {
     const std::string& cell = row[table.column(c)];
-    double v = -1.0;
-    std::size_t used = 0;
-    try {
-      v = std::stod(cell, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    const bool bad = used == 0 || used != cell.size() || !std::isfinite(v) || v < 0 ||
-                     (std::string(c) == "mfu" && v > 1);
+    const std::optional<double> v = parse_number(cell);
+    const bool bad = !v || *v < 0 || (std::string(c) == "mfu" && *v > 1);
     if (bad) {
       throw SpecError(file, line, c, "'" + cell + "' is not a " +
                       (std::string(c) == "mfu" ? "fraction in [0, 1]" : "non-negative number") +
