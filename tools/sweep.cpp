@@ -285,25 +285,67 @@ std::string missing_configs(const std::set<std::size_t>& seen, std::size_t space
 
 namespace {
 
-// One shard row's cells that merge ranks and prints: a known status; for a simulated row, finite
-// non-negative figures (MFU at most 1). @throws SpecError at the row's line and column.
-void check_shard_row(const std::string& file, int line, const CsvTable& table, const std::vector<std::string>& row) {
-  const std::string& status = row[table.column("status")];
-  if (status_order(status) == 3 && status != kSweepInvalid) {
-    throw SpecError(file, line, "status", "'" + status + "' is not a sweep status (" + kSweepOk + ", " +
-                    kSweepFailed + ", " + kSweepOutOfMemory + ", " + kSweepInvalid + ")");
-  }
-  if (status != kSweepOk) return;
+// The sweep the first shard row belongs to: its fingerprint, its space as written and as a count.
+struct SweepOfRows {
+  std::string fingerprint;
+  std::string space;
+  std::size_t total = 0;
+};
+
+bool is_sweep_status(const std::string& s) {
+  return s == kSweepOk || s == kSweepFailed || s == kSweepOutOfMemory || s == kSweepInvalid;
+}
+
+// A simulated row's figures that merge ranks and prints: finite, non-negative, MFU at most 1.
+void check_figures(const std::string& file, int line, const CsvTable& table, const std::vector<std::string>& row) {
   for (const char* c : {"tokens_per_s_per_gpu", "mfu", "step_time_s", "compute_s", "exposed_comm_s", "bubble_s"}) {
     const std::string& cell = row[table.column(c)];
     const std::optional<double> v = parse_number(cell);
-    const bool bad = !v || *v < 0 || (std::string(c) == "mfu" && *v > 1);
-    if (bad) {
-      throw SpecError(file, line, c, "'" + cell + "' is not a " +
-                      (std::string(c) == "mfu" ? "fraction in [0, 1]" : "non-negative number") +
-                      " (a simulated configuration's figure)");
+    const bool mfu = std::string(c) == "mfu";
+    if (!v || *v < 0 || (mfu && *v > 1)) {
+      throw SpecError(file, line, c, "'" + cell + "' is not a " + (mfu ? "fraction in [0, 1]" : "non-negative number") +
+                                         " (a simulated configuration's figure)");
     }
   }
+}
+
+// Checks one shard row against the sweep of the first row (taken from this row when there is
+// none yet) and returns its configuration number. @throws SpecError at the row's line and column.
+std::size_t check_shard_row(const std::string& file, int line, const CsvTable& table,
+                            const std::vector<std::string>& row, std::optional<SweepOfRows>& sweep) {
+  const auto number = [&](const char* column) {
+    try {
+      return parse_size(row[table.column(column)], column);
+    } catch (const std::invalid_argument& e) {
+      throw SpecError(file, line, column, e.what());
+    }
+  };
+  const std::string& id = row[table.column("config")];
+  const std::string& fingerprint = row[table.column("sweep")];
+  const std::string& space = row[table.column("space")];
+  if (fingerprint.empty()) throw SpecError(file, line, "sweep", "configuration " + id + " has no sweep fingerprint");
+  if (!sweep) sweep = SweepOfRows{fingerprint, space, number("space")};
+  if (fingerprint != sweep->fingerprint) {
+    throw SpecError(file, line, "sweep", "configuration " + id + " comes from sweep " + fingerprint +
+                    ", the first shard's rows from " + sweep->fingerprint + ": the job file, --gpus, "
+                    "--space or --replicas differ, so these are not shards of one sweep");
+  }
+  if (space != sweep->space) {
+    throw SpecError(file, line, "space", "configuration " + id + " counts a space of '" + space +
+                    "' configurations, the first shard's rows " + sweep->space + " (an edited file?)");
+  }
+  const std::size_t config = number("config");
+  if (config >= sweep->total) {
+    throw SpecError(file, line, "config", "configuration " + id + " lies beyond the sweep's " + sweep->space +
+                    " configurations (0.." + std::to_string(sweep->total - 1) + ")");
+  }
+  const std::string& status = row[table.column("status")];
+  if (!is_sweep_status(status)) {
+    throw SpecError(file, line, "status", "'" + status + "' is not a sweep status (" + kSweepOk + ", " +
+                    kSweepFailed + ", " + kSweepOutOfMemory + ", " + kSweepInvalid + ")");
+  }
+  if (status == kSweepOk) check_figures(file, line, table, row);
+  return config;
 }
 
 }  // namespace
@@ -319,59 +361,26 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
     }
   }
   std::set<std::size_t> seen;
-  std::optional<std::pair<std::string, std::string>> first;  // the first row's sweep and space
+  std::optional<SweepOfRows> sweep;  // the first row's
   for (const auto& [file, table] : shards) {
     if (table.header != merged.header) {
       throw SpecError(file, 1, "", "header differs from " + shards.front().first +
                                        "'s: shards must come from the same sweep");
     }
     for (std::size_t r = 0; r < table.rows.size(); ++r) {
-      const auto& row = table.rows[r];
       const int line = r < table.row_lines.size() ? table.row_lines[r] : 0;
-      const std::string& id = row[table.column("config")];
-      const std::string& s = row[table.column("sweep")];
-      const std::string& space = row[table.column("space")];
-      if (s.empty()) throw SpecError(file, line, "sweep", "configuration " + id + " has no sweep fingerprint");
-      if (!first) first.emplace(s, space);
-      if (s != first->first) {
-        throw SpecError(file, line, "sweep", "configuration " + id + " comes from sweep " + s +
-                        ", the first shard's rows from " + first->first + ": the job file, --gpus, "
-                        "--space or --replicas differ, so these are not shards of one sweep");
-      }
-      if (space != first->second) {
-        throw SpecError(file, line, "space", "configuration " + id + " counts a space of '" + space +
-                        "' configurations, the first shard's rows " + first->second + " (an edited file?)");
-      }
-      std::size_t config = 0;
-      try {
-        config = parse_size(id, "config");
-      } catch (const std::invalid_argument& e) {
-        throw SpecError(file, line, "config", e.what());
-      }
+      const std::size_t config = check_shard_row(file, line, table, table.rows[r], sweep);
       if (!seen.insert(config).second) {
-        throw SpecError(file, line, "config", "configuration " + id + " appears in more than one shard output");
+        throw SpecError(file, line, "config", "configuration " + std::to_string(config) +
+                                                  " appears in more than one shard output");
       }
-      check_shard_row(file, line, table, row);
-      merged.rows.push_back(row);
+      merged.rows.push_back(table.rows[r]);
     }
   }
-  if (!first) {
-    throw SpecError(shards.front().first, 0, "", "the shard outputs hold no configuration (headers only)");
-  }
-  std::size_t total = 0;
-  try {
-    total = parse_size(first->second, "space");
-  } catch (const std::invalid_argument& e) {
-    throw SpecError(shards.front().first, 0, "space", e.what());
-  }
-  if (!seen.empty() && *seen.rbegin() >= total) {
-    throw SpecError("<command line>", 0, "files", "configuration " + std::to_string(*seen.rbegin()) +
-                    " lies beyond the sweep's " + first->second + " configurations (ids 0.." +
-                    std::to_string(total - 1) + ")");
-  }
-  const std::string missing = missing_configs(seen, total);
+  if (!sweep) throw SpecError(shards.front().first, 0, "", "the shard outputs hold no configuration (headers only)");
+  const std::string missing = missing_configs(seen, sweep->total);
   if (!missing.empty()) {
-    throw SpecError("<command line>", 0, "files", "the shard outputs do not cover the sweep's " + first->second +
+    throw SpecError("<command line>", 0, "files", "the shard outputs do not cover the sweep's " + sweep->space +
                     " configurations: none holds " + missing +
                     " (a shard's output is missing: --shard K/N writes the ids with id % N == K-1)");
   }
