@@ -202,7 +202,7 @@ int sweep_command(const SweepArgs& args) {
   std::cout << "wrote " << args.csv << "\n";
   // A shard may hold only pruned configurations (its siblings simulate the rest); a whole sweep
   // that simulated none answers nothing, so it fails as scale does.
-  if (args.shard == "1/1" && simulated_count(table) == 0) {
+  if (parse_shard(args.shard).count == 1 && simulated_count(table) == 0) {
     std::cerr << "error: no configuration could be simulated (the reasons above)\n";
     return 1;
   }

@@ -105,11 +105,9 @@ CaseConfig read_config(Block c) {
     } else {
       cfg.gpus = c.map.get_int_list("gpus", 1, kMaxGpus);
       if (cfg.gpus.empty()) throw c.map.error("gpus", "empty list");
-      for (std::size_t i = 1; i < cfg.gpus.size(); ++i) {
-        if (std::find(cfg.gpus.begin(), cfg.gpus.begin() + static_cast<std::ptrdiff_t>(i), cfg.gpus[i]) !=
-            cfg.gpus.begin() + static_cast<std::ptrdiff_t>(i)) {
-          throw c.map.error("gpus", std::to_string(cfg.gpus[i]) + " is given twice (each count is one point)");
-        }
+      std::set<std::int64_t> seen;
+      for (const std::int64_t g : cfg.gpus) {
+        if (!seen.insert(g).second) throw c.map.error("gpus", std::to_string(g) + " is given twice (each count is one point)");
       }
     }
   }
