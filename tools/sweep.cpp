@@ -33,11 +33,6 @@ bool is_count(const std::string& v) {
          std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::size_t parse_size(const std::string& text, const std::string& what) {
-  if (!is_count(text)) throw std::invalid_argument(what + ": '" + text + "' is not a number");
-  return static_cast<std::size_t>(std::stoull(text));
-}
-
 int status_order(const std::string& status) {
   if (status == kSweepOk) return 0;
   if (status == kSweepFailed) return 1;
@@ -81,6 +76,11 @@ std::string set_value_yaml(const std::string& value) {
 }
 
 }  // namespace
+
+std::size_t parse_count(const std::string& text, const std::string& what) {
+  if (!is_count(text)) throw std::invalid_argument(what + ": '" + text + "' is not a number");
+  return static_cast<std::size_t>(std::stoull(text));
+}
 
 const std::vector<SweepDimension>& sweep_dimensions() {
   static const std::vector<SweepDimension> kDims = {
@@ -179,7 +179,7 @@ std::vector<std::string> config_values(const std::vector<SweepAxis>& axes, std::
 Shard parse_shard(const std::string& text) {
   const auto parts = split(text, '/');
   if (parts.size() != 2) throw std::invalid_argument("--shard '" + text + "': expected K/N");
-  Shard s{parse_size(parts[0], "--shard"), parse_size(parts[1], "--shard")};
+  Shard s{parse_count(parts[0], "--shard"), parse_count(parts[1], "--shard")};
   if (s.count < 1 || s.index < 1 || s.index > s.count) {
     throw std::invalid_argument("--shard '" + text + "': need 1 <= K <= N");
   }
@@ -262,130 +262,6 @@ std::string sweep_fingerprint(const std::string& job_text, std::int64_t gpus,
   std::ostringstream out;
   out << std::hex << std::setw(16) << std::setfill('0') << h;
   return out.str();
-}
-
-namespace {
-
-// The configurations 0 .. space-1 that no shard holds, as "3, 7, 11 (and 5 more)"; stops after
-// the first eight (the rest are counted), so a huge space costs no more than the rows.
-std::string missing_configs(const std::set<std::size_t>& seen, std::size_t space) {
-  const std::size_t in_space = static_cast<std::size_t>(
-      std::count_if(seen.begin(), seen.end(), [&](std::size_t id) { return id < space; }));
-  const std::size_t n = space - in_space;
-  std::string list;
-  std::size_t listed = 0;
-  for (std::size_t id = 0; id < space && listed < std::min<std::size_t>(n, 8); ++id) {
-    if (seen.count(id) == 0) list += (listed++ > 0 ? ", " : "") + std::to_string(id);
-  }
-  if (n > 8) list += " (and " + std::to_string(n - 8) + " more)";
-  return list;
-}
-
-}  // namespace
-
-namespace {
-
-// The sweep the first shard row belongs to: its fingerprint, its space as written and as a count.
-struct SweepOfRows {
-  std::string fingerprint;
-  std::string space;
-  std::size_t total = 0;
-};
-
-bool is_sweep_status(const std::string& s) {
-  return s == kSweepOk || s == kSweepFailed || s == kSweepOutOfMemory || s == kSweepInvalid;
-}
-
-// A simulated row's figures that merge ranks and prints: finite, non-negative, MFU at most 1.
-void check_figures(const std::string& file, int line, const CsvTable& table, const std::vector<std::string>& row) {
-  for (const char* c : {"tokens_per_s_per_gpu", "mfu", "step_time_s", "compute_s", "exposed_comm_s", "bubble_s"}) {
-    const std::string& cell = row[table.column(c)];
-    const std::optional<double> v = parse_number(cell);
-    const bool mfu = std::string(c) == "mfu";
-    if (!v || *v < 0 || (mfu && *v > 1)) {
-      throw SpecError(file, line, c, "'" + cell + "' is not a " + (mfu ? "fraction in [0, 1]" : "non-negative number") +
-                                         " (a simulated configuration's figure)");
-    }
-  }
-}
-
-// Checks one shard row against the sweep of the first row (taken from this row when there is
-// none yet) and returns its configuration number. @throws SpecError at the row's line and column.
-std::size_t check_shard_row(const std::string& file, int line, const CsvTable& table,
-                            const std::vector<std::string>& row, std::optional<SweepOfRows>& sweep) {
-  const auto number = [&](const char* column) {
-    try {
-      return parse_size(row[table.column(column)], column);
-    } catch (const std::invalid_argument& e) {
-      throw SpecError(file, line, column, e.what());
-    }
-  };
-  const std::string& id = row[table.column("config")];
-  const std::string& fingerprint = row[table.column("sweep")];
-  const std::string& space = row[table.column("space")];
-  if (fingerprint.empty()) throw SpecError(file, line, "sweep", "configuration " + id + " has no sweep fingerprint");
-  if (!sweep) sweep = SweepOfRows{fingerprint, space, number("space")};
-  if (fingerprint != sweep->fingerprint) {
-    throw SpecError(file, line, "sweep", "configuration " + id + " comes from sweep " + fingerprint +
-                    ", the first shard's rows from " + sweep->fingerprint + ": the job file, --gpus, "
-                    "--space or --replicas differ, so these are not shards of one sweep");
-  }
-  if (space != sweep->space) {
-    throw SpecError(file, line, "space", "configuration " + id + " counts a space of '" + space +
-                    "' configurations, the first shard's rows " + sweep->space + " (an edited file?)");
-  }
-  const std::size_t config = number("config");
-  if (config >= sweep->total) {
-    throw SpecError(file, line, "config", "configuration " + id + " lies beyond the sweep's " + sweep->space +
-                    " configurations (0.." + std::to_string(sweep->total - 1) + ")");
-  }
-  const std::string& status = row[table.column("status")];
-  if (!is_sweep_status(status)) {
-    throw SpecError(file, line, "status", "'" + status + "' is not a sweep status (" + kSweepOk + ", " +
-                    kSweepFailed + ", " + kSweepOutOfMemory + ", " + kSweepInvalid + ")");
-  }
-  if (status == kSweepOk) check_figures(file, line, table, row);
-  return config;
-}
-
-}  // namespace
-
-CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>& shards) {
-  if (shards.empty()) throw SpecError("", 0, "", "no shard outputs to merge");
-  CsvTable merged;
-  merged.header = shards.front().second.header;
-  for (const char* c : {"config", "sweep", "space", "joules_per_token"}) {
-    if (std::find(merged.header.begin(), merged.header.end(), c) == merged.header.end()) {
-      throw SpecError(shards.front().first, 1, c, std::string("no '") + c + "' column: not the CSV of "
-                      "a 'clustersim sweep' of this version (re-run the shards)");
-    }
-  }
-  std::set<std::size_t> seen;
-  std::optional<SweepOfRows> sweep;  // the first row's
-  for (const auto& [file, table] : shards) {
-    if (table.header != merged.header) {
-      throw SpecError(file, 1, "", "header differs from " + shards.front().first +
-                                       "'s: shards must come from the same sweep");
-    }
-    for (std::size_t r = 0; r < table.rows.size(); ++r) {
-      const int line = r < table.row_lines.size() ? table.row_lines[r] : 0;
-      const std::size_t config = check_shard_row(file, line, table, table.rows[r], sweep);
-      if (!seen.insert(config).second) {
-        throw SpecError(file, line, "config", "configuration " + std::to_string(config) +
-                                                  " appears in more than one shard output");
-      }
-      merged.rows.push_back(table.rows[r]);
-    }
-  }
-  if (!sweep) throw SpecError(shards.front().first, 0, "", "the shard outputs hold no configuration (headers only)");
-  const std::string missing = missing_configs(seen, sweep->total);
-  if (!missing.empty()) {
-    throw SpecError("<command line>", 0, "files", "the shard outputs do not cover the sweep's " + sweep->space +
-                    " configurations: none holds " + missing +
-                    " (a shard's output is missing: --shard K/N writes the ids with id % N == K-1)");
-  }
-  rank_sweep_table(merged);
-  return merged;
 }
 
 std::string top_table(const CsvTable& table, std::size_t n) {

@@ -48,6 +48,10 @@ std::size_t space_size(const std::vector<SweepAxis>& axes);
 /// The values of configuration `id` (0-based; the last axis varies fastest), one per axis.
 std::vector<std::string> config_values(const std::vector<SweepAxis>& axes, std::size_t id);
 
+/// A count as the sweep's CSV and options write it: plain decimal digits, no sign or leading
+/// zero, under 10 digits. @throws std::invalid_argument starting with `what`.
+std::size_t parse_count(const std::string& text, const std::string& what);
+
 /// Shard K of N (1-based K), for Slurm job arrays or GNU parallel.
 struct Shard {
   std::size_t index = 1;
@@ -92,10 +96,13 @@ inline constexpr const char* kSweepFailed = "failed";
 /// otherwise). @throws std::invalid_argument when the table lacks a sweep column.
 void rank_sweep_table(CsvTable& table);
 
-/// Combines shard outputs: identical headers, one sweep fingerprint and space size in every
-/// row, each config id exactly once over the shards (0 .. space-1, so a missing shard is found).
-/// @throws SpecError naming the file whose header differs, whose rows come from another sweep,
-/// or that repeats a config; or listing the configurations no shard holds.
+/// Combines shard outputs (tools/sweep_merge.cpp): identical headers, one sweep fingerprint and
+/// space size in every row, each config id exactly once over the shards (0 .. space-1, so a
+/// missing shard is found), sweep statuses and valid figures, and swept values that follow the
+/// config ids (each axis' distinct values, in equal numbers, their product the space, and one
+/// value per position of an id on each axis).
+/// @throws SpecError naming the file and line of a row that breaks one of these, the file whose
+/// header differs, or listing the configurations no shard holds.
 CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>& shards);
 
 /// The first `n` ranked rows as a text table (rank, the axes, dp, tokens/s/GPU, MFU, memory

@@ -166,12 +166,17 @@ TEST(SweepOverrides, KeepTheGlobalBatchDeriveDpAndDropContradictingKeys) {
   EXPECT_EQ(value("parallelism.zero_stage"), "2");
 }
 
+// Six configurations of tp=1,2 pp=1,2,4, each row with the values its number stands for.
 CsvTable sample_table() {
   CsvTable t;
-  t.header = sweep_header(parse_space({"tp=1,2,4"}));
+  const auto axes = parse_space({"tp=1,2", "pp=1,2,4"});
+  t.header = sweep_header(axes);
   auto row = [&](const char* config, const char* status, const char* tokens) {
     std::vector<std::string> r(t.header.size());
     r[t.column("config")] = config;
+    const auto values = config_values(axes, std::stoul(config));
+    r[t.column("tp")] = values[0];
+    r[t.column("pp")] = values[1];
     r[t.column("status")] = status;
     r[t.column("tokens_per_s_per_gpu")] = tokens;
     r[t.column("mfu")] = "0.5";
@@ -225,7 +230,7 @@ TEST(SweepMerge, RejectsDuplicateConfigsAndForeignHeaders) {
     EXPECT_NE(e.reason().find("more than one shard"), std::string::npos);
   }
   CsvTable other = t;
-  other.header[2] = "pp";
+  other.header[2] = "cp";
   EXPECT_THROW(merge_sweep_tables({{"a.csv", t}, {"c.csv", other}}), SpecError);
 }
 
@@ -250,6 +255,35 @@ TEST(SweepMerge, RejectsShardsOfAnotherSweepAndMissingShards) {
     EXPECT_EQ(e.file(), "b.csv");
     EXPECT_NE(e.reason().find("not shards of one sweep"), std::string::npos) << e.reason();
   }
+}
+
+TEST(SweepMerge, RejectsSweptValuesThatDoNotFollowTheConfigNumbers) {
+  const CsvTable all = sample_table();  // config 1: tp 1, pp 2; config 4: tp 2, pp 2
+  const auto merge_error = [](const CsvTable& t) -> std::string {
+    try {
+      merge_sweep_tables({{"s.csv", t}});
+    } catch (const SpecError& e) {
+      return e.field() + ": " + e.reason();
+    }
+    return "";
+  };
+  EXPECT_EQ(merge_error(all), "");
+  CsvTable edited = all;  // a value outside the space: pp 8 in one row
+  edited.rows[1][edited.column("pp")] = "8";
+  EXPECT_NE(merge_error(edited).find("pp: configuration 4 has pp '2', and the 6 rows hold pp's values unequally (1: 2, 2: 1, 4: 2, 8: 1 rows)"), std::string::npos)
+      << merge_error(edited);
+  CsvTable swapped = all;  // two rows' tp swapped: every value still held by as many rows
+  std::swap(swapped.rows[1][swapped.column("tp")], swapped.rows[4][swapped.column("tp")]);
+  EXPECT_NE(merge_error(swapped).find("tp: configuration 1 has tp '2' where configuration 0 (s.csv:0)"), std::string::npos)
+      << merge_error(swapped);
+  CsvTable collapsed = all;  // tp 2 written as 1 in every row: 3 combinations for 6 configurations
+  for (auto& row : collapsed.rows) row[collapsed.column("tp")] = "1";
+  EXPECT_NE(merge_error(collapsed).find("space: the swept columns' distinct values make 3 combinations for the "
+                                        "sweep's 6 configurations"), std::string::npos)
+      << merge_error(collapsed);
+  CsvTable relabelled = all;  // a value renamed in every row: consistent, so it cannot be told apart
+  for (auto& row : relabelled.rows) row[relabelled.column("pp")] = row[relabelled.column("pp")] == "4" ? "16" : row[relabelled.column("pp")];
+  EXPECT_EQ(merge_error(relabelled), "");
 }
 
 TEST(SweepFingerprint, ChangesWithTheJobTheGpusAndTheSpace) {
