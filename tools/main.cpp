@@ -2,8 +2,36 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <string>
 
 #include "tools/commands.hpp"
+
+namespace {
+
+// CLI11 answers a command that requires a subcommand and is given an unknown word with "A
+// subcommand is required", naming neither the word nor the commands. This names both: for each
+// level that requires a subcommand, the next word must be one of its subcommands or an option.
+// Returns the error message, or "" when the words are well formed so far.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* level = &app;
+  std::string path = "clustersim";
+  for (int i = 1; i < argc && level->get_require_subcommand_min() > 0; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') return "";
+    std::string known;
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : level->get_subcommands([](const CLI::App*) { return true; })) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      if (sub->get_name() == word) next = sub;
+    }
+    if (next == nullptr) return path + ": unknown command '" + word + "' (known: " + known + ")";
+    level = next;
+    path += " " + word;
+  }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -20,6 +48,10 @@ int main(int argc, char** argv) {
   clustersim::tools::register_scale_command(app, exit_code);
   clustersim::tools::register_sweep_command(app, exit_code);
   clustersim::tools::register_calib_command(app, exit_code);
+  if (const std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
+    std::cerr << "error: " << unknown << "\nRun with --help for more information.\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

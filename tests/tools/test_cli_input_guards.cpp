@@ -49,6 +49,18 @@ TEST(InputGuards, RunOptionsThatWouldBeIgnoredAreRefused) {
   EXPECT_EQ(run_cli("sweep " + job + " --gpus 16 --space tp=1 --top 0").exit_code, 2);
 }
 
+TEST(InputGuards, AnUnknownCommandIsNamedWithTheKnownOnes) {
+  const auto top = run_cli("frobnicate");
+  EXPECT_EQ(top.exit_code, 2) << top.output;
+  EXPECT_NE(top.output.find("clustersim: unknown command 'frobnicate' (known: run, platform,"), std::string::npos)
+      << top.output;
+  const auto calib = run_cli("calib frobnicate");
+  EXPECT_EQ(calib.exit_code, 2) << calib.output;
+  EXPECT_NE(calib.output.find("clustersim calib: unknown command 'frobnicate' (known: check)"), std::string::npos)
+      << calib.output;
+  EXPECT_EQ(run_cli("platform list").exit_code, 0);  // a known subcommand still runs
+}
+
 TEST(InputGuards, ASweepThatSimulatesNothingFailsButAShardMayHoldOnlyPrunedRows) {
   const std::string job = data("small_job.yaml");
   const auto none = run_cli("sweep " + job + " --gpus 16 --space tp=3 --csv " + scratch("none.csv"));
