@@ -4,7 +4,7 @@
 
 #include "energy/defaults.hpp"
 #include "energy/failure_catalog.hpp"
-#include "workloads/flops.hpp"
+#include "workloads/memory.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -20,8 +20,8 @@ SpecError reliability_error(const Job& job, const std::string& key, const std::s
 bool has_reliability_section(const Job& job) { return !job.reliability.origin.file.empty(); }
 
 double checkpoint_bytes(const workloads::ModelSpec& m) {
-  const double embedding = m.tied_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden;
-  return (workloads::mfu_weight_count(m) + embedding) * energy::kCheckpointBytesPerParam;
+  // Every parameter, not the active ones the MFU counts: a MoE checkpoint holds all experts.
+  return workloads::count_parameters(m).total * energy::kCheckpointBytesPerParam;
 }
 
 bool has_multi_node_domains(const platforms::PlatformSpec& p) {

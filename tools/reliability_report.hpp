@@ -17,8 +17,9 @@ namespace clustersim::tools {
 /// (`clustersim run`, scale and sweep; docs/energy.md).
 bool has_reliability_section(const Job& job);
 
-/// Checkpoint size of a model: parameters x energy::kCheckpointBytesPerParam, with parameters
-/// = transformer linear weights + output head + (untied) input embedding.
+/// Checkpoint size of a model, bytes: all its parameters (workloads::count_parameters().total:
+/// every expert of a MoE model, embedding and head, norms, routers, MTP depths) x
+/// energy::kCheckpointBytesPerParam.
 double checkpoint_bytes(const workloads::ModelSpec& model);
 
 /// True when the platform's NVLink domain spans several nodes (an NVL72 rack), whose
