@@ -101,6 +101,15 @@ energy::CostInputs resolve_cost_inputs(const Job& job, std::optional<energy::Pri
     in.rental_usd_per_gpu_hour = rental;
     return in;
   }
+  // A unit belongs to the price it gives: alone it would re-price the platform's capital cost
+  // (GB200 NVL72's $3.9M rack charged per 4-GPU tray is 18x too much).
+  if (e.capex_unit && !e.capex_usd) {
+    throw economics_error(job, "capex_unit",
+                          "a unit without economics.capex_usd would re-price the capital cost platform '" +
+                              plat.name + "' states" +
+                              (plat.cost.present ? " per " + plat.cost.capex_unit : "") +
+                              ": give capex_usd with its unit, or neither");
+  }
   const double capex = e.capex_usd ? *e.capex_usd : (plat.cost.present ? plat.cost.capex_usd : 0.0);
   if (!(capex > 0)) {
     throw economics_error(job, "capex_usd",

@@ -170,6 +170,18 @@ TEST(EnergyCli, RackPriceWithoutItsUnitIsNotGuessed) {
   const auto tray = cost_of(base, "economics: {capex_usd: 4500000, capex_unit: node}\n", "rack_c");
   EXPECT_NEAR(rack["capex_usd_per_gpu_hour"].get<double>() * 18,
               tray["capex_usd_per_gpu_hour"].get<double>(), 1e-9);
+  // A unit alone does not re-price the platform's stated rack price per tray.
+  const std::string gb200 =
+      "cluster: {platform: gb200_nvl72, gpus: 144}\nmodel: {catalog: llama3_8b, layers: 4}\n"
+      "parallelism: {tp: 4}\n"
+      "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 36, precision: bf16}\n";
+  const auto unit_alone = cost_of(gb200, "economics: {pricing: tco, capex_unit: node}\n", "rack_d");
+  EXPECT_FALSE(unit_alone.contains("capex_usd_per_gpu_hour")) << unit_alone;
+  EXPECT_NE(unit_alone["note"].get<std::string>().find("a unit without economics.capex_usd would re-price the capital cost platform "
+                                                        "'gb200_nvl72' states per domain"),
+            std::string::npos) << unit_alone;
+  const auto platform_price = cost_of(gb200, "economics: {pricing: tco}\n", "rack_e");
+  EXPECT_NEAR(platform_price["capex_usd_per_gpu_hour"].get<double>(), 3.9e6 / 72 / (5 * 8766.0), 1e-3);
 }
 
 TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
