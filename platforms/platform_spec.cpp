@@ -199,10 +199,13 @@ void validate_power(const PlatformSpec& s, const YamlMap& at, bool sections) {
                 "the GPU's tdp (" + std::to_string(static_cast<long long>(s.gpu.tdp.value)) + " W, its "
                 "power limit); the highest is " + std::to_string(static_cast<long long>(most)) + " W");
   }
-  if (p.node_rated.value < s.gpu.tdp.value * s.node.gpus_per_node) {
-    throw blame(at, sections, "power", {"node_rated", "tdp", "gpus_per_node"},
-                "node_rated must hold the node's GPUs at their tdp (" +
-                    std::to_string(static_cast<long long>(s.gpu.tdp.value * s.node.gpus_per_node)) + " W)");
+  // The provisioned view (GPUs at tdp, the rest of node_rated for the host) is the ceiling of the
+  // activity view (GPUs by activity, node_other for the host) only if node_rated holds both.
+  const double ceiling = p.node_other.value + s.gpu.tdp.value * s.node.gpus_per_node;
+  if (p.node_rated.value < ceiling) {
+    throw blame(at, sections, "power", {"node_rated", "node_other", "tdp", "gpus_per_node"},
+                "node_rated must hold the node's GPUs at their tdp and the rest of the node while training "
+                "(node_other): " + std::to_string(static_cast<long long>(ceiling)) + " W");
   }
 }
 

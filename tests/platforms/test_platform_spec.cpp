@@ -187,6 +187,15 @@ TEST(ClusterSection, GpuPowersCannotExceedTheTdp) {
                                 "gpu_tensor: 495W, gpu_memory_bound: 490W}}\n"));
 }
 
+// The provisioned view is the activity view's ceiling: raising the tdp alone by override once put
+// the activity view (node_other 2880 W + GPUs by activity) above node_rated (10.2 kW).
+TEST(ClusterSection, NodeRatedMustHoldTheGpusAtTdpAndTheRestOfTheNode) {
+  expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 16, overrides: {tdp: 1000W, gpu_tensor: 990W}}\n"); },
+                    {"cluster.overrides", "node_rated must hold", "(node_other): 10880 W"});
+  EXPECT_NO_THROW(parse_cluster("cluster: {platform: hgx_h100, gpus: 16, overrides: {tdp: 1000W, gpu_tensor: 990W, "
+                                "node_rated: 10880W}}\n"));
+}
+
 TEST(ClusterSection, GpusMustFitTheNodesAndTheFabric) {
   expect_spec_error([] { parse_cluster("cluster: {platform: hgx_h100, gpus: 100}\n"); },
                     {"job.yaml:1", "cluster.gpus", "multiple of gpus_per_node (8)"});
