@@ -26,13 +26,24 @@ GroupShape group_shape(const std::vector<int>& members, int index, int domain_si
   }
   s.domains = static_cast<int>(by_domain.size());
   s.local = static_cast<int>(by_domain[0].size());
-  for (const auto& g : by_domain) s.regular = s.regular && static_cast<int>(g.size()) == s.local;
+  s.min_local = s.local;
+  for (const auto& g : by_domain) {
+    s.regular = s.regular && static_cast<int>(g.size()) == s.local;
+    s.min_local = std::min(s.min_local, static_cast<int>(g.size()));
+  }
   const int me = members[static_cast<size_t>(index)];
   const int my_dom = slot_of_domain.at(me / domain_size);
   const auto& mine = by_domain[static_cast<size_t>(my_dom)];
   const int li = static_cast<int>(std::find(mine.begin(), mine.end(), me) - mine.begin());
   s.my_local = static_cast<int>(mine.size());
   s.local_next = mine[static_cast<size_t>((li + 1) % s.my_local)];
+  if (!s.regular) {
+    const auto& next = by_domain[static_cast<size_t>((my_dom + 1) % s.domains)];
+    const auto& prev = by_domain[static_cast<size_t>((my_dom + s.domains - 1) % s.domains)];
+    s.cross_width = std::min(s.my_local, static_cast<int>(next.size()));
+    if (li < s.cross_width) s.cross_next = next[static_cast<size_t>(li)];
+    s.cross_in = li < static_cast<int>(prev.size());
+  }
   if (s.regular) {
     for (const auto& g : by_domain) s.rail.push_back(g[static_cast<size_t>(li)]);
     s.rail_index = my_dom;
@@ -61,7 +72,11 @@ double base_latency(const CollectiveCall& c, const Shape& s) {
 // --- ring: NCCL's rings, one per channel, cross domains at different GPUs, so the inter-domain
 // hops of all channels together spread over every member's NIC: each rank sends (L-1)/L of its
 // ring share to its domain neighbour over NVLink and 1/L to the same-rail member of the next
-// domain (PXN/rail-aligned rings). ---
+// domain (PXN/rail-aligned rings). A group split unevenly over domains (an NVL72 rack holding
+// 36 of a group's members, the next 28) crosses each boundary with one ring share too, spread
+// over as many members as both domains hold, min(L_d, L_d+1), each sending share / that to
+// the member of the next domain with its local index; inside its domain each member sends
+// (L_d - 1) / L_d of its share to its neighbour, as in the even case. ---
 bool point_to_point_kind(CollectiveKind k) {
   return k == CollectiveKind::AllToAll || k == CollectiveKind::TokenExchange;
 }
@@ -78,7 +93,15 @@ CollectivePlan ring_plan(const CollectiveCall& c) {
   if (s.domains == 1) {
     ph.sends.push_back({next, share / c.nvl.bandwidth_efficiency, 0});
     ph.receive_lanes = {0};
-  } else if (!s.regular || s.local == 1) {
+  } else if (!s.regular) {
+    if (s.my_local > 1) {
+      const double l = s.my_local;
+      ph.sends.push_back({s.local_next, share * (l - 1) / l / c.nvl.bandwidth_efficiency, 0});
+      ph.receive_lanes.push_back(0);
+    }
+    if (s.cross_next >= 0) ph.sends.push_back({s.cross_next, share / s.cross_width / c.net.bandwidth_efficiency, 1});
+    if (s.cross_in) ph.receive_lanes.push_back(1);
+  } else if (s.local == 1) {
     ph.sends.push_back({next, share / c.net.bandwidth_efficiency, 0});
     ph.receive_lanes = {0};
   } else {
@@ -98,7 +121,7 @@ double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
   const Shape& s = *c.shape;
   const double share = ring_factor(c.kind, s.p) * c.bytes;
   const double t = s.domains == 1 ? share / (c.nvl.bandwidth_efficiency * nvlink_bw)
-                                  : share / (s.regular ? s.local : 1) / (c.net.bandwidth_efficiency * net_bw);
+                                  : share / s.min_local / (c.net.bandwidth_efficiency * net_bw);
   return ring_plan(c).latency_s + t;
 }
 

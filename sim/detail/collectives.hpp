@@ -27,6 +27,14 @@ struct GroupShape {
   int rail_next = -1;   ///< member of the next domain with my local index (regular only)
   std::vector<int> rail;  ///< members with my local index, one per domain, in domain order
   int rail_index = 0;   ///< my position in rail
+  int min_local = 1;    ///< fewest members of any domain (the same for every member)
+  /// Irregular groups: the member of the next domain (in domain order, wrapping) with my local
+  /// index, when that domain holds one, else -1; the parallel crossings from my domain to it,
+  /// min(my_local, its members); and whether the previous domain's member with my local index
+  /// crosses to me.
+  int cross_next = -1;
+  int cross_width = 1;
+  bool cross_in = false;
   /// Per-domain all-to-all peers (regular only): entry j-1 is the member of the domain at
   /// offset j (j = 1..domains-1) with local index (mine + j - 1) mod local.
   std::vector<int> domain_peers;

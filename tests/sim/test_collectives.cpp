@@ -2,6 +2,7 @@
 // checked over whole groups, and the engine's time for them on a star of known link rates.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <string>
@@ -215,6 +216,53 @@ TEST(PairwiseAllToAll, IrregularAndSingleDomainGroupsKeepThePerPeerLinkLoadsInFe
   // One domain: one bundle per member.
   const auto one_domain = all_to_all_plans({0, 1, 2, 3, 4, 5, 6, 7}, 8, 8e6);
   EXPECT_EQ(expect_per_peer_link_loads(one_domain, 8, 8e6), 8u);
+}
+
+// A ring over a group split unevenly over NVLink domains (12 ranks over domains of 8: 8 + 4)
+// crosses each domain boundary with one ring share, spread over as many members as both
+// domains hold (4 NICs each way), not over one NIC; every receive matches a flow, lane by lane.
+TEST(RingAllReduce, AnUnevenGroupSpreadsEachBoundaryOverTheMembersBothDomainsHold) {
+  const detail::CollectiveAlgorithm* ring = nullptr;
+  for (const auto& a : detail::collective_algorithms()) {
+    if (std::string_view(a.name) == "ring") ring = &a;
+  }
+  ASSERT_NE(ring, nullptr);
+  std::vector<int> members(12);
+  std::iota(members.begin(), members.end(), 0);
+  const double bytes = 12e6;
+  const double share = 2.0 * 11 / 12 * bytes;
+  std::map<int, std::map<int, int>> lane_in;
+  std::map<int, std::map<int, int>> expected_in;
+  double crossing = 0.0;
+  double largest_crossing = 0.0;
+  for (int i = 0; i < 12; ++i) {
+    const GroupShape shape = detail::group_shape(members, i, 8);
+    EXPECT_FALSE(shape.regular);
+    EXPECT_EQ(shape.min_local, 4);
+    CollectiveCall c;
+    c.kind = CollectiveKind::AllReduce;
+    c.bytes = bytes;
+    c.members = &members;
+    c.index = i;
+    c.domain_size = 8;
+    c.shape = &shape;
+    c.nvl.bandwidth_efficiency = c.net.bandwidth_efficiency = 1.0;
+    const CollectivePlan plan = ring->plan(c);
+    ASSERT_EQ(plan.phases.size(), 1u);
+    for (const auto& f : plan.phases[0].sends) {
+      ++lane_in[f.to][f.lane];
+      if (f.to / 8 != i / 8) {
+        crossing += f.bytes;
+        largest_crossing = std::max(largest_crossing, f.bytes);
+      } else {
+        EXPECT_NEAR(f.bytes, share * (i < 8 ? 7.0 / 8 : 3.0 / 4), 1e-6) << i;
+      }
+    }
+    for (int lane : plan.phases[0].receive_lanes) ++expected_in[i][lane];
+  }
+  EXPECT_NEAR(crossing, 2 * share, 1e-6);  // one share across each of the two boundaries
+  EXPECT_NEAR(largest_crossing, share / 4, 1e-6);  // over 4 NICs, not the whole share on one
+  EXPECT_EQ(lane_in, expected_in);
 }
 
 TEST(PairwiseAllToAll, EngineTimeIsThePerPeerPatternsLinkLoad) {
