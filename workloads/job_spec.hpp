@@ -178,9 +178,10 @@ struct ParallelSpec {
   bool distributed_optimizer = true;    ///< zero_stage >= 1: optimizer state sharded over DP
   ZeroImpl zero_impl = ZeroImpl::DeepSpeed;  ///< ZeRO-3 only (zero_impl; fsdp: true -> fsdp2)
   /// ZeRO-3: parameters are created already sharded (DeepSpeed zero.Init, FSDP, Megatron).
-  /// false: the whole BF16 model is built on every GPU and partitioned afterwards (DeepSpeed's
-  /// engine moves a module built without zero.Init to the GPU before ZeRO-3 partitions it), so
-  /// the memory peak is at least the whole model.
+  /// false: the rank's unsharded part of the BF16 model (its TP shard, stage and experts; the
+  /// whole model at tp = pp = ep = 1) is built on every GPU and partitioned afterwards
+  /// (DeepSpeed's engine moves a module built without zero.Init to the GPU before ZeRO-3
+  /// partitions it), so the memory peak is at least that part.
   bool zero_init = true;
   bool overlap_grad_reduce = true;      ///< bucketed gradient reduction overlapped with backward
   bool overlap_param_gather = true;     ///< parameter all-gather overlapped with next forward

@@ -1,8 +1,10 @@
 #include "workloads/layer_memory.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "workloads/memory.hpp"
+#include "workloads/schedule.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -64,8 +66,11 @@ double mlp_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer, const
   const RankShapes& s = x.s;
   const double gin = gemm_input_bytes(spec);
   if (spec.model.is_moe_layer(layer)) {
-    const double rows = d(s.expert_rows);
-    const double copies = d(s.moe_tokens * spec.model.top_k) * s.expert_load;
+    const double rows = d(s.expert_rows);  // the busiest rank's received rows: x expert_load
+    // The combine returns this rank's own token copies (t_sp * top_k), whatever the load of
+    // the ranks that computed them: the unpermuted outputs kept for the weighting's backward
+    // do not grow with the imbalance (moe_ops.cpp, unpermute).
+    const double copies = d(s.moe_tokens * spec.model.top_k);
     double bytes = kBf16Bytes * x.tsp * x.h;                       // router input (BF16 router GEMM)
     bytes += 4.0 * d(s.moe_tokens) * d(s.experts);            // FP32 routing probabilities
     // Expert GEMM inputs (FP8 with fp8) and the activation input (BF16).
@@ -156,6 +161,55 @@ double freed_before_peak(const WorkloadSpec& spec, const LayerShape& x, int laye
   const double gin = gemm_input_bytes(spec);
   return spec.model.is_moe_layer(layer) ? gin * d(s.expert_rows) * d(s.expert_ffn)
                                         : gin * x.t * d(s.ffn);
+}
+
+// Peak of the activations held over the schedule: the sum over model chunks of (microbatches
+// whose forward is done and backward is not) x (bytes per microbatch), plus what the backwards
+// whose weight gradients wait keep for them (`per_chunk_w`, zero-bubble schedules), taken after
+// every step. 1F1B and the interleaved schedule peak after a forward (their backwards only
+// free). Under zb_h1 a deferred backward (B) frees its microbatch's activations but keeps its W's
+// GEMM inputs and output gradients until the W runs (Qi et al., arXiv 2401.10241), so whenever a
+// W keeps more than a microbatch's activations (TP + SP, full recompute) the stage peaks after a
+// backward (the last stage after its last: every deferred W waiting, nothing held).
+InFlight in_flight(const WorkloadSpec& spec, int stage, const std::vector<double>& per_chunk,
+                   const std::vector<double>& per_chunk_w) {
+  const ParallelSpec& p = spec.parallel;
+  const auto steps = pipeline_steps(p.schedule, p.pp, stage, static_cast<int>(spec.num_microbatches()),
+                                    p.vp, p.overlap_moe_expert_parallel_comm);
+  std::vector<int> held(per_chunk.size(), 0), waiting(per_chunk.size(), 0);
+  InFlight peak;
+  // A forward's sample wins ties (the count reported is the latest forward's, as before the
+  // other steps were sampled); a backward's or W's only when strictly higher.
+  auto sample = [&](bool forward) {
+    double bytes = 0.0, w = 0.0;
+    int count = 0;
+    for (std::size_t i = 0; i < held.size(); ++i) {
+      bytes += held[i] * per_chunk[i];
+      if (waiting[i] > 0) w += waiting[i] * per_chunk_w.at(i);
+      count += held[i];
+    }
+    if (bytes + w > peak.bytes || (forward && bytes + w == peak.bytes)) {
+      peak.bytes = bytes + w;
+      peak.wgrad_bytes = w;
+      peak.count = count;
+    }
+  };
+  for (const auto& step : steps) {
+    const auto c = static_cast<std::size_t>(step.chunk);
+    if (step.kind == StepKind::Forward) {
+      ++held[c];
+      sample(true);
+      peak.last_chunk_max = std::max(peak.last_chunk_max, held.back());
+    } else if (step.kind == StepKind::Backward) {
+      --held[c];
+      waiting[c] += step.defer_wgrad;
+      sample(false);
+    } else if (step.kind == StepKind::WeightGrad) {
+      --waiting[c];
+      sample(false);
+    }
+  }
+  return peak;
 }
 
 LogitBytes logit_bytes_per_element(CrossEntropy ce) {

@@ -1,8 +1,11 @@
 // Per-layer activation terms of the memory model (docs/memory-model.md, "Activations"): what one
 // transformer layer keeps for its backward, by tensor, and the gradient tensors alive at the peak
-// of its backward. Internal to workloads/ (memory.cpp); layer_activation_bytes, declared in
-// workloads/memory.hpp, is the public face.
+// of its backward; and the peak of what a stage holds over its pipeline schedule. Internal to
+// workloads/ (memory.cpp); layer_activation_bytes, declared in workloads/memory.hpp, is the
+// public face.
 #pragma once
+
+#include <vector>
 
 #include "workloads/job_spec.hpp"
 #include "workloads/transformer_ops.hpp"
@@ -49,5 +52,20 @@ LogitBytes logit_bytes_per_element(CrossEntropy ce);
 /// The FC2 input (or the expert FC2 input), freed by the FC2 weight gradient before the peak of
 /// the layer's backward. Bytes.
 double freed_before_peak(const WorkloadSpec& spec, const LayerShape& x, int layer);
+
+/// The peak of what a stage's microbatches hold over its pipeline schedule (in_flight).
+struct InFlight {
+  double bytes = 0.0;        ///< activations and deferred weight-gradient inputs at the peak
+  double wgrad_bytes = 0.0;  ///< of which kept for deferred weight gradients (zero-bubble W)
+  int count = 0;             ///< microbatch-chunks held at that peak
+  int last_chunk_max = 0;    ///< peak count of the stage's last chunk
+};
+
+/// Plays stage `stage`'s schedule and returns the peak, taken after every step (forward,
+/// backward, W), of the sum over model chunks of (microbatches whose forward is done and
+/// backward is not) x `per_chunk` bytes, plus (Ws waiting) x `per_chunk_w` bytes for the
+/// backwards whose weight gradients are deferred (zero-bubble schedules).
+InFlight in_flight(const WorkloadSpec& spec, int stage, const std::vector<double>& per_chunk,
+                   const std::vector<double>& per_chunk_w = {});
 
 }  // namespace clustersim::workloads

@@ -12,7 +12,6 @@
 #include "workloads/flops.hpp"
 #include "workloads/job_checks.hpp"
 #include "workloads/layer_memory.hpp"
-#include "workloads/schedule.hpp"
 #include "workloads/stage_layout.hpp"
 #include "workloads/transformer_ops.hpp"
 
@@ -50,54 +49,28 @@ constexpr double kFragmentationExpandable = 1.024;
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
-// Peak of the activations held over the schedule: per step, the sum over model chunks of
-// (microbatches whose forward is done and backward is not) x (bytes per microbatch), plus what
-// the backwards whose weight gradients wait keep for them (`per_chunk_w`, zero-bubble schedules).
-struct InFlight {
-  double bytes = 0.0;
-  double wgrad_bytes = 0.0;  // of which kept for deferred weight gradients
-  int count = 0;           // microbatch-chunks held at that peak
-  int last_chunk_max = 0;  // peak count of the stage's last chunk
-};
-
-InFlight in_flight(const WorkloadSpec& spec, int stage, const std::vector<double>& per_chunk,
-                   const std::vector<double>& per_chunk_w = {}) {
-  const ParallelSpec& p = spec.parallel;
-  const auto steps = pipeline_steps(p.schedule, p.pp, stage, static_cast<int>(spec.num_microbatches()),
-                                    p.vp, p.overlap_moe_expert_parallel_comm);
-  std::vector<int> held(per_chunk.size(), 0), waiting(per_chunk.size(), 0);
-  InFlight peak;
-  for (const auto& step : steps) {
-    const auto c = static_cast<std::size_t>(step.chunk);
-    if (step.kind == StepKind::Forward) {
-      ++held[c];
-      double bytes = 0.0, w = 0.0;
-      int count = 0;
-      for (std::size_t i = 0; i < held.size(); ++i) {
-        bytes += held[i] * per_chunk[i];
-        if (waiting[i] > 0) w += waiting[i] * per_chunk_w.at(i);
-        count += held[i];
-      }
-      if (bytes + w >= peak.bytes) {
-        peak.bytes = bytes + w;
-        peak.wgrad_bytes = w;
-        peak.count = count;
-      }
-      peak.last_chunk_max = std::max(peak.last_chunk_max, held.back());
-    } else if (step.kind == StepKind::Backward) {
-      --held[c];
-      waiting[c] += step.defer_wgrad;
-    } else if (step.kind == StepKind::WeightGrad) {
-      --waiting[c];
+// True when `stage` holds a MoE layer: one of its chunks' decoder layers, or on the last stage
+// an MTP depth's layer (a MoE layer when the decoder's last is). A stage of dense layers only
+// (DeepSeek-V3's first stage) never dispatches tokens nor holds experts.
+bool stage_has_moe(const WorkloadSpec& spec, int stage) {
+  const ModelSpec& m = spec.model;
+  if (m.experts <= 0) return false;
+  if (stage == spec.parallel.pp - 1 && m.mtp_layers > 0 && m.is_moe_layer(m.layers)) return true;
+  for (const LayerRange& chunk : stage_chunks(m, spec.parallel, stage)) {
+    for (int l = chunk.begin; l < chunk.end; ++l) {
+      if (m.is_moe_layer(l)) return true;
     }
   }
-  return peak;
+  return false;
 }
 
-// NCCL communicators a rank of `stage` uses, and their memory.
+// NCCL communicators a rank of `stage` uses, and their memory. PyTorch creates a group's NCCL
+// communicator at its first collective (lazy init), so a stage without MoE layers, which never
+// runs the EP all-to-all nor reduces expert gradients, does not pay for the EP, ETP and EDP
+// communicators.
 double nccl_bytes(const WorkloadSpec& spec, int stage) {
   const ParallelSpec& p = spec.parallel;
-  const bool moe = spec.model.experts > 0;
+  const bool moe = stage_has_moe(spec, stage);
   int collective = 0, p2p = 0;
   collective += p.tp > 1;
   collective += spec.dp_cp() > 1;
@@ -311,8 +284,8 @@ void add_logits_and_buffers(const WorkloadSpec& spec, int stage, const LayerShap
     const std::int64_t kv = x.s.q_up_out > 0 ? x.s.heads : x.s.kv_heads;
     buffers += 2.0 * kBf16 * x.t * d(kv * (x.s.head_dim + x.s.v_head_dim));
   }
-  if (spec.model.experts > 0 && p.ep > 1) {
-    // All-to-all send and receive buffers of the routed token copies.
+  if (p.ep > 1 && stage_has_moe(spec, stage)) {
+    // All-to-all send and receive buffers of the routed token copies, on stages that dispatch.
     buffers += 2.0 * kBf16 * d(x.s.moe_tokens * spec.model.top_k) * x.s.expert_load * x.h;
   }
   out.push_back({"comm_buffers", buffers, "ring-attention K/V receive buffers, MoE all-to-all buffers"});
@@ -349,25 +322,29 @@ void add_activations(const WorkloadSpec& spec, int stage, std::vector<MemoryComp
   add_logits_and_buffers(spec, stage, x, flight.last_chunk_max, out);
 }
 
-// ZeRO-3 without zero_init: the framework builds the whole BF16 model, moves it to the GPU and
-// only then partitions it (DeepSpeed runtime/engine.py, _configure_distributed_model: a module
-// not built under zero.Init is moved to the device before the ZeRO-3 optimizer partitions its
-// parameters). Until then every GPU holds 2 B per parameter of the whole model in the caching
-// allocator, which keeps those blocks reserved. The peak is the larger of that and the training
-// peak; the excess is charged as its own component. Called after fragmentation, so the
-// components so far are the allocator's reserved bytes of the training peak.
-void add_model_init(const WorkloadSpec& spec, std::vector<MemoryComponent>& components) {
+// ZeRO-3 without zero_init: the framework builds the model unpartitioned, moves it to the GPU
+// and only then partitions it (DeepSpeed runtime/engine.py, _configure_distributed_model: a
+// module not built under zero.Init is moved to the device before the ZeRO-3 optimizer
+// partitions its parameters). What a rank builds is its own part of the model: with tp = pp =
+// ep = 1 the whole model, with model parallelism its pipeline stage's layers, its TP shard and
+// its local experts (Megatron builds only the local shards), i.e. the stage's parameters on
+// this rank before the ZeRO sharding over dp. Until then the GPU holds 2 B per such parameter
+// in the caching allocator, which keeps those blocks reserved. The peak is the larger of that
+// and the training peak; the excess is charged as its own component. Called after
+// fragmentation, so the components so far are the allocator's reserved bytes of the training peak.
+void add_model_init(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent>& components) {
   if (spec.parallel.zero_stage != 3 || spec.parallel.zero_init) return;
   double reserved = 0.0;
   for (const auto& c : components) reserved += c.bytes;
-  const double whole = kBf16 * count_parameters(spec.model).total;
-  if (whole <= reserved) return;
+  const StageParamCount n = count_params(stage_parameters(spec, stage));
+  const double built = kBf16 * (n.dense + n.expert);
+  if (built <= reserved) return;
   char basis[200];
   std::snprintf(basis, sizeof basis,
-                "whole BF16 model (%.2f GiB) on the GPU before ZeRO-3 partitions it (zero_init: "
-                "false), above the training peak",
-                whole / kGiB);
-  components.push_back({"model_init", whole - reserved, basis});
+                "the rank's unpartitioned BF16 model (%.2f GiB) on the GPU before ZeRO-3 "
+                "partitions it (zero_init: false), above the training peak",
+                built / kGiB);
+  components.push_back({"model_init", built - reserved, basis});
 }
 
 }  // namespace
@@ -449,7 +426,7 @@ MemoryReport estimate_memory(const WorkloadSpec& spec, double hbm_capacity_bytes
                             tensors * ((expandable ? kFragmentationExpandable : kFragmentation) - 1.0),
                             expandable ? "expandable segments: reserved/allocated 1.024, measured"
                                        : "caching allocator: reserved/allocated 1.108, measured"});
-    add_model_init(spec, m.components);
+    add_model_init(spec, stage, m.components);
     m.components.push_back({"cuda_context", kCudaContextBytes + kCublasBytes,
                             "CUDA context 523 MiB + cuBLAS 66 MiB, measured"});
     m.components.push_back({"nccl", nccl_bytes(spec, stage),

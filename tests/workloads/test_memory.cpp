@@ -8,6 +8,8 @@
 #include <string>
 
 #include "workload_test_util.hpp"
+#include "workloads/dp_buckets.hpp"
+#include "workloads/dp_sync.hpp"
 #include "workloads/layer_memory.hpp"
 #include "workloads/memory.hpp"
 
@@ -283,6 +285,70 @@ TEST(MemoryModel, WholeModelBeforePartitioningSetsTheFloorWithoutZeroInit) {
   // reserved = peak less the CUDA context and NCCL.
   EXPECT_NEAR(long_seq.peak_bytes() - long_seq.reserved_bytes(),
               long_seq.worst().bytes("cuda_context") + long_seq.worst().bytes("nccl"), 1.0);
+}
+
+// With tensor parallelism a rank builds only its TP shard before ZeRO-3 partitions it over dp
+// (Megatron builds local shards): Llama-3-70B at tp 8 puts 2 B x 8.8e9 parameters (16.4 GiB)
+// on each GPU, not the whole model's 131 GiB. Until 2026-12-06 the whole model was charged.
+TEST(MemoryModel, WithoutZeroInitEachRankBuildsOnlyItsTensorParallelShard) {
+  auto job = [](int tp, int dp, const std::string& extra) {
+    return "model: llama3_70b\nparallelism: {tp: " + std::to_string(tp) + ", dp: " + std::to_string(dp) +
+           ", sequence_parallel: true, zero_stage: 3, zero_init: false" + extra +
+           "}\ntraining: {seq_length: 1024, micro_batch_size: 1, global_batch_size: " +
+           std::to_string(dp) + ", precision: bf16}\n";
+  };
+  const auto tp8 = estimate_memory(testing::parse_job(job(8, 8, ""), 64), 80.0 * kGiB);
+  EXPECT_TRUE(tp8.fits()) << tp8.oom_message();
+  EXPECT_EQ(tp8.worst().bytes("model_init"), 0.0);  // the training peak is above the shard
+  // Where the shard is above the training peak, reserved memory is the shard's BF16 bytes.
+  const WorkloadSpec tp2 = testing::parse_job(job(2, 32, ", optimizer_offload: cpu"), 64);
+  const auto report = estimate_memory(tp2, 141.0 * kGiB);
+  const StageParamCount n = count_params(stage_parameters(tp2, 0));
+  const double shard = 2.0 * (n.dense + n.expert);
+  EXPECT_GT(report.worst().bytes("model_init"), 0.0);
+  EXPECT_NEAR(report.reserved_bytes(), shard, 1.0);
+  EXPECT_NEAR(shard, 2.0 * count_parameters(tp2.model).total / 2, 0.01 * shard);
+}
+
+// A small MoE model: layer 0 dense, layers 1-3 MoE (8 experts, top 2, hidden 256); seq 128.
+std::string moe_job(const std::string& parallel, const std::string& training = "") {
+  return "model: {layers: 4, hidden: 256, ffn: 688, heads: 8, kv_heads: 4, vocab: 1000, "
+         "activation: swiglu, norm: rmsnorm, position: rope, tied_embeddings: false, bias: false, "
+         "experts: 8, top_k: 2, expert_ffn: 128, first_dense_layers: 1}\n"
+         "parallelism: {" + parallel + "}\n"
+         "training: {seq_length: 128, micro_batch_size: 1, global_batch_size: 8, precision: bf16" +
+         training + "}\n";
+}
+
+// The combine returns the rank's own token copies whatever the load of the ranks that computed
+// them: moe_imbalance grows only the busiest rank's received expert rows, not the expert
+// outputs kept for the weighting (until 2026-12-06 those were scaled by the load too).
+TEST(ActivationMemory, ExpertImbalanceScalesOnlyTheReceivedExpertRows) {
+  const std::string par = "tp: 2, ep: 2, etp: 1, dp: 2, sequence_parallel: true";
+  const WorkloadSpec even = testing::parse_job(moe_job(par), 4);
+  const WorkloadSpec skewed = testing::parse_job(moe_job(par, ", moe_imbalance: 2"), 4);
+  const RankShapes a = layer_shape(even).s, b = layer_shape(skewed).s;
+  ASSERT_EQ(b.expert_rows, 2 * a.expert_rows);
+  // The expert GEMM inputs (fc1 and fc2, BF16) and the activation input grow with the rows.
+  const double per_row = 2.0 * static_cast<double>(a.hidden + a.expert_ffn + a.expert_fc1_out);
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(skewed, 1, Recompute::None) -
+                       layer_activation_bytes(even, 1, Recompute::None),
+                   per_row * static_cast<double>(b.expert_rows - a.expert_rows));
+}
+
+// A pipeline stage of dense layers only (here stage 0: layer 0) never runs the MoE all-to-all
+// nor reduces expert gradients: no all-to-all buffers, no EP or EDP communicators (PyTorch
+// creates a group's NCCL communicator at its first collective). Charged on it until 2026-12-06.
+TEST(MemoryModel, OnlyStagesWithMoeLayersHoldExpertBuffersAndCommunicators) {
+  const auto report = estimate_memory(testing::parse_job(moe_job("pp: 4, dp: 4, ep: 2"), 16), 80.0 * kGiB);
+  const StageMemory& dense = report.stages.at(0);
+  const StageMemory& moe = report.stages.at(1);
+  EXPECT_EQ(dense.bytes("comm_buffers"), 0.0);
+  // Send and receive buffers: 128 tokens x top 2 copies x hidden 256, BF16.
+  EXPECT_DOUBLE_EQ(moe.bytes("comm_buffers"), 2.0 * 2.0 * 128 * 2 * 256);
+  // EP: a collective communicator and its all-to-all connections; EDP (edp 2, dp 4): another.
+  const double mib = 1024.0 * 1024.0;
+  EXPECT_DOUBLE_EQ(moe.bytes("nccl") - dense.bytes("nccl"), (486.0 + (486.0 + 384.0) + 486.0) * mib);
 }
 
 TEST(MemoryModel, OutOfMemoryNamesRankExcessAndDominantComponent) {
