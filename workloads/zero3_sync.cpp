@@ -27,6 +27,12 @@ class ShardedParamSync : public ParamSync {
       auto& unit = units_[unit_of(p)];
       (p.expert ? unit.expert : unit.dense) += static_cast<double>(p.numel);
       if (p.sp_replicated) replicated_ += static_cast<double>(p.numel);
+      // Tied embeddings on one stage: the head reads the word embedding, which DeepSpeed's
+      // pre-forward and pre-backward hooks of the head module gather again (stage 3 fetches a
+      // module's parameters, shared ones included, whenever the module runs).
+      if (p.group == ParamGroup::WordEmbedding && spec.model.tied_embeddings && spec.parallel.pp == 1) {
+        tied_head_ += static_cast<double>(p.numel);
+      }
     }
   }
 
@@ -100,9 +106,7 @@ class ShardedParamSync : public ParamSync {
     std::vector<std::uint32_t> anchor;
     if (anchor_) anchor.push_back(*anchor_);
     anchor_ = b_.last_compute();
-    // With tied embeddings on one stage the head uses the embedding's parameters.
-    const int id = unit == kHeadUnit && units_.count(kHeadUnit) == 0 ? kEmbeddingUnit : unit;
-    const auto it = units_.find(id);
+    const auto it = units_.find(unit);
     if (it == units_.end()) return {};
     std::vector<std::uint32_t> out;
     auto ag = [&](double numel, sim::GroupKind group, int size) {
@@ -114,9 +118,10 @@ class ShardedParamSync : public ParamSync {
                             : gathered);
     };
     double dense = it->second.dense;
-    if (fsdp2() && id == kEmbeddingUnit) {  // FSDP2's root group: the embedding and the head
+    if (fsdp2() && unit == kEmbeddingUnit) {  // FSDP2's root group: the embedding and the head
       if (const auto head = units_.find(kHeadUnit); head != units_.end()) dense += head->second.dense;
     }
+    if (!fsdp2() && unit == kHeadUnit) dense += tied_head_;
     ag(dense, dense_grad_group(spec_), spec_.dp_cp());
     ag(it->second.expert, sim::GroupKind::EDP, spec_.edp());
     return out;
@@ -143,6 +148,7 @@ class ShardedParamSync : public ParamSync {
   std::map<int, Unit> units_;
   std::map<int, std::int64_t> backwards_;  ///< backward passes seen per unit
   double replicated_ = 0.0;
+  double tied_head_ = 0.0;  ///< word-embedding elements the head gathers again (tied, one stage)
   std::optional<std::uint32_t> anchor_;
   std::optional<std::uint32_t> last_reduce_;
 };

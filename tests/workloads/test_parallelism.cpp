@@ -324,6 +324,32 @@ TEST(Zero, Zero3GathersEveryLayerTwicePerMicrobatchAndReduceScattersOnce) {
             m * count(generate_workload(z1).programs[0], "dp_rs", sim::Stream::DpComm).ops);
 }
 
+// DeepSpeed ZeRO-3 with tied embeddings on one stage: the head's gathers fetch the word
+// embedding it reads with the final norm (they once fetched the final norm alone, 2 KiB).
+TEST(Zero, Zero3HeadGathersTheTiedWordEmbedding) {
+  const auto spec = testing::parse_job(
+      "model: {layers: 2, hidden: 1024, ffn: 4096, heads: 16, kv_heads: 4, head_dim: 64, vocab: 32000,\n"
+      "        activation: swiglu, norm: rmsnorm, position: rope, tied_embeddings: true, bias: false}\n"
+      "parallelism: {tp: 1, pp: 1, dp: 4, zero_stage: 3}\n"
+      "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 4, precision: bf16}\n", 4);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[0];
+  // Per microbatch: embedding, 2 layers, head, forward and backward. The head's two gathers
+  // carry its final norm and the tied word embedding, vocab x h + h BF16 elements; the
+  // embedding's carry vocab x h.
+  const double tied = 2.0 * (32000.0 * 1024 + 1024);
+  int head = 0;
+  int gathers = 0;
+  for (const auto& op : p.ops) {
+    if (p.labels[op.label] != "fsdp_ag") continue;
+    ++gathers;
+    if (op.bytes == tied) ++head;
+    EXPECT_GT(op.bytes, 2.0 * 1024) << "a gather of the final norm alone";
+  }
+  EXPECT_EQ(gathers, 8);
+  EXPECT_EQ(head, 2);
+}
+
 // PyTorch FSDP2 (zero_impl: fsdp2): every gather is copied out into the unsharded parameters
 // on the compute stream (4 B per parameter), and the root module (embedding and head) is
 // gathered once before the embedding and kept through the backward.
