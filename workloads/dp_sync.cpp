@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "workloads/flops.hpp"
+#include "workloads/stage_layout.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -54,6 +55,30 @@ const std::vector<ParamGroup> kLayerGroups = {
 const std::vector<ParamGroup> kHeadGroups = {ParamGroup::FinalNorm, ParamGroup::OutputHead,
                                              ParamGroup::WordEmbedding};
 
+// The model chunk (0 .. vp-1) each parameter of `stage` belongs to: its layer's chunk; the
+// first stage's embedding the first chunk; the final norm, the head, the MTP depths and the
+// last stage's embedding copy the last chunk (Megatron builds them with the first and the
+// last virtual stage).
+std::vector<int> chunk_of_params(const WorkloadSpec& spec, int stage, const std::vector<ParamInfo>& params) {
+  const std::vector<LayerRange> chunks = stage_chunks(spec.model, spec.parallel, stage);
+  const int last = static_cast<int>(chunks.size()) - 1;
+  std::vector<int> out;
+  out.reserve(params.size());
+  for (const auto& p : params) {
+    int chunk = last;
+    if (p.layer < 0) {
+      const bool embedding = p.group == ParamGroup::WordEmbedding || p.group == ParamGroup::PositionEmbedding;
+      if (embedding && stage == 0) chunk = 0;
+    } else {
+      for (int c = 0; c <= last; ++c) {
+        if (p.layer >= chunks[c].begin && p.layer < chunks[c].end) chunk = c;
+      }
+    }
+    out.push_back(chunk);
+  }
+  return out;
+}
+
 }  // namespace
 
 sim::GroupKind dense_grad_group(const WorkloadSpec& spec) {
@@ -103,15 +128,28 @@ DataParallelSync::DataParallelSync(ProgramBuilder& builder, const WorkloadSpec& 
       // as its gradients are complete, but without interleaving on the first pipeline stage
       // only: later stages launch theirs after the schedule (grad_sync_func with
       // align_grad_reduce, the default). The interleaved schedule launches each model chunk's
-      // reduction after its last backward on every stage; ZeRO-2 reduces every microbatch.
-      reduce_on_ready_((spec.parallel.overlap_grad_reduce &&
-                        (stage == 0 || spec.parallel.vp > 1)) ||
+      // reduction as a whole, `stage` backward steps after the chunk's last backward
+      // (chunk_grads_ready); ZeRO-2 reduces every microbatch.
+      reduce_on_ready_((spec.parallel.overlap_grad_reduce && stage == 0 && spec.parallel.vp == 1) ||
                        spec.parallel.zero_stage == 2),
       params_(stage_parameters(spec, stage)) {
-  std::vector<std::size_t> dense, expert;
-  for (std::size_t p = 0; p < params_.size(); ++p) (params_[p].expert ? expert : dense).push_back(p);
-  add_buckets(dense, dense_grad_group(spec), spec.dp_cp());
-  add_buckets(expert, sim::GroupKind::EDP, spec.edp());
+  // Megatron wraps each model chunk in its own DistributedDataParallel, with its own dense and
+  // expert gradient buffers (training.py get_model), so buckets never span chunks, and turns
+  // bucketing off for every chunk after the first (disable_bucketing=model_chunk_idx > 0).
+  // Chunks are added last first, so that the reverse bucket order is the forward order.
+  const std::vector<int> chunk_of = chunk_of_params(spec, stage, params_);
+  for (int chunk = spec.parallel.vp; chunk-- > 0;) {
+    std::vector<std::size_t> dense, expert;
+    for (std::size_t p = 0; p < params_.size(); ++p) {
+      if (chunk_of[p] == chunk) (params_[p].expert ? expert : dense).push_back(p);
+    }
+    // ZeRO-2 (DeepSpeed's or FSDP's reduction every microbatch) keeps its buckets in every chunk.
+    const bool bucketed = chunk == 0 || parallel_.zero_stage == 2;
+    const auto size = bucketed ? stage_bucket_size(parallel_, stage_) : std::nullopt;
+    add_buckets(dense, dense_grad_group(spec), spec.dp_cp(), size);
+    add_buckets(expert, sim::GroupKind::EDP, spec.edp(), size);
+    bucket_chunk_.resize(buckets_.size(), chunk);
+  }
   bucket_of_param_.resize(params_.size());
   pending_.resize(buckets_.size());
   reduce_op_.resize(buckets_.size());
@@ -126,12 +164,11 @@ DataParallelSync::DataParallelSync(ProgramBuilder& builder, const WorkloadSpec& 
 }
 
 void DataParallelSync::add_buckets(const std::vector<std::size_t>& members, sim::GroupKind group,
-                                   int size) {
+                                   int size, std::optional<std::int64_t> bucket_size) {
   if (members.empty()) return;
   std::vector<ParamInfo> subset;
   for (std::size_t p : members) subset.push_back(params_[p]);
-  auto built = build_grad_buckets(subset, stage_bucket_size(parallel_, stage_),
-                                  parallel_.distributed_optimizer, size);
+  auto built = build_grad_buckets(subset, bucket_size, parallel_.distributed_optimizer, size);
   for (auto& bucket : built) {
     for (auto& p : bucket.params) p = members[p];
     buckets_.push_back(std::move(bucket));
@@ -233,6 +270,17 @@ void DataParallelSync::gradient_ready(ParamGroup group, int layer, std::uint32_t
       launch_reduce(b, stream, {op});
       pending_[b] = buckets_[b].params.size();  // re-armed for the next microbatch (ZeRO-2)
     }
+  }
+}
+
+void DataParallelSync::chunk_grads_ready(int chunk) {
+  // Megatron's interleaved schedule (backward_step_helper, align_grad_reduce): after the
+  // backward of virtual microbatch k, grad_sync_func launches the whole reduction of the chunk
+  // whose last microbatch is k - pipeline rank, so that the stages launch theirs together.
+  if (!parallel_.overlap_grad_reduce || parallel_.vp == 1 || parallel_.zero_stage == 2) return;
+  const std::vector<std::uint32_t> after = b_.after_last_compute();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (bucket_chunk_[b] == chunk && !reduce_op_[b]) launch_reduce(b, sim::Stream::DpComm, after);
   }
 }
 

@@ -38,6 +38,10 @@ class ParamSync : public GradSink {
   /// The sink for a backward pass (null when its gradients are not reduced yet);
   /// `last_of_chunk`: the last microbatch's backward through that model chunk.
   virtual GradSink* backward_sink(bool last_of_chunk) = 0;
+  /// Called after the backward step that Megatron's interleaved schedule launches model
+  /// chunk `chunk`'s gradient reduction after (align_grad_reduce: `stage` backward steps
+  /// after the chunk's last backward); later ones are launched by end_step.
+  virtual void chunk_grads_ready(int /*chunk*/) {}
   /// Ops after the pipeline schedule: remaining reductions, the TP all-reduce of
   /// sequence-parallel gradients, the tied-embedding all-reduce, the optimizer step, gathers.
   virtual void end_step() = 0;
@@ -59,19 +63,22 @@ class DataParallelSync : public ParamSync {
   void unit_backward_done(int /*unit*/) override {}
   GradSink* backward_sink(bool last_of_chunk) override;
   void gradient_ready(ParamGroup group, int layer, std::uint32_t op) override;
+  void chunk_grads_ready(int chunk) override;
   void end_step() override;
 
   /// Parameter all-gathers that the first forward touching (`groups`, `layer`) waits for.
   std::vector<std::uint32_t> gather_deps(const std::vector<ParamGroup>& groups, int layer) const;
-  /// The stage's gradient buckets (dense buckets first, each list in bucket order: end of the
-  /// model first), with the communicator each is reduced over.
+  /// The stage's gradient buckets, model chunk by chunk from the last (each chunk's dense
+  /// buckets first, each list in bucket order: end of the model first), with the communicator
+  /// each is reduced over.
   const std::vector<GradBucket>& buckets() const { return buckets_; }
   /// Communicator of bucket `b`.
   sim::GroupKind bucket_group(std::size_t b) const { return bucket_group_[b]; }
 
  private:
   double grad_bytes() const;
-  void add_buckets(const std::vector<std::size_t>& members, sim::GroupKind group, int size);
+  void add_buckets(const std::vector<std::size_t>& members, sim::GroupKind group, int size,
+                   std::optional<std::int64_t> bucket_size);
   void launch_reduce(std::size_t bucket, sim::Stream stream, std::vector<std::uint32_t> deps);
   void gather_bucket(std::size_t bucket, sim::Stream stream);
   double shard_numel() const;
@@ -85,6 +92,7 @@ class DataParallelSync : public ParamSync {
   std::vector<GradBucket> buckets_;          ///< params are indices into params_
   std::vector<sim::GroupKind> bucket_group_;
   std::vector<int> bucket_dp_;               ///< size of the bucket's communicator
+  std::vector<int> bucket_chunk_;            ///< model chunk of the bucket
   std::map<std::pair<ParamGroup, int>, std::vector<std::size_t>> params_of_;
   std::vector<std::size_t> bucket_of_param_;
   std::vector<std::size_t> pending_;  ///< per bucket: parameters still without gradient

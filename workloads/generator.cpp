@@ -245,6 +245,24 @@ struct StepPlayer {
   }
 };
 
+// Per model chunk, the backward step (counted among the backward steps) after which
+// Megatron's interleaved schedule launches the chunk's gradient reduction: the chunk's last
+// backward's, plus the stage (backward_step_helper: virtual microbatch k launches the chunk
+// whose last microbatch is k - pipeline rank; past the last backward, after the schedule).
+std::vector<std::size_t> aligned_grad_sync(const std::vector<ScheduleStep>& steps,
+                                           const std::vector<std::size_t>& last_backward, int stage) {
+  std::vector<std::size_t> launch_after(last_backward.size(), steps.size() + 1);
+  std::size_t ordinal = 0;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].kind != StepKind::Backward) continue;
+    for (std::size_t c = 0; c < last_backward.size(); ++c) {
+      if (last_backward[c] == i) launch_after[c] = ordinal + static_cast<std::size_t>(stage);
+    }
+    ++ordinal;
+  }
+  return launch_after;
+}
+
 }  // namespace
 
 sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
@@ -271,9 +289,21 @@ sim::Program generate_stage_program(const WorkloadSpec& spec, int stage) {
   if (p.overlap_p2p_comm) overlapped.emplace(builder);
   AmaxReductions amax(builder, spec, p.vp);
   const PassContext ctx{st, builder, ops, *sync, amax};
+  const std::vector<std::size_t> launch_after = aligned_grad_sync(steps, last_backward, stage);
   StepPlayer player{ctx, overlapped, steps, std::move(last_backward), ops.pipeline_message_bytes()};
   sync->begin_step();
-  for (std::size_t i = 0; i < steps.size();) i += player.play(i);
+  std::size_t ordinal = 0;  // backward steps played
+  for (std::size_t i = 0; i < steps.size();) {
+    const std::size_t played = player.play(i);
+    for (std::size_t j = i; j < i + played; ++j) {
+      if (steps[j].kind != StepKind::Backward) continue;
+      for (std::size_t c = 0; c < launch_after.size(); ++c) {
+        if (launch_after[c] == ordinal) sync->chunk_grads_ready(static_cast<int>(c));
+      }
+      ++ordinal;
+    }
+    i += played;
+  }
   if (builder.waiting_wgrad_groups() != 0) {
     throw std::logic_error("schedule '" + p.schedule + "' leaves deferred weight gradients unplaced");
   }

@@ -1,6 +1,6 @@
 // Regression guard of the green suite (ctest label `slow`: left out of the sanitizer pass for
 // time): the reference set as `clustersim validate` simulated it (2026-12-04; bounds moved on
-// 2026-12-05, below), with margins, so that a change which makes the simulator agree worse with
+// 2026-12-05 and 2026-12-06, below), with margins, so that a change which makes the simulator agree worse with
 // the published measurements fails CI instead of only moving the numbers of docs/validation.md.
 // It is not issue 7's acceptance check (test_validation.cpp, label `reference`, which the whole
 // set still misses); its bounds are the recorded accuracy, not goals. A deliberate model change that moves past them updates them here
@@ -15,14 +15,16 @@
 namespace {
 
 constexpr int kPoints = 51;               // every point of the shipped set
-// Recorded 7.87% since 2026-12-05 (7.03% before): the H100's GEMM and memory-bound times are
-// an H100's measured ratios to the H200 tables (calibration runs 85 and 87), 1.5-2.5% faster
-// than the former same-die rule, and the simulator was already fast on most H100 points.
-constexpr double kSetMean = 0.085;
-constexpr double kSetPoint = 0.40;        // recorded 36.5% (l3_405b_16384_long_context)
+// Recorded 9.36% since 2026-12-06 (7.96% before, 7.03% before 2026-12-05): each interleaved
+// model chunk reduces its own gradients after its last backward (Megatron's per-chunk DDP and
+// align_grad_reduce), which made the vp > 1 points 0.1-4% faster, and on 2026-12-05 the H100's
+// measured ratios to the H200 tables 1.5-2.5% faster; the simulator was already fast on most.
+constexpr double kSetMean = 0.10;
+constexpr double kSetPoint = 0.40;        // recorded 37.3% (l3_405b_16384_long_context)
 // The DGX Cloud Llama 3.1 recipes (ids dgxc_llama3_*): every setting of these jobs is a
-// published recipe's, and they are held to issue 7's own thresholds (recorded 4.3%, 8.3%).
-constexpr double kRecipeMean = 0.05;
+// published recipe's. Recorded 5.8% / 8.5% since 2026-12-06 (4.4% / 8.5% before, within issue
+// 7's 5% / 12%, which the per-chunk reduction took the mean past).
+constexpr double kRecipeMean = 0.065;
 constexpr double kRecipePoint = 0.12;
 
 TEST(ValidationGuard, ReferenceSetAccuracyDoesNotRegress) {

@@ -188,6 +188,47 @@ TEST_F(DefaultJob, LaterStagesReduceOneBucketAfterTheSchedule) {
   EXPECT_EQ(label(p, p.ops[op.deps[0]].deps[0]), "pp_send_bwd");
 }
 
+// Interleaved: Megatron gives each model chunk its own DistributedDataParallel and gradient
+// buffer, bucketing only the first chunk (they once shared buckets, so a later chunk's gradients
+// waited for the stage's very last backward), and with align_grad_reduce launches a chunk's
+// whole reduction `pipeline rank` backward steps after the chunk's last backward.
+TEST(InterleavedDataParallel, EachChunkReducesItsOwnGradientsAlignedOverTheStages) {
+  const WorkloadSpec spec = parse_job(
+      "model: {layers: 8, hidden: 1024, ffn: 4096, heads: 16, kv_heads: 4, head_dim: 64, vocab: 32000,\n"
+      "        activation: swiglu, norm: rmsnorm, position: rope, tied_embeddings: false, bias: false}\n"
+      "parallelism: {tp: 1, pp: 2, vp: 2, dp: 2}\n"
+      "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, precision: bf16}\n", 4);
+  const sim::Workload w = generate_workload(spec);
+  const sim::Program& p = w.programs[1];  // stage 1: chunks of layers 2-3 and 6-7 (+ norm, head)
+  const auto rs = ops_labelled(p, "dp_rs");
+  ASSERT_EQ(rs.size(), 2u);
+  const double layer = 1024.0 * (1024 + 2 * 256) + 1024.0 * 1024 + 2 * 1024.0 * 4096 + 4096.0 * 1024 + 2 * 1024;
+  const double head = 32000.0 * 1024 + 1024;
+  // The last chunk first, then the first; FP32 gradients.
+  EXPECT_DOUBLE_EQ(p.ops[rs[0]].bytes, 4.0 * (2 * layer + head));
+  EXPECT_DOUBLE_EQ(p.ops[rs[1]].bytes, 4.0 * (2 * layer));
+  const auto producer = [](const sim::Program& q, std::size_t r) -> const sim::Op& {
+    return q.ops[q.ops[q.ops[r].deps[0]].deps[0]];  // reduction <- 1/dp scaling <- producer
+  };
+  // Backward order (pp 2, 4 microbatches): chunk 1 mb 0-1, chunk 0 mb 0-1, chunk 1 mb 2-3,
+  // chunk 0 mb 2-3. Stage 1 launches chunk 1's one backward step after its last (mb 3), i.e.
+  // after chunk 0's backward of mb 2, and chunk 0's after the schedule.
+  EXPECT_EQ(producer(p, rs[0]).microbatch, 2);
+  EXPECT_EQ(producer(p, rs[0]).layer, 2);
+  EXPECT_EQ(producer(p, rs[1]).microbatch, 3);
+  std::size_t last_backward = 0;
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    if (p.ops[i].phase == sim::Phase::Backward && p.ops[i].is_compute()) last_backward = i;
+  }
+  EXPECT_LT(rs[0], last_backward);  // the last chunk's reduction overlaps the first chunk's backward
+  // Stage 0 launches chunk 1's right after its last backward (layers 4-5, mb 3).
+  const sim::Program& first = w.programs[0];
+  const auto rs0 = ops_labelled(first, "dp_rs");
+  ASSERT_GE(rs0.size(), 2u);
+  EXPECT_EQ(producer(first, rs0[0]).microbatch, 3);
+  EXPECT_EQ(producer(first, rs0[0]).layer, 4);
+}
+
 TEST_F(DefaultJob, ParameterAllGathersRunAheadOfTheFirstMicrobatch) {
   const sim::Program& p = workload_->programs[0];
   const auto expected = buckets(0);
