@@ -160,7 +160,19 @@ void TransformerOps::moe_route_forward() {
   b_.mem("permute", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
 }
 
+// Megatron-core's all-to-all dispatcher receives the tokens ordered by source rank and sorts them
+// by local expert before the grouped GEMMs ("Permutation 2", sort_chunks_by_idxs in
+// token_dispatcher.py dispatch_postprocess), and unsorts the experts' output before the combine
+// (combine_preprocess); both only with more than one local expert. Each is a copy of the
+// rank's expert rows (read and write); their backward is the opposite copy. DeepEP's flex
+// dispatcher hands the experts their tokens already grouped.
+void TransformerOps::sort_by_local_expert(const char* label) {
+  if (s_.deepep || s_.local_experts < 2) return;
+  b_.mem(label, MemKernel::Copy, 2.0 * act_bytes(s_.expert_rows, s_.hidden));
+}
+
 void TransformerOps::moe_experts_forward() {
+  sort_by_local_expert("sort_chunks");
   // With fp8 TE's grouped linears cast-transpose their BF16 inputs (transformer_constants.hpp).
   fp8_quantize("expert_fc1_fp8_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
   grouped(b_.gemm("expert_fc1", s_.expert_rows, s_.expert_fc1_out, s_.hidden, s_.linear_dtype,
@@ -170,6 +182,7 @@ void TransformerOps::moe_experts_forward() {
   fp8_quantize("expert_fc2_fp8_cast", s_.expert_rows, s_.expert_ffn, kFp8CastTransposeBytes, s_.linear_dtype);
   grouped(b_.gemm("expert_fc2", s_.expert_rows, s_.hidden, s_.expert_ffn, s_.linear_dtype, kOutBytes),
           sim::GroupAxis::M);
+  sort_by_local_expert("unsort_chunks");
 }
 
 void TransformerOps::moe_output_forward(bool shared_mlp) {
@@ -226,6 +239,7 @@ void TransformerOps::moe_experts_backward(int layer, GradSink* sink, ExpertGrads
     return;
   }
   const bool wgrad = grads == ExpertGrads::All;
+  sort_by_local_expert("unsort_chunks_bwd");
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
   grouped(b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype,
@@ -239,6 +253,7 @@ void TransformerOps::moe_experts_backward(int layer, GradSink* sink, ExpertGrads
   grouped(b_.gemm("expert_fc1_dgrad", s_.expert_rows, s_.hidden, s_.expert_fc1_out,
                   s_.linear_dtype, kOutBytes), sim::GroupAxis::M);
   if (wgrad) fc1_wgrad();
+  sort_by_local_expert("sort_chunks_bwd");
 }
 
 void TransformerOps::moe_route_backward(int layer, GradSink* sink) {

@@ -225,7 +225,11 @@ class TransformerOps {
   void moe_forward();
   /// Router, top-k and permutation of the token copies (before the dispatch).
   void moe_route_forward();
-  /// The routed experts' grouped linears and activation (between dispatch and combine).
+  /// The all-to-all dispatcher's copy of the rank's expert rows by local expert (`label`); none
+  /// with DeepEP or one local expert.
+  void sort_by_local_expert(const char* label);
+  /// The routed experts' grouped linears and activation (between dispatch and combine), with
+  /// the sort by local expert before and the unsort after.
   void moe_experts_forward();
   /// Unpermutation after the combine; with `shared_mlp` the shared experts run here too.
   void moe_output_forward(bool shared_mlp);

@@ -152,7 +152,8 @@ TEST(OverlapEffects, SharedExpertsHideBehindTheExpertExchanges) {
 // on two nodes, ep 16 (128 experts, 4 of the 8 router groups, per node). A token crosses to the
 // other node at most once (with probability just below 1), where the all-to-all dispatcher sends
 // each of its 8 copies bound there (4 on average): a quarter of the network bytes, the same GPU
-// work.
+// work but the all-to-all dispatcher's sorts of the received rows by local expert (8 local
+// experts: four copies of the rows per layer and microbatch, a few percent of the compute).
 TEST(OverlapEffects, DeepEpSendsEachTokenAcrossOnce) {
   // Without the power state, whose clock boost follows the step's compute-bound share
   // (docs/cost-model.md), and without interference, which slows the kernels that the
@@ -165,7 +166,8 @@ TEST(OverlapEffects, DeepEpSendsEachTokenAcrossOnce) {
   const RunReport deepep = deepseek_run("dispatch_deepep", ", moe_token_dispatcher: deepep", options);
   const sim::Breakdown& a = a2a.step.breakdown;
   const sim::Breakdown& d = deepep.step.breakdown;
-  EXPECT_NEAR(d.compute_s, a.compute_s, 1e-9 * a.compute_s);
+  EXPECT_LT(d.compute_s, a.compute_s);
+  EXPECT_GT(d.compute_s, 0.95 * a.compute_s);
   const double ep_a = a.exposed_by_group_s[static_cast<size_t>(sim::GroupKind::EP)];
   const double ep_d = d.exposed_by_group_s[static_cast<size_t>(sim::GroupKind::EP)];
   // Network bytes per token: all-to-all 8 x 8/16 = 4 copies; DeepEP at most 1 (the other node).

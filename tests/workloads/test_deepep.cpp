@@ -64,6 +64,14 @@ TEST(DeepEp, TheGpuWorkIsTheAllToAllDispatchersAndImbalanceGrowsTheExchange) {
   for (const auto& op : a.programs[0].ops) compute_a += op.is_compute() ? op.flops : 0.0;
   for (const auto& op : d.programs[0].ops) compute_d += op.is_compute() ? op.flops : 0.0;
   EXPECT_EQ(compute_a, compute_d);
+  // DeepEP hands the experts their rows grouped: no sort by local expert around them.
+  auto sorts = [](const sim::Program& p) {
+    int n = 0;
+    for (const auto& op : p.ops) n += p.labels[op.label].find("sort_chunks") != std::string::npos;
+    return n;
+  };
+  EXPECT_GT(sorts(a.programs[0]), 0);
+  EXPECT_EQ(sorts(d.programs[0]), 0);
   // The busiest rank (moe_imbalance) exchanges its larger share.
   const sim::Workload skewed = generate_workload(job("deepep", ", moe_imbalance: 1.5"));
   for (const auto& op : skewed.programs[0].ops) {

@@ -182,6 +182,34 @@ TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {
   }
 }
 
+// Megatron-core's all-to-all dispatcher sorts the received rows by local expert before the
+// expert GEMMs and unsorts their output before the combine (token_dispatcher.py, "Permutation
+// 2"), a copy of the rank's rows x hidden each, and the opposite copies in the backward; with one
+// local expert, or DeepEP's flex dispatcher, there is nothing to sort.
+TEST(ExpertParallel, TheAllToAllDispatcherSortsRowsByLocalExpert) {
+  const auto spec = testing::parse_job(
+      job("  tp: 2\n  ep: 4\n  etp: 1\n  sequence_parallel: true\n", "  global_batch_size: 8\n", kMoe), 8);
+  const sim::Program p = generate_workload(spec).programs[0];
+  const double copy = 2.0 * (128 * 2) * 256 * 2;  // read + write of 256 rows of hidden 256, BF16
+  const int mb_layers = 3 * 2;                    // 3 MoE layers x 2 microbatches
+  for (const char* name : {"sort_chunks", "unsort_chunks", "unsort_chunks_bwd", "sort_chunks_bwd"}) {
+    EXPECT_EQ(count(p, name).ops, mb_layers) << name;
+    EXPECT_DOUBLE_EQ(count(p, name).bytes, mb_layers * copy) << name;
+  }
+  // In order: sort, the expert GEMMs, unsort.
+  std::vector<std::string> order;
+  for (const auto& op : p.ops) {
+    const std::string& l = p.labels[op.label];
+    if (l == "sort_chunks" || l == "expert_fc1" || l == "expert_fc2" || l == "unsort_chunks") order.push_back(l);
+    if (order.size() == 4) break;
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"sort_chunks", "expert_fc1", "expert_fc2", "unsort_chunks"}));
+  // ep 8 leaves one local expert of 8: no sort.
+  const auto one = testing::parse_job(
+      job("  tp: 1\n  ep: 8\n  etp: 1\n", "  global_batch_size: 8\n", kMoe), 8);
+  EXPECT_EQ(count(generate_workload(one).programs[0], "sort_chunks").ops, 0);
+}
+
 // With fp8 each expert GEMM operand is cast-transposed once (4 B per element): the permuted
 // tokens (rows x hidden) and the activation output (rows x expert ffn) forward, the output
 // gradients backward; rows = 128 sequence-parallel tokens x top_k 2 (etp 1).

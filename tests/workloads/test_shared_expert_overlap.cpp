@@ -51,9 +51,9 @@ TEST(SharedExpertOverlap, ExchangesRunOnTheirStreamBesideTheSharedExperts) {
   // Which compute op launches each exchange, and which shared op runs beside it.
   const std::map<std::string, std::pair<std::string, std::string>> expect = {
       {"ep_dispatch_a2a", {"permute", "tp_ag"}},              // then shared_fc1
-      {"ep_combine_a2a", {"expert_fc2", "shared_fc2"}},
+      {"ep_combine_a2a", {"unsort_chunks", "shared_fc2"}},  // 2 local experts: sorted
       {"ep_combine_bwd_a2a", {"unpermute_bwd", "tp_ag"}},     // then shared_fc2_dgrad
-      {"ep_dispatch_bwd_a2a", {"expert_fc1_wgrad", "shared_fc1_dgrad"}}};
+      {"ep_dispatch_bwd_a2a", {"sort_chunks_bwd", "shared_fc1_dgrad"}}};
   std::map<std::string, int> seen;
   for (std::uint32_t i = 0; i < p.ops.size(); ++i) {
     const auto* c = std::get_if<sim::CollectiveSpec>(&p.ops[i].shape);
@@ -84,6 +84,7 @@ TEST(SharedExpertOverlap, ExchangesRunOnTheirStreamBesideTheSharedExperts) {
     }
     const std::string& r = label(p, routed);
     EXPECT_TRUE(r.rfind("expert_", 0) == 0 || r.rfind("unpermute", 0) == 0 ||
+                r.rfind("sort_chunks", 0) == 0 || r.rfind("unsort_chunks", 0) == 0 ||
                 r.rfind("permute_bwd", 0) == 0) << l << " gates " << r;
     EXPECT_GT(routed, shared) << l;
   }
