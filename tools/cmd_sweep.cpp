@@ -99,16 +99,22 @@ std::vector<std::function<std::string()>> prepare(const SweepArgs& args,
   return tasks;
 }
 
-// One line for every configuration over memory: how far over, and which component dominates
-// how often (each configuration's own message is in the CSV's reason column).
+// One line for the configurations over the GPU's HBM: how far over, and which component
+// dominates how often; one for those whose HBM fits but whose pinned host memory (activation
+// offloading) does not, which MemoryReport::fits() refuses too (each configuration's own
+// message is in the CSV's reason column).
 std::string memory_summary(const CsvTable& table) {
   double lo = 0.0, hi = 0.0;
-  std::size_t n = 0;
+  std::size_t n = 0, host = 0;
   std::map<std::string, std::size_t> dominant;
   const std::string marker = "the largest component is ";
   for (const auto& row : table.rows) {
     if (row[table.column("status")] != kSweepOutOfMemory) continue;
     const double over = -std::stod(row[table.column("memory_headroom_gib")]);
+    if (over <= 0.0) {
+      ++host;
+      continue;
+    }
     lo = n == 0 ? over : std::min(lo, over);
     hi = n == 0 ? over : std::max(hi, over);
     ++n;
@@ -119,16 +125,23 @@ std::string memory_summary(const CsvTable& table) {
       ++dominant[reason.substr(start, reason.find(' ', start) - start)];
     }
   }
-  if (n == 0) return "";
   std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << "  " << n << "x " << kSweepOutOfMemory
-      << ": over the GPU's HBM by " << lo << "-" << hi << " GiB; largest component:";
-  const char* sep = " ";
-  for (const auto& [name, k] : dominant) {
-    out << sep << name << " " << k << "x";
-    sep = ", ";
+  out << std::fixed << std::setprecision(1);
+  if (n > 0) {
+    out << "  " << n << "x " << kSweepOutOfMemory << ": over the GPU's HBM by " << lo << "-" << hi
+        << " GiB; largest component:";
+    const char* sep = " ";
+    for (const auto& [name, k] : dominant) {
+      out << sep << name << " " << k << "x";
+      sep = ", ";
+    }
+    out << " (each configuration's message: the CSV's reason column)\n";
   }
-  out << " (each configuration's message: the CSV's reason column)\n";
+  if (host > 0) {
+    out << "  " << host << "x " << kSweepOutOfMemory
+        << ": HBM fits, the offloaded activations over the host's pinned-memory share (the CSV's "
+           "reason column)\n";
+  }
   return out.str();
 }
 

@@ -372,6 +372,25 @@ TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
   EXPECT_NE(half.output.find("a shard's output is missing"), std::string::npos) << half.output;
 }
 
+// A configuration whose HBM fits but whose offloaded activations overflow the host's pinned
+// memory is pruned too (MemoryReport::fits); the summary says so instead of calling it over
+// HBM by a negative amount.
+TEST(SweepCli, HostMemoryPrunesAreSummarizedApartFromHbm) {
+  const std::string job = tmp("host_prune.yaml");
+  std::ofstream(job) << "cluster:\n  platform: hgx_h100\n  gpus: 8\n"
+                        "  overrides: {host_memory_capacity: \"16GB\"}\n"
+                        "model:\n  catalog: llama3_8b\n  layers: 8\n"
+                        "parallelism:\n  tp: 1\n  pp: 1\n"
+                        "training:\n  seq_length: 8192\n  micro_batch_size: 1\n  global_batch_size: 16\n"
+                        "  precision: bf16\n";
+  const auto r = run_cli("sweep " + job + " --gpus 8 --space offload=qkv_linear+core_attn+attn_proj,none -j 1 --csv " +
+                         tmp("host_prune.csv"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("1x pruned_memory: HBM fits, the offloaded activations over the host's pinned-memory share"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("over the GPU's HBM by"), std::string::npos) << r.output;
+}
+
 TEST(SweepCli, BadSpaceIsAUsageError) {
   const auto r = run_cli("sweep " + data("small_job.yaml") + " --gpus 16 --space dp=1,2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
