@@ -84,15 +84,23 @@ MeasuredCostModel::MeasuredCostModel(sim::GpuSpec gpu, std::shared_ptr<const Mea
                      interference_points("membound")};
 }
 
+sim::Phase MeasuredCostModel::kernel_phase(const sim::Op& op) {
+  // A recomputed forward (recompute: full, or selective's replay) sits in the backward pass
+  // but runs the forward's kernels: TE's fprop GEMM with fast FP8 accumulation, the forward
+  // GEMM layout, the eager modules' forward (docs/cost-model.md).
+  return op.recompute ? sim::Phase::Forward : op.phase;
+}
+
 double MeasuredCostModel::compute_time(const sim::Op& op) const {
-  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) return gemm_time(*g, op.phase);
+  const sim::Phase phase = kernel_phase(op);
+  if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) return gemm_time(*g, phase);
   if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) return attention_time(*a);
   if (const auto* mb = std::get_if<sim::MemBoundShape>(&op.shape)) {
     if (sim::is_host_kernel(mb->kernel)) {
       if (op.bytes < 0.0) throw std::invalid_argument("host op with negative bytes");
       return host_time(mb->kernel, mb->host_threads, op.bytes);
     }
-    return membound_time(mb->kernel, op.bytes, op.phase);
+    return membound_time(mb->kernel, op.bytes, phase);
   }
   throw std::invalid_argument("compute_time called on a communication op");
 }
@@ -101,7 +109,7 @@ double MeasuredCostModel::held_sm_slowdown(const sim::Op& op) const {
   if (!op.is_compute()) throw std::invalid_argument("held_sm_slowdown called on a communication op");
   const auto* g = std::get_if<sim::GemmShape>(&op.shape);
   if (g == nullptr || g->busy_sms == 0) return 1.0;
-  return held_sms_(*g, op.phase, [this](const std::string& what) { note_out_of_grid(what); });
+  return held_sms_(*g, kernel_phase(op), [this](const std::string& what) { note_out_of_grid(what); });
 }
 
 bool MeasuredCostModel::fp8_fast_accum(sim::Phase phase) const {

@@ -143,6 +143,9 @@ class MeasuredCostModel : public sim::CostModel {
   /// Whether an FP8 GEMM of `phase` is costed from the fast-accumulation table (Transformer
   /// Engine's forward GEMMs, when the table exists).
   bool fp8_fast_accum(sim::Phase phase) const;
+  /// The pass whose kernels `op` runs: forward for a recomputed forward (op.recompute), else
+  /// op.phase.
+  static sim::Phase kernel_phase(const sim::Op& op);
   double gemm_lookup(const std::string& key, double m, double n, double k, double elem_bytes,
                      const std::string& label) const;
   double attention_time(const sim::AttentionShape& a) const;

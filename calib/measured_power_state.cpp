@@ -24,7 +24,10 @@ double MeasuredCostModel::sustained_state(const sim::Op& op) const {
   const PowerBoostTable& table = tables_->power_boost();
   if (const auto* g = std::get_if<sim::GemmShape>(&op.shape)) {
     if (g->dtype != sim::DType::FP8) return table.state("gemm_bf16");
-    return table.state(fp8_fast_accum(op.phase) ? "gemm_fp8_fastacc" : "gemm_fp8");
+    // The ratio of the table the time came from: block-scaled GEMMs are costed from the
+    // split-accumulation table in every phase (plain_gemm_time).
+    const bool fast = g->fp8_scaling == sim::Fp8Scaling::Tensor && fp8_fast_accum(kernel_phase(op));
+    return table.state(fast ? "gemm_fp8_fastacc" : "gemm_fp8");
   }
   if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
     // Indexed by the self-attention length of the same work per head: sqrt(seq_q x seq_kv).
