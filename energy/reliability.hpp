@@ -97,7 +97,7 @@ struct RunReliability {
   double checkpoint_reload_s = 0.0;      ///< one reload, s
   double checkpoint_interval_s = 0.0;    ///< work between checkpoints used, s
   Estimate wall_s;                       ///< elapsed time to finish the work, s
-  Estimate goodput;                      ///< work_s / elapsed
+  Estimate goodput;                      ///< work_s / mean elapsed (interval and percentiles: of elapsed, mapped)
   Estimate failures;                     ///< interruptions per run
   std::vector<double> failures_by_mode;  ///< mean interruptions per run, in `modes` order
   double lost_work_s = 0.0;              ///< mean recomputed work per run, s

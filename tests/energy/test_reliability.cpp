@@ -1,6 +1,7 @@
 // Reliability: Young/Daly, the Llama 3 failure catalog, and the Monte-Carlo against closed forms.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -95,6 +96,25 @@ TEST(Reliability, MonteCarloMatchesTheRenewalFormulaForRestartOnlyFailures) {
   EXPECT_LT(r.goodput.mean, 1.0);
   EXPECT_LE(r.wall_s.p05, r.wall_s.mean);
   EXPECT_GE(r.wall_s.p95, r.wall_s.mean);
+}
+
+// Goodput is the failure-free time over the mean elapsed time, so that a run's cost with
+// failures is its failure-free cost / goodput. With a long restart and about one failure per
+// run the trials differ a lot (no failure: ~1; one: ~0.3) and the mean of their ratios lies
+// far above work / mean elapsed.
+TEST(Reliability, GoodputIsWorkOverTheMeanElapsedTime) {
+  ReliabilityInputs in = base_inputs();
+  in.recovery.restart_s = 24 * 3600.0;
+  in.modes = {restart_mode(8.0 * 10.0)};  // 8 GPUs: job MTBF 10 h
+  in.checkpoint.interval_s = 3600;
+  const RunShape shape{8, 8, 8, 10 * 3600.0};
+  const RunReliability r = simulate_run(in, shape);
+  EXPECT_DOUBLE_EQ(r.goodput.mean, shape.work_s / r.wall_s.mean);
+  EXPECT_DOUBLE_EQ(r.goodput.ci95_low, shape.work_s / r.wall_s.ci95_high);
+  EXPECT_DOUBLE_EQ(r.goodput.p95, std::min(1.0, shape.work_s / r.wall_s.p05));
+  EXPECT_LT(r.goodput.mean, 0.6);
+  EXPECT_LT(r.goodput.p05, r.goodput.mean);
+  EXPECT_GT(r.goodput.p95, r.goodput.mean);
 }
 
 TEST(Reliability, SameSeedSameRunsOtherSeedOtherRuns) {
