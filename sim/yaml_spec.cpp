@@ -11,9 +11,12 @@
 namespace clustersim {
 namespace {
 
-// A scalar written without quotes: yaml-cpp tags quoted ones "!" (YAML's non-specific tag), and
-// a quoted "8" is a string in YAML, not a number; numbers and booleans must be plain.
-bool plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+// A scalar written without quotes or tag: yaml-cpp tags plain ones "?", quoted ones "!" (YAML's
+// non-specific tags) and explicit ones by their name ("!!str 8" is tag:yaml.org,2002:str); a
+// quoted or tagged "8" is a string in YAML, not a number; numbers and booleans must be plain.
+bool plain_scalar(const YAML::Node& node) {
+  return node.IsScalar() && (node.Tag() == "?" || node.Tag().empty());
+}
 
 // A plain decimal integer: an optional sign and digits, no leading zero. yaml-cpp also decodes
 // YAML 1.1's octal ("010" is 8) and hex ("0x8"), which a job or platform file would mean as ten

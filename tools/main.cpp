@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <set>
 #include <string>
 
 #include "tools/commands.hpp"
@@ -31,6 +32,20 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+// Every output-file option (--json, --csv, --svg, --trace, --out, --xml, --plot) of every
+// command refuses an empty path: the commands read "" as "not asked for" and wrote nothing.
+void refuse_empty_output_paths(CLI::App& app) {
+  static const std::set<std::string> kOutputs = {"--json", "--csv", "--svg", "--trace", "--out", "--xml", "--plot"};
+  const CLI::Validator non_empty(
+      [](std::string& text) { return text.empty() ? std::string("is an empty path") : std::string(); }, "PATH");
+  for (CLI::Option* opt : app.get_options()) {
+    for (const std::string& name : opt->get_lnames()) {
+      if (kOutputs.count("--" + name) != 0) opt->check(non_empty);
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_empty_output_paths(*sub);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,6 +63,7 @@ int main(int argc, char** argv) {
   clustersim::tools::register_scale_command(app, exit_code);
   clustersim::tools::register_sweep_command(app, exit_code);
   clustersim::tools::register_calib_command(app, exit_code);
+  refuse_empty_output_paths(app);
   if (const std::string unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     std::cerr << "error: " << unknown << "\nRun with --help for more information.\n";
     return 2;

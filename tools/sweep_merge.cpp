@@ -68,7 +68,10 @@ std::size_t check_shard_row(const std::string& file, int line, const CsvTable& t
   const std::string& fingerprint = row[table.column("sweep")];
   const std::string& space = row[table.column("space")];
   if (fingerprint.empty()) throw SpecError(file, line, "sweep", "configuration " + id + " has no sweep fingerprint");
-  if (!sweep) sweep = SweepOfRows{fingerprint, space, number("space")};
+  if (!sweep) {
+    sweep = SweepOfRows{fingerprint, space, number("space")};
+    if (sweep->total == 0) throw SpecError(file, line, "space", "a sweep's space holds at least one configuration");
+  }
   if (fingerprint != sweep->fingerprint) {
     throw SpecError(file, line, "sweep", "configuration " + id + " comes from sweep " + fingerprint +
                     ", the first shard's rows from " + sweep->fingerprint + ": the job file, --gpus, "

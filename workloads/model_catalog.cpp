@@ -166,7 +166,8 @@ class ModelReader {
     const bool mla = spec_.attention == AttentionKind::Mla;
     for (const char* key : {"q_lora_rank", "kv_lora_rank", "rope_head_dim"}) {
       if (!mla && origin_.count(key) != 0) {
-        throw at(key).error(key, "only meaningful with attention: mla");
+        const std::string k = blame({key, "attention"});  // the job's attention over the catalog's ranks
+        throw at(k).error(k, std::string(key) + " is only meaningful with attention: mla");
       }
     }
     if (!mla) return;

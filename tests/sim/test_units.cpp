@@ -134,6 +134,11 @@ TEST(YamlSpec, NumbersAndBooleansMustBeUnquotedYaml12) {
   EXPECT_FALSE(map.get_bool("e"));
   EXPECT_EQ(map.get_int("f", 0, 10), 8);  // YAML 1.2's core schema allows the sign
   EXPECT_EQ(map.get_string("c"), "8");    // a quoted scalar is a string
+  // So is an explicitly tagged one, and a custom tag is not a number either.
+  auto tagged = YamlMap::load_string("a: !!str 2\nb: !foo 2\nc: !!int 2\n", "x.yaml");
+  EXPECT_THROW(tagged.get_int("a", 0, 10), SpecError);
+  EXPECT_THROW(tagged.get_int("b", 0, 10), SpecError);
+  EXPECT_EQ(tagged.get_string("a"), "2");
 }
 
 TEST(YamlSpec, InvalidYamlReportsParserLine) {

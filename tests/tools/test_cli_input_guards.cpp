@@ -61,6 +61,19 @@ TEST(InputGuards, AnUnknownCommandIsNamedWithTheKnownOnes) {
   EXPECT_EQ(run_cli("platform list").exit_code, 0);  // a known subcommand still runs
 }
 
+// An empty output path was read as "not asked for": the command wrote nothing and exited 0.
+TEST(InputGuards, AnEmptyOutputPathIsAUsageError) {
+  for (const std::string& args : {"run " + data("small_job.yaml") + " --json ''",
+                                 "run " + data("small_job.yaml") + " --trace ''",
+                                 "memory " + data("small_job.yaml") + " --json ''",
+                                 "sweep " + data("small_job.yaml") + " --gpus 16 --space tp=1 --csv ''",
+                                 std::string("platform show hgx_h100 --gpus 8 --xml ''")}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("is an empty path"), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
 TEST(InputGuards, ASweepThatSimulatesNothingFailsButAShardMayHoldOnlyPrunedRows) {
   const std::string job = data("small_job.yaml");
   const auto none = run_cli("sweep " + job + " --gpus 16 --space tp=3 --csv " + scratch("none.csv"));

@@ -131,6 +131,16 @@ TEST(ReferenceSet, ErrorsNameFileLineAndField) {
       "    config: {model: tiny, gpus: 8}\n"
       "    measured: {energy_j: 3}\n");
   EXPECT_NE(e.reason().find("unknown key 'energy_j'"), std::string::npos) << e.what();
+
+  // validate --plot DIR writes DIR/<id>.svg: an id with a path in it would write elsewhere.
+  e = parse_error(
+      "  - id: ../escaped\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {mfu: 0.5}\n");
+  EXPECT_EQ(e.line(), 5);
+  EXPECT_EQ(e.field(), "cases[0].id");
+  EXPECT_NE(e.reason().find("letters, digits"), std::string::npos) << e.what();
 }
 
 TEST(ReferenceSet, BadStepDecompositionBucketsAreErrorsAtTheirLine) {

@@ -281,6 +281,9 @@ TEST(SweepMerge, RejectsSweptValuesThatDoNotFollowTheConfigNumbers) {
   EXPECT_NE(merge_error(collapsed).find("space: the swept columns' distinct values make 3 combinations for the "
                                         "sweep's 6 configurations"), std::string::npos)
       << merge_error(collapsed);
+  CsvTable empty_space = all;  // a space of 0 configurations (it underflowed to 0..2^64-1)
+  for (auto& row : empty_space.rows) row[empty_space.column("space")] = "0";
+  EXPECT_EQ(merge_error(empty_space), "space: a sweep's space holds at least one configuration");
   CsvTable relabelled = all;  // a value renamed in every row: consistent, so it cannot be told apart
   for (auto& row : relabelled.rows) row[relabelled.column("pp")] = row[relabelled.column("pp")] == "4" ? "16" : row[relabelled.column("pp")];
   EXPECT_EQ(merge_error(relabelled), "");

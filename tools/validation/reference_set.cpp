@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -347,6 +348,13 @@ void read_case(Block c, ReferenceSet& set, std::set<std::string>& ids) {
   rc.line = c.map.line();
   rc.id = c.map.get_string("id");
   if (rc.id.empty()) throw c.map.error("id", "empty case id");
+  // validate --plot names a file after the id: keep it one plain name inside the folder.
+  const bool plain = std::all_of(rc.id.begin(), rc.id.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+  if (!plain || rc.id.front() == '.') {
+    throw c.map.error("id", "case id '" + rc.id + "': letters, digits, '_', '-' and '.' only, not first '.'");
+  }
   if (!ids.insert(rc.id).second) throw c.map.error("id", "duplicate case id '" + rc.id + "'");
   rc.source = c.map.get_string("source");
   rc.recipe = opt_string(c, "recipe");
