@@ -114,7 +114,7 @@ int run_command(const RunArgs& args) {
     options.timeline_ranks = parse_rank_list(args.trace_ranks, job.workload.gpus());
   }
   if (args.profile || args.profile_rank) options.profile_rank = args.profile_rank.value_or(0);
-  if (!args.replicas.empty()) options.replicas = args.replicas;
+  if (!args.replicas.empty()) override_replicas(options, args.replicas);
   if (!args.cost.empty()) options.cost = args.cost;
   if (!args.nccl_algo.empty()) options.nccl_algo = args.nccl_algo;
   if (const auto fit = try_memory_fit(job); fit && !fit->fits) {

@@ -42,7 +42,7 @@ struct Side {
 Side evaluate(const std::string& path, const std::string& replicas) {
   Side s{load_job(path), {}, {}, {}};
   SimulateOptions options = options_from_job(s.job);
-  if (!replicas.empty()) options.replicas = replicas;
+  if (!replicas.empty()) override_replicas(options, replicas);
   s.run = simulate_job(s.job, options);
   auto e = evaluate_energy(
       s.job,
@@ -216,7 +216,7 @@ void print_speed_band(std::ostream& out, const Side& a, const Side& b, const std
                       const BreakEven& even_at, nlohmann::ordered_json& j) {
   auto band = [&](const Side& s) {
     SimulateOptions options = options_from_job(s.job);
-    if (!replicas.empty()) options.replicas = replicas;
+    if (!replicas.empty()) override_replicas(options, replicas);
     return simulate_band(s.job, options);
   };
   const UncertaintyBand ua = band(a), ub = band(b);

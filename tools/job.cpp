@@ -43,6 +43,7 @@ Job parse_job(YamlMap root) {
   job.reliability = energy::parse_reliability_section(root);
   if (auto sim = root.get_map_opt("simulation")) {
     job.simulation.replicas = sim->get_enum_or("replicas", "auto", {"auto", "full", "identical"});
+    if (sim->has("replicas")) job.simulation.replicas_at = sim->location("replicas");
     job.simulation.cost = sim->get_enum_or("cost_model", "measured", {"measured", "roofline"});
     job.simulation.nccl_algo =
         sim->get_enum_or("nccl_algo", "", {"", "ring", "tree", "hierarchical", "nvls"});

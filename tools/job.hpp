@@ -3,10 +3,12 @@
 // docs/job-spec.md and docs/energy.md.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "energy/spec_io.hpp"
 #include "platforms/cluster_spec.hpp"
+#include "sim/spec_error.hpp"
 #include "sim/yaml_spec.hpp"
 #include "workloads/job_spec.hpp"
 
@@ -15,6 +17,7 @@ namespace clustersim::tools {
 /// How to simulate (the job's optional `simulation:` section; command-line flags override).
 struct SimulationSpec {
   std::string replicas = "auto";  ///< auto | full | identical (docs/engine.md)
+  std::optional<SourceLocation> replicas_at;  ///< where the job file gives `simulation.replicas`
   std::string cost = "measured";  ///< measured | roofline (docs/cost-model.md)
   std::string nccl_algo;          ///< "" (NCCL-style choice) | ring | tree | hierarchical | nvls
   bool interference = true;       ///< compute/communication interference (docs/engine.md)

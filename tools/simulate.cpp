@@ -28,9 +28,15 @@ sim::NcclProtocol nccl_protocol(const std::string& name) {
   throw std::invalid_argument("nccl_proto must be LL, LL128, Simple or auto, not '" + name + "'");
 }
 
+void override_replicas(SimulateOptions& options, const std::string& replicas) {
+  options.replicas = replicas;
+  options.replicas_at.reset();
+}
+
 SimulateOptions options_from_job(const Job& job) {
   SimulateOptions o;
   o.replicas = job.simulation.replicas;
+  o.replicas_at = job.simulation.replicas_at;
   o.cost = job.simulation.cost;
   o.nccl_algo = job.simulation.nccl_algo;
   o.interference = job.simulation.interference;
@@ -129,7 +135,9 @@ sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim:
   const bool large = workload.layout.world() > kAutoReplicaThreshold;
   const std::string problem = sim::replica_reduction_problem(workload);
   if (options.replicas == "identical" && !problem.empty()) {
-    throw std::invalid_argument("--replicas identical: " + problem);
+    // The job's simulation.replicas (unless the command line replaced it), else --replicas.
+    if (options.replicas_at) throw options.replicas_at->error("identical: " + problem);
+    throw SpecError("<command line>", 0, "--replicas", "identical: " + problem);
   }
   engine_options.identical_dp_replicas =
       problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && large));

@@ -82,6 +82,10 @@ struct SimulateOptions {
   /// data-parallel replica in full and only the DP collectives of the others, "auto" picks
   /// "identical" above kAutoReplicaThreshold GPUs.
   std::string replicas = "auto";
+  /// Where `replicas` was set when it is the job file's `simulation.replicas`, so that a
+  /// reduction the workload cannot take is an error at that line; none: the command line or
+  /// the default.
+  std::optional<SourceLocation> replicas_at;
   /// Cost model: "measured" (calib/data tables, derived for non-H200 GPUs by the rules of
   /// docs/calibration.md) or "roofline" (datasheet peaks x cited efficiencies).
   std::string cost = "measured";
@@ -109,6 +113,10 @@ struct SimulateOptions {
   /// (sim::CornerCostModel; `clustersim run --uncertainty`); none: the model's own times.
   std::optional<sim::CostCorner> corner;
 };
+
+/// Sets `options.replicas` from the command line (`--replicas`), which then owns any error about it.
+void override_replicas(SimulateOptions& options, const std::string& replicas);
+
 
 /// The NCCL protocol named `name` ("" -> Default, LL, LL128, Simple, auto).
 /// @throws std::invalid_argument for another name.

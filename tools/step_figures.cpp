@@ -113,7 +113,7 @@ void add_energy_and_failures(StepFigures& f, const RunReport& r, const Job& job)
 
 std::string simulate_figures(const Job& job, const std::string& replicas, bool uncertainty) {
   SimulateOptions options = options_from_job(job);
-  if (!replicas.empty()) options.replicas = replicas;
+  if (!replicas.empty()) override_replicas(options, replicas);
   const RunReport r = simulate_job(job, options);
   const auto& b = r.step.breakdown;
   nlohmann::json j = {{"step_time_s", r.step.step_time_s},

@@ -61,6 +61,29 @@ TEST(InputGuards, AnUnknownCommandIsNamedWithTheKnownOnes) {
   EXPECT_EQ(run_cli("platform list").exit_code, 0);  // a known subcommand still runs
 }
 
+// A replica reduction the workload cannot take is an error where it was asked for: the job's
+// simulation.replicas line (exit 2), or --replicas; it was "--replicas identical: ..." with exit
+// 1 even when the job file asked.
+TEST(InputGuards, IdenticalReplicasWithOneReplicaIsAnErrorWhereAskedFor) {
+  const std::string job = write("one_replica.yaml",
+                                "cluster: {platform: hgx_h100, gpus: 4}\n"
+                                "model: {catalog: llama3_8b, layers: 4}\n"
+                                "parallelism: {tp: 2, pp: 2}\n"
+                                "training: {seq_length: 2048, micro_batch_size: 1, global_batch_size: 8, precision: bf16}\n"
+                                "simulation:\n  replicas: identical\n");
+  const auto r = run_cli("run " + job);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("one_replica.yaml:6: simulation.replicas: identical: there is a single data-parallel replica"),
+            std::string::npos) << r.output;
+  const auto cli = run_cli("run " + job + " --replicas full");
+  EXPECT_EQ(cli.exit_code, 0) << cli.output;
+  const std::string plain = write("one_replica_plain.yaml", slurp(job).substr(0, slurp(job).find("simulation:")));
+  const auto named = run_cli("run " + plain + " --replicas identical");
+  EXPECT_EQ(named.exit_code, 2) << named.output;
+  EXPECT_NE(named.output.find("--replicas: identical: there is a single data-parallel replica"), std::string::npos)
+      << named.output;
+}
+
 // An empty output path was read as "not asked for": the command wrote nothing and exited 0.
 TEST(InputGuards, AnEmptyOutputPathIsAUsageError) {
   for (const std::string& args : {"run " + data("small_job.yaml") + " --json ''",

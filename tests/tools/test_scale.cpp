@@ -257,5 +257,23 @@ TEST(CasePlots, SequenceSweepOnTwoPlatformsGivesMetricRatioAndMemoryCharts) {
   EXPECT_TRUE(case_plots(s, "other").empty());
 }
 
+// A case whose points give different metrics (a step time at one count, only an MFU at
+// others) gets one chart per metric with two points or more, and no ratio chart; all on one
+// axis, an MFU was drawn as seconds.
+TEST(CasePlots, PointsOfDifferentMetricsAreChartedApart) {
+  ValidationSummary s;
+  s.points = {outcome(8192, "hgx_h200", 141, 150, 16.3), outcome(32768, "hgx_h200", 324, 300, 25.8),
+              outcome(65536, "hgx_h200", 391, 380, 30.0), outcome(8192, "hgx_b200", 167, 200, 16.3)};
+  s.points[0].metric = s.points[1].metric = Metric::StepTime;
+  s.points[3].metric = Metric::Mfu;  // alone in its metric, as the one TFLOP/s point: no chart
+  const auto plots = case_plots(s, "s3");
+  std::vector<std::string> suffixes;
+  for (const auto& [suffix, spec] : plots) suffixes.push_back(suffix);
+  EXPECT_EQ(suffixes, (std::vector<std::string>{"_step_s", "_memory"}));
+  EXPECT_EQ(plots[0].second.y_label, "step time (s)");
+  ASSERT_FALSE(plots[0].second.series.empty());
+  EXPECT_EQ(plots[0].second.series.back().points.size(), 2u);  // the two step times measured
+}
+
 }  // namespace
 }  // namespace clustersim::tools::validation

@@ -111,8 +111,18 @@ std::vector<std::pair<std::string, PlotSpec>> case_plots(const ValidationSummary
   for (const auto* p : pts) seqs.insert(p->seq);
   const Axis axis{seqs.size() > 1};
   const auto platforms = platforms_of(pts);
-  out.emplace_back("", metric_plot(pts, axis, platforms, id));
-  if (platforms.size() == 2 && pts[0]->metric != Metric::StepTime) {
+  // A case may give a step time at one count and only an MFU at another: one chart per metric
+  // (suffixed by its name when there are several), never two metrics on one axis.
+  std::map<Metric, std::vector<const PointOutcome*>> by_metric;
+  for (const auto* p : pts) by_metric[p->metric].push_back(p);
+  for (const auto& [metric, of] : by_metric) {
+    if (by_metric.size() == 1) {
+      out.emplace_back("", metric_plot(of, axis, platforms, id));
+    } else if (of.size() >= 2) {
+      out.emplace_back(std::string("_") + to_string(metric), metric_plot(of, axis, platforms_of(of), id));
+    }
+  }
+  if (by_metric.size() == 1 && platforms.size() == 2 && pts[0]->metric != Metric::StepTime) {
     out.emplace_back("_ratio", ratio_plot(pts, axis, platforms, id));
   }
   const bool memory = std::any_of(pts.begin(), pts.end(), [](const auto* p) { return p->measured_peak_gib.has_value(); });
