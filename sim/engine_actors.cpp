@@ -44,13 +44,15 @@ std::uint64_t wire_size(double bytes) {
 
 // Which communication slows compute and is slowed by it. The measurement (interference.csv) is
 // of NCCL all_reduce at NCCL's default channel count beside GEMMs and attention: the collectives
-// of the data-parallel and context-parallel streams are such NCCL collectives. Not applied (not
-// what was measured): tensor-parallel collectives overlapped under tp_comm_overlap (Transformer
-// Engine's userbuffers move all-gathers with copy engines and reduce-scatters on a few SMs) and
-// point-to-point transfers (NCCL P2P runs on few channels, and a send's time here includes its
-// wait for the receiver, which contends for nothing).
-bool interference_applies(Stream stream) {
-  return stream == Stream::DpComm || stream == Stream::CpComm;
+// of the data-parallel and context-parallel streams are such NCCL collectives, and so are those
+// of the tensor-parallel stream when no GEMM runs under Transformer Engine's userbuffers
+// (`tp_nccl`: the backward's asynchronous all-gathers and reduce-scatters beside the dgrad and
+// wgrad GEMMs). Not applied (not what was measured): tensor-parallel collectives under
+// tp_comm_overlap (userbuffers move all-gathers with copy engines and reduce-scatters on a few
+// SMs) and point-to-point transfers (NCCL P2P runs on few channels, and a send's time here
+// includes its wait for the receiver, which contends for nothing).
+bool interference_applies(Stream stream, bool tp_nccl) {
+  return stream == Stream::DpComm || stream == Stream::CpComm || (tp_nccl && stream == Stream::TpComm);
 }
 
 class StreamActor {
@@ -224,16 +226,23 @@ void StreamActor::run_collective(const Op& op, Stream stream) {
   auto release = [&] {
     if (holder) set_holding(r, *holder, false);
   };
+  const bool overlap = sh_->options->interference && interference_applies(stream, sh_->tp_nccl);
+  const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
+  if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   if (sh_->costed(spec.group)) {
-    sg4::this_actor::sleep_for(
-        algo.estimate(call, sh_->platform->nvlink_bandwidth, sh_->platform->network_bandwidth));
+    // An estimated (NVLink-only) collective: its bytes' time `slow` times longer, its latency
+    // unchanged, as the played flows.
+    double t = algo.estimate(call, sh_->platform->nvlink_bandwidth, sh_->platform->network_bandwidth);
+    if (slow != 1.0) {
+      const double latency = algo.plan(call).latency_s;
+      t = latency + (t - latency) * slow;
+    }
+    sg4::this_actor::sleep_for(t);
+    if (overlap && !r.mirror) set_in_flight(r, slot_, nullptr, 0.0);
     release();
     last_algorithm_ = algo.name;
     return;
   }
-  const bool overlap = sh_->options->interference && interference_applies(stream);
-  const double slow = overlap ? comm_slowdown(sh_->ranks[static_cast<size_t>(r.source)], prm) : 1.0;
-  if (overlap && !r.mirror) set_in_flight(r, slot_, &prm, op.bytes);
   const CollectivePlan plan = algo.plan(call);
   const double wire = play_phases(plan, spec.group, stream, slow);
   sg4::this_actor::sleep_for(std::max(0.0, plan.latency_s - wire));
@@ -400,16 +409,20 @@ void prepare(Shared& sh, const Workload& workload, const BuiltPlatform& platform
   sh.platform = &platform;
   sh.options = &options;
   sh.plans.reserve(workload.programs.size());
-  bool copies = false;
+  bool copies = false, userbuffers = false;
   for (const Program& p : workload.programs) {
     sh.plans.push_back(plan_program(p));
     for (const Op& op : p.ops) {
       sh.held_sms = sh.held_sms || op.held_slowdown > 1.0;
+      if (const auto* g = std::get_if<GemmShape>(&op.shape)) {
+        userbuffers = userbuffers || g->splits != 1 || g->sm_margin != 0 || g->busy_sms != 0;
+      }
       sh.ep_held_sms = sh.ep_held_sms || op.ep_held_slowdown > 1.0;
       copies = copies || op.stream == Stream::D2H || op.stream == Stream::H2D;
     }
   }
   sh.held_sms = sh.held_sms && options.interference;
+  sh.tp_nccl = !userbuffers;
   sh.ep_held_sms = sh.ep_held_sms && options.interference;
   set_copy_delays(sh, cost, copies);
   // The estimate needs the platform's NVLink rate (test platforms may leave it unstated).

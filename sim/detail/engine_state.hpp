@@ -147,6 +147,9 @@ struct Shared {
   /// Some GEMM runs slower while a DeepEP token exchange holds SMs beside it (ep_held_slowdown >
   /// 1): only then do those exchanges change the compute rate.
   bool ep_held_sms = false;
+  /// No GEMM runs under Transformer Engine's userbuffers (splits, sm_margin or busy_sms): the
+  /// TP stream's collectives are NCCL kernels and take the measured interference.
+  bool tp_nccl = true;
   /// CostModel::copy_kernel_delay per combination of copy directions; `copy_delayed` when some
   /// is above 0, interference is on and a program has host copies.
   std::array<CopyDelays, 4> copy_delays{};

@@ -28,9 +28,10 @@ TEST(OverlapEffects, OverlappedPipelineTransfersShortenTheInterleavedStep) {
   const std::string layout = "  tp: 4\n  pp: 2\n  vp: 2\n  sequence_parallel: true\n";
   const RunReport on = run("p2p_on", layout);
   const RunReport off = run("p2p_off", layout + "  overlap_p2p_comm: false\n");
-  // Same work on the GPUs; only where the transfers wait differs.
+  // Same work on the GPUs; only where the transfers wait differs (and with it how the TP
+  // stream's NCCL collectives overlap the GEMMs they slow: 1e-5 of the compute here).
   EXPECT_NEAR(on.step.breakdown.compute_s, off.step.breakdown.compute_s,
-              1e-6 * off.step.breakdown.compute_s);
+              1e-4 * off.step.breakdown.compute_s);
   EXPECT_LT(on.step.step_time_s, off.step.step_time_s);
   // Waiting for a pipeline exchange is bubble whether the exchange runs on the compute stream
   // or on pp_comm (docs/outputs.md): posting it asynchronously does not turn the pipeline's
@@ -43,6 +44,30 @@ TEST(OverlapEffects, OverlappedPipelineTransfersShortenTheInterleavedStep) {
 
 // The exposed communication is split by the communicator the compute stream waited for, and
 // the parts add up to it.
+// Without tp_comm_overlap the backward's TP all-gathers and reduce-scatters are NCCL kernels
+// beside the dgrad and wgrad GEMMs (costed in isolation here: TP inside one node) and take the
+// measured interference, as the DP stream's do.
+TEST(OverlapEffects, TheTpStreamsNcclCollectivesSlowTheGemmsBesideThem) {
+  const std::string layout = "  tp: 8\n  sequence_parallel: true\n";
+  SimulateOptions quiet;
+  quiet.interference = false;
+  const auto job = [&](const std::string& name, const std::string& extra) {
+    const std::string path = ::testing::TempDir() + "/overlap_" + name + ".yaml";
+    std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 8}\n"
+                           "model: {catalog: llama3_70b, layers: 8}\n"
+                           "parallelism:\n" + layout + extra +
+                           "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 8, "
+                           "precision: bf16}\n";
+    return load_job(path);
+  };
+  const Job nccl = job("tp_nccl", "");
+  const double on = simulate_job(nccl, SimulateOptions{}).step.breakdown.compute_s;
+  const double off = simulate_job(nccl, quiet).step.breakdown.compute_s;
+  EXPECT_GT(on, 1.002 * off);  // about 1% here; before 2026-12-06 on == off to the bit
+  EXPECT_LT(on, 1.10 * off);
+  // (Under userbuffers: tests/sim/test_interference.cpp, HeldSmsSlowOnlyBusyGemms...)
+}
+
 TEST(OverlapEffects, ExposedCommunicationIsSplitByCommunicator) {
   auto parts_sum = [](const sim::Breakdown& b) {
     double s = b.exposed_other_s;
@@ -283,8 +308,10 @@ TEST(OverlapEffects, ZeroBubbleScheduleFillsTheBubbleWithDeferredWeightGradients
   const std::string layout = "  tp: 2\n  pp: 4\n  sequence_parallel: true\n";
   const RunReport plain = run("zb_1f1b", layout);
   const RunReport zb = run("zb_h1", layout + "  schedule: zb_h1\n");
+  // The same kernels; the TP stream's NCCL collectives overlap other GEMMs in the new order and
+  // slow them by other amounts (0.13% of the compute here).
   EXPECT_NEAR(zb.step.breakdown.compute_s, plain.step.breakdown.compute_s,
-              1e-6 * plain.step.breakdown.compute_s);
+              5e-3 * plain.step.breakdown.compute_s);
   EXPECT_LT(zb.step.step_time_s, 0.97 * plain.step.step_time_s);
   EXPECT_LT(zb.step.breakdown.bubble_s, 0.8 * plain.step.breakdown.bubble_s);
   // Without a pipeline every rank is stage 0, which runs 1F1B unchanged.
