@@ -323,6 +323,16 @@ std::vector<InterferencePoint> load_interference(const std::string& path) {
   std::vector<std::tuple<std::string, std::string, double>> order;
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     check_spot(t, r, err, 1e-3);
+    // A class no lookup reads would be dropped silently, a non-positive figure clamped.
+    const std::string& kind = t.text(r, compute);
+    if (kind != "gemm" && kind != "attention" && kind != "membound") {
+      throw SpecError(t.path, t.lines[r], "compute", "'" + kind + "' is not gemm, attention or membound");
+    }
+    for (const std::size_t c : {bytes, cs, ms}) {
+      if (!(t.number(r, c) > 0.0)) {
+        throw SpecError(t.path, t.lines[r], t.columns[c], "'" + t.text(r, c) + "' must be positive");
+      }
+    }
     const auto key = std::make_tuple(t.text(r, compute), t.text(r, ch), t.number(r, bytes));
     auto [it, fresh] = acc.try_emplace(key);
     if (fresh) {

@@ -1,6 +1,7 @@
 #include "workloads/model_catalog.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <initializer_list>
 #include <map>
@@ -331,7 +332,14 @@ ModelSpec parse_model_section(YamlMap& root) {
   } else {
     reader.read(map, true);
   }
-  if (map.has("name")) name = map.get_string("name");
+  if (map.has("name")) {
+    name = map.get_string("name");
+    // The name heads the text report's job line and the outputs: one printable line.
+    const bool printable = !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
+      return std::iscntrl(static_cast<unsigned char>(c)) != 0;
+    });
+    if (!printable) throw map.error("name", "a model name is one non-empty line without control characters");
+  }
   return reader.finish(name);
 }
 

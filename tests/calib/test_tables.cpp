@@ -254,6 +254,20 @@ TEST(PowerBoostTable, InterpolatesBetweenMeasuredSharesAndRejectsBadCurves) {
   expect_spec_error([&] { PowerBoostTable::load(open_end); }, open_end, 0, "share");
 }
 
+// interference.csv: a row of a class no lookup reads, or with a slowdown or size that is not
+// positive, is an error at its line and column (they were dropped, or clamped to 1, silently).
+TEST(InterferenceTable, RejectsUnknownClassesAndNonPositiveFigures) {
+  const std::string head =
+      "rank,compute,channels,bytes,compute_alone_s,compute_with_comm_s,compute_slowdown,comm_alone_s,"
+      "comm_with_compute_s,comm_slowdown,comm_algbw_alone_GBps,check_err\n";
+  const std::string row = "0,gemm,default,16777216,0.0016,0.00176,1.074,8.4e-05,0.000217,2.588,200,0\n";
+  EXPECT_EQ(load_interference(write_temp("interf_ok.csv", head + row)).size(), 1u);
+  const std::string toaster = write_temp("interf_kind.csv", head + row + "0,toaster" + row.substr(6));
+  expect_spec_error([&] { load_interference(toaster); }, toaster, 3, "compute");
+  const std::string slow = write_temp("interf_slow.csv", head + "0,gemm,default,16777216,0.0016,0.00176,-1,8.4e-05,0.000217,2.588,200,0\n");
+  expect_spec_error([&] { load_interference(slow); }, slow, 2, "compute_slowdown");
+}
+
 // Kernels beside host copies (copy_interference.csv): a line of extra time over the kernel's
 // time per class and copy directions, both parts >= 0; bad rows are errors at their line.
 TEST(CopyDelayTable, FitsALinePerClassAndDirectionAndRejectsBadRows) {

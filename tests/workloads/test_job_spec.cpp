@@ -227,6 +227,10 @@ TEST(JobSpec, CatalogModelWithOverrides) {
                "heads (30) must be a multiple of kv_heads (8)");
   expect_error(with_line(1, "model: {catalog: mixtral_8x7b, experts: 1}"), 128, 1, "model.experts",
                "top_k (2) exceeds experts (1)");
+  // A model name is one printable line (it heads the text report's job line).
+  expect_error(with_line(1, "model: {catalog: gpt3_175b, name: \"a\\nb\"}"), 128, 1, "model.name",
+               "one non-empty line");
+  expect_error(with_line(1, "model: {catalog: gpt3_175b, name: \"\"}"), 128, 1, "model.name", "one non-empty line");
   // The job's attention: gqa over DeepSeek-V3's MLA ranks blames the job's attention key.
   expect_error(with_line(1, "model: {catalog: deepseek_v3, attention: gqa}"), 128, 1, "model.attention",
                "q_lora_rank is only meaningful with attention: mla");
