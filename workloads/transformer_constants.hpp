@@ -56,6 +56,10 @@ inline constexpr int kCrossEntropyAllReduces = 3;
 // main_grad (FP32) += grad (BF16): read 4 + 2, write 4 bytes per element (Megatron DDP hook
 // for parameters whose gradient is not fused into a GEMM, such as the embeddings).
 inline constexpr double kMainGradAccumulateBytes = 10.0;
+// Autograd's sum of two BF16 gradients of one parameter (read 2 + 2, write 2 bytes per element):
+// the word embedding read by the model and by its MTP depth on one rank, whose AccumulateGrad,
+// and with it Megatron's main_grad hook, runs once on the sum.
+inline constexpr double kGradSumBytes = 6.0;
 // MoE router: softmax (or sigmoid) over the expert logits in FP32 and top-k selection, per
 // token and expert: read the logits, write the probabilities, read them for top-k (4 + 4 + 4).
 inline constexpr double kRouterBytesPerLogit = 12.0;

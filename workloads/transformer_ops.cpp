@@ -335,11 +335,13 @@ std::uint32_t TransformerOps::norm_backward(const std::string& label,
 
 // Dense embedding gradient (PyTorch embedding backward): zero-fill the BF16 table gradient,
 // index-add the token gradients (read them, read and write the rows), then accumulate the table
-// gradient into main_grad.
-double TransformerOps::dense_embedding_grad_bytes(std::int64_t rows) const {
+// gradient into main_grad; with `summed`, the second of two gradients of one table on the rank
+// (an MTP depth's use of the word embedding beside the model's, pp 1), which autograd adds to the
+// first before the one main_grad accumulation the other use already charged.
+double TransformerOps::dense_embedding_grad_bytes(std::int64_t rows, bool summed) const {
   const double table = static_cast<double>(rows) * static_cast<double>(s_.hidden);
   return table * kActivationBytes + 3.0 * act_bytes(s_.tokens, s_.hidden) +
-         table * kMainGradAccumulateBytes;
+         table * (summed ? kGradSumBytes : kMainGradAccumulateBytes);
 }
 
 void TransformerOps::embedding_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix) {
@@ -490,8 +492,10 @@ void TransformerOps::embedding_backward(GradSink* sink, const std::string& prefi
                                     dense_embedding_grad_bytes(s_.position_rows));
     if (sink != nullptr) sink->gradient_ready(ParamGroup::PositionEmbedding, -1, op);
   }
-  const std::uint32_t op =
-      b_.mem(prefix + "embedding_bwd", MemKernel::Elementwise, dense_embedding_grad_bytes(s_.vocab));
+  // The MTP depth's embedding gradient on a rank that runs the model's embedding too (pp 1).
+  const bool summed = !prefix.empty() && spec_.parallel.pp == 1;
+  const std::uint32_t op = b_.mem(prefix + "embedding_bwd", MemKernel::Elementwise,
+                                  dense_embedding_grad_bytes(s_.vocab, summed));
   if (sink != nullptr) sink->gradient_ready(ParamGroup::WordEmbedding, -1, op);
 }
 

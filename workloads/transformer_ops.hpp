@@ -192,7 +192,9 @@ class TransformerOps {
   void row_backward(const std::string& name, std::int64_t in, std::int64_t out, ParamGroup group,
                     int layer, GradSink* sink);
   std::uint32_t norm_backward(const std::string& label, std::vector<std::uint32_t> deps);
-  double dense_embedding_grad_bytes(std::int64_t rows) const;
+  /// Bytes of a dense embedding table's gradient of `rows` rows; `summed`: added to another
+  /// gradient of the same table instead of into main_grad.
+  double dense_embedding_grad_bytes(std::int64_t rows, bool summed = false) const;
   /// The MLP's first linear (input gathered over TP with SP) and its activation.
   void mlp_fc1_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn);
   void mlp_forward(const std::string& prefix, std::int64_t fc1_out, std::int64_t ffn);

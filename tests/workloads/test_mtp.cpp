@@ -61,6 +61,28 @@ TEST(Mtp, OpsAddUpToTheAccountedFlops) {
               added, 1e-6 * added);
 }
 
+// The word embedding's gradient from an MTP depth on a rank that also runs the model's
+// embedding (pp 1) is summed by autograd with the model's before the one main_grad accumulation
+// (6 B per table element instead of 10); on the last stage of a pipeline it is the rank's only
+// gradient of its embedding copy and goes into main_grad.
+TEST(Mtp, TheDepthsEmbeddingGradientIsSummedNotAccumulatedTwice) {
+  const double scatter = 3.0 * 128 * 256 * 2;  // read the token gradients, read and write the rows
+  auto bytes = [](const sim::Program& p, const std::string& label) {
+    for (const auto& op : p.ops) {
+      if (p.labels[op.label] == label) return op.bytes;
+    }
+    ADD_FAILURE() << "no " << label;
+    return 0.0;
+  };
+  const sim::Program one = generate_workload(mtp_job(1, 1, 1, 1)).programs[0];
+  const double model = bytes(one, "embedding_bwd"), depth = bytes(one, "mtp_embedding_bwd");
+  const double table = (model - scatter) / 12.0;  // zero-fill 2 B + main_grad 10 B per element
+  EXPECT_GT(table, 1000.0 * 256);
+  EXPECT_DOUBLE_EQ(depth, 8.0 * table + scatter);  // zero-fill 2 B + the sum's 6 B
+  const sim::Workload piped = generate_workload(mtp_job(1, 2, 1, 1));
+  EXPECT_DOUBLE_EQ(bytes(piped.programs[1], "mtp_embedding_bwd"), model);
+}
+
 TEST(Mtp, DepthsRunOnTheLastStageAfterTheDecoder) {
   const WorkloadSpec spec = mtp_job(2, 2, 1, 2, "", "", "fp8");
   const sim::Workload w = generate_workload(spec);
