@@ -51,6 +51,8 @@ std::string collective_name(sim::CollectiveKind k) {
     // asks for AllToAll itself, sim/engine_shared.cpp).
     case sim::CollectiveKind::AllToAll:
     case sim::CollectiveKind::TokenExchange: return "all_to_all";
+    // A ring shift is point-to-point sends (the engine asks for p2p_params).
+    case sim::CollectiveKind::RingShift: break;
   }
   throw std::invalid_argument("unknown collective kind");
 }

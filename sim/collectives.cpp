@@ -78,7 +78,7 @@ double base_latency(const CollectiveCall& c, const Shape& s) {
 // the member of the next domain with its local index; inside its domain each member sends
 // (L_d - 1) / L_d of its share to its neighbour, as in the even case. ---
 bool point_to_point_kind(CollectiveKind k) {
-  return k == CollectiveKind::AllToAll || k == CollectiveKind::TokenExchange;
+  return k == CollectiveKind::AllToAll || k == CollectiveKind::TokenExchange || k == CollectiveKind::RingShift;
 }
 
 bool ring_applicable(const CollectiveCall& c) { return !point_to_point_kind(c.kind); }
@@ -123,6 +123,39 @@ double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
   const double t = s.domains == 1 ? share / (c.nvl.bandwidth_efficiency * nvlink_bw)
                                   : share / s.min_local / (c.net.bandwidth_efficiency * net_bw);
   return ring_plan(c).latency_s + t;
+}
+
+// --- shift: a ring shift (context parallelism's K/V exchange, Transformer Engine's batched
+// isend/irecv to the next and from the previous CP rank) is one point-to-point send of the
+// whole buffer to the next member: a member at an NVLink-domain boundary pushes it through its
+// own NIC (one send is not spread over the domain's NICs, as NCCL's channels spread a ring
+// collective). Latency: the point-to-point base of the slower of its send and receive links. ---
+bool shift_applicable(const CollectiveCall& c) { return c.kind == CollectiveKind::RingShift; }
+
+bool crosses_domain(const CollectiveCall& c, int offset) {
+  const auto& m = *c.members;
+  const int p = static_cast<int>(m.size());
+  const int other = m[static_cast<size_t>((c.index + offset + p) % p)];
+  return other / c.domain_size != m[static_cast<size_t>(c.index)] / c.domain_size;
+}
+
+CollectivePlan shift_plan(const CollectiveCall& c) {
+  const auto& m = *c.members;
+  const int p = static_cast<int>(m.size());
+  const bool out = crosses_domain(c, 1), in = crosses_domain(c, -1);
+  const CollectiveParams& send = out ? c.net : c.nvl;
+  CollectivePlan plan;
+  plan.algorithm = "shift";
+  plan.phases.push_back(FlowPhase{
+      {{m[static_cast<size_t>((c.index + 1) % p)], c.bytes / send.bandwidth_efficiency, 0}}, {0}});
+  plan.latency_s = (out || in ? c.net : c.nvl).base_latency_s;
+  return plan;
+}
+
+double shift_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
+  const bool out = crosses_domain(c, 1);
+  const CollectiveParams& send = out ? c.net : c.nvl;
+  return shift_plan(c).latency_s + c.bytes / (send.bandwidth_efficiency * (out ? net_bw : nvlink_bw));
 }
 
 // --- pairwise all-to-all: every member sends bytes/p to every other member at once; each GPU's
@@ -427,6 +460,7 @@ const std::vector<CollectiveAlgorithm>& collective_algorithms() {
       {"nvls", nvls_applicable, nvls_plan, nvls_estimate, false},
       {"pairwise", pairwise_applicable, pairwise_plan, pairwise_estimate},
       {"deepep", deepep_applicable, deepep_plan, deepep_estimate},
+      {"shift", shift_applicable, shift_plan, shift_estimate},
   };
   return kAlgorithms;
 }
@@ -437,6 +471,7 @@ const CollectiveAlgorithm& choose_algorithm(const CollectiveCall& call, std::str
   const CollectiveAlgorithm* fallback = &all.front();
   if (call.kind == CollectiveKind::AllToAll) fallback = &by_name("pairwise");
   if (call.kind == CollectiveKind::TokenExchange) fallback = &by_name("deepep");
+  if (call.kind == CollectiveKind::RingShift) fallback = &by_name("shift");
   if (!forced.empty()) {
     for (const auto& a : all) {
       if (a.name == forced) return a.applicable(call) ? a : *fallback;

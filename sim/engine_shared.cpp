@@ -34,7 +34,8 @@ const CommParams& Shared::params(int rank, const Op& op) {
   if (table.empty()) table.resize(r.program->ops.size());
   CommParams& c = table[static_cast<size_t>(&op - r.program->ops.data())];
   if (!c.ready) {
-    if (const auto* spec = std::get_if<CollectiveSpec>(&op.shape)) {
+    const auto* spec = std::get_if<CollectiveSpec>(&op.shape);
+    if (spec != nullptr && spec->kind != CollectiveKind::RingShift) {
       const int p = group(rank, spec->group).size;
       // A token exchange (DeepEP) has no table of its own: its links run at the efficiency of
       // NCCL's all-to-all at the size the all-to-all dispatcher would send (top_k copies).
@@ -43,7 +44,7 @@ const CommParams& Shared::params(int rank, const Op& op) {
       const double bytes = tokens ? op.bytes * spec->routing.top_k : op.bytes;
       c.nvl = cost->protocol_collective_params(kind, bytes, p, LinkClass::NVLink, options->nccl_proto);
       c.net = cost->collective_params(kind, bytes, p, LinkClass::Network);
-    } else {
+    } else {  // point-to-point transfers, and the point-to-point sends of a ring shift
       c.nvl = cost->p2p_params(op.bytes, LinkClass::NVLink);
       c.net = cost->p2p_params(op.bytes, LinkClass::Network);
     }

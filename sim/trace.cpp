@@ -71,6 +71,7 @@ const char* to_string(CollectiveKind v) {
     case CollectiveKind::ReduceScatter: return "reduce_scatter";
     case CollectiveKind::AllToAll: return "all_to_all";
     case CollectiveKind::TokenExchange: return "token_exchange";
+    case CollectiveKind::RingShift: return "ring_shift";
   }
   return "?";
 }

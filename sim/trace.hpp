@@ -46,9 +46,12 @@ enum class GroupKind : std::uint8_t { TP, CP, DP, PP, EP, ETP, EDP, DPCP, EMB, A
 /// Number of GroupKind values (the engine sizes per-communicator tables with it).
 inline constexpr int kGroupKindCount = 10;
 
-/// Collective operations: NCCL semantics, and TokenExchange, a MoE token dispatch or combine
-/// as DeepEP's normal kernels run it (CollectiveSpec::routing; docs/engine.md, "Token exchange").
-enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, TokenExchange };
+/// Collective operations: NCCL semantics; TokenExchange, a MoE token dispatch or combine as
+/// DeepEP's normal kernels run it (CollectiveSpec::routing; docs/engine.md, "Token exchange");
+/// RingShift, each member sending `bytes` to the next member of the group and receiving as
+/// much from the previous one as a pair of NCCL point-to-point calls (context parallelism's K/V
+/// ring exchange, Transformer Engine's batched isend/irecv).
+enum class CollectiveKind : std::uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, TokenExchange, RingShift };
 
 /// Pipeline neighbour of a rank (RankLayout::pp_peer()).
 enum class Peer : std::uint8_t { None, PrevStage, NextStage };

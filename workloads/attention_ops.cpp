@@ -42,8 +42,10 @@ double TransformerOps::kv_block_bytes() const {
 // load-balanced chunks of every sequence (chunks i and 2cp-1-i) and the K/V blocks travel
 // around the CP ring: step 0 attends its own block causally, each of the cp-1 later steps
 // attends half of the pairs (seq/cp x seq/(2cp)) without a mask, so every rank does the same
-// causal share; the transfer of the next block (on the cp_comm stream, one ring shift = an
-// all-gather op of block*cp/(cp-1) bytes) overlaps the current step. A final correction merges
+// causal share; the transfer of the next block (on the cp_comm stream, a ring_shift op of the
+// block's bytes: Transformer Engine's isend to the next and irecv from the previous CP rank;
+// before 2026-12-06 an all-gather op of block*cp/(cp-1) bytes, whose ring spread the hop
+// between NVLink domains over every member's NIC) overlaps the current step. A final correction merges
 // the per-step outputs with their softmax statistics.
 void TransformerOps::attention_core_forward() {
   const std::int64_t qo_cols = s_.heads * (s_.head_dim + s_.v_head_dim);
@@ -80,13 +82,12 @@ void TransformerOps::cp_attention_steps(bool backward, double own_bytes, double 
 void TransformerOps::cp_ring_forward(const std::vector<std::uint32_t>& launch, double full_bytes,
                                      std::int64_t qo_cols) {
   const double block = kv_block_bytes();
-  const double ring_step = block * s_.cp / (s_.cp - 1);
   std::optional<std::uint32_t> previous;
   for (int j = 0; j < s_.cp; ++j) {
     std::optional<std::uint32_t> next;
     if (j + 1 < s_.cp) {
-      next = b_.collective("cp_kv", CollectiveKind::AllGather, sim::GroupKind::CP,
-                           sim::Stream::CpComm, ring_step, j == 0 ? launch : std::vector<std::uint32_t>{});
+      next = b_.collective("cp_kv", CollectiveKind::RingShift, sim::GroupKind::CP,
+                           sim::Stream::CpComm, block, j == 0 ? launch : std::vector<std::uint32_t>{});
     }
     if (previous) b_.defer(*previous);
     if (j == 0) {
@@ -114,7 +115,6 @@ void TransformerOps::attention_core_backward() {
     return;
   }
   const double block = kv_block_bytes();
-  const double per_block = block * s_.cp / (s_.cp - 1);
   std::vector<std::uint32_t> launch = b_.after_last_compute();
   if (s_.cp_all_gather) {
     // K/V gathered again (Transformer Engine keeps only the local shard), the work, then the
@@ -131,8 +131,8 @@ void TransformerOps::attention_core_backward() {
   for (int j = 0; j < s_.cp; ++j) {
     std::optional<std::uint32_t> next;
     if (j + 1 < s_.cp) {
-      next = b_.collective("cp_kv_dkv", CollectiveKind::AllGather, sim::GroupKind::CP,
-                           sim::Stream::CpComm, (j == 0 ? 1.0 : 2.0) * per_block,
+      next = b_.collective("cp_kv_dkv", CollectiveKind::RingShift, sim::GroupKind::CP,
+                           sim::Stream::CpComm, (j == 0 ? 1.0 : 2.0) * block,
                            j == 0 ? launch : b_.after_last_compute());
     }
     if (previous) b_.defer(*previous);
@@ -145,8 +145,8 @@ void TransformerOps::attention_core_backward() {
     previous = next;
   }
   const std::uint32_t last_step = *b_.last_compute();
-  b_.defer(b_.collective("cp_dkv", CollectiveKind::AllGather, sim::GroupKind::CP, sim::Stream::CpComm,
-                         per_block, {last_step}));
+  b_.defer(b_.collective("cp_dkv", CollectiveKind::RingShift, sim::GroupKind::CP, sim::Stream::CpComm,
+                         block, {last_step}));
 }
 
 void TransformerOps::attention_forward() {

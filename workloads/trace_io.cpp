@@ -46,7 +46,7 @@ constexpr std::array kOrderDims{sim::GroupKind::TP, sim::GroupKind::CP, sim::Gro
                                 sim::GroupKind::DP, sim::GroupKind::PP};
 constexpr std::array kCollectives{sim::CollectiveKind::AllReduce, sim::CollectiveKind::AllGather,
                                   sim::CollectiveKind::ReduceScatter, sim::CollectiveKind::AllToAll,
-                                  sim::CollectiveKind::TokenExchange};
+                                  sim::CollectiveKind::TokenExchange, sim::CollectiveKind::RingShift};
 constexpr std::array kPeers{sim::Peer::None, sim::Peer::PrevStage, sim::Peer::NextStage};
 constexpr std::array kMemKernels{sim::MemKernel::Elementwise, sim::MemKernel::Norm,
                                  sim::MemKernel::Activation, sim::MemKernel::Rope,

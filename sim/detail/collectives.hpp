@@ -115,11 +115,12 @@ struct CollectiveAlgorithm {
   bool automatic = true;
 };
 
-/// All algorithms: ring, tree, hierarchical, nvls, pairwise (all-to-all), deepep (token exchange).
+/// All algorithms: ring, tree, hierarchical, nvls, pairwise (all-to-all), deepep (token
+/// exchange), shift (ring shift).
 const std::vector<CollectiveAlgorithm>& collective_algorithms();
 
 /// The algorithm to use: `forced` if not empty ("ring", "tree", ...; falls back to ring, for
-/// an all-to-all to pairwise and for a token exchange to deepep, when the forced one does not
+/// an all-to-all to pairwise, for a token exchange to deepep and for a ring shift to shift, when the forced one does not
 /// apply to this call), else the applicable one with the lowest estimate. @throws std::invalid_argument for an unknown forced name.
 const CollectiveAlgorithm& choose_algorithm(const CollectiveCall& call, std::string_view forced,
                                             double nvlink_bw, double net_bw);

@@ -106,7 +106,7 @@ TEST(CollectiveAlgorithms, EveryPlanStaysWithinTheEnginesPhaseAndLaneSlots) {
   groups.push_back(strided);
   const CollectiveKind kinds[] = {CollectiveKind::AllReduce, CollectiveKind::AllGather,
                                   CollectiveKind::ReduceScatter, CollectiveKind::AllToAll,
-                                  CollectiveKind::TokenExchange};
+                                  CollectiveKind::TokenExchange, CollectiveKind::RingShift};
   std::map<std::string, int> plans_of;
   for (const auto& members : groups) {
     for (CollectiveKind kind : kinds) {
@@ -263,6 +263,47 @@ TEST(RingAllReduce, AnUnevenGroupSpreadsEachBoundaryOverTheMembersBothDomainsHol
   EXPECT_NEAR(crossing, 2 * share, 1e-6);  // one share across each of the two boundaries
   EXPECT_NEAR(largest_crossing, share / 4, 1e-6);  // over 4 NICs, not the whole share on one
   EXPECT_EQ(lane_in, expected_in);
+}
+
+// A ring shift (context parallelism's K/V exchange) is one point-to-point send of the whole
+// buffer to the next member: the member at an NVLink-domain boundary pushes it through its own
+// NIC. Played as a ring all-gather (before 2026-12-06) it spread that hop over every member's NIC.
+TEST(RingShift, EachMemberSendsTheWholeBufferToTheNextOverItsOwnLink) {
+  const detail::CollectiveAlgorithm* shift = nullptr;
+  for (const auto& a : detail::collective_algorithms()) {
+    if (std::string_view(a.name) == "shift") shift = &a;
+  }
+  ASSERT_NE(shift, nullptr);
+  const std::vector<int> members = {0, 4, 8, 12};  // TP4 x CP4 over two domains of 8: L = 2
+  const double bytes = 8e6;
+  for (int i = 0; i < 4; ++i) {
+    const GroupShape shape = detail::group_shape(members, i, 8);
+    CollectiveCall c;
+    c.kind = CollectiveKind::RingShift;
+    c.bytes = bytes;
+    c.members = &members;
+    c.index = i;
+    c.domain_size = 8;
+    c.shape = &shape;
+    c.nvl.bandwidth_efficiency = 0.8;
+    c.net.bandwidth_efficiency = 0.9;
+    c.nvl.base_latency_s = 10e-6;
+    c.net.base_latency_s = 20e-6;
+    ASSERT_TRUE(shift->applicable(c));
+    EXPECT_EQ(&detail::choose_algorithm(c, "", 450e9, 50e9), shift);
+    EXPECT_EQ(&detail::choose_algorithm(c, "ring", 450e9, 50e9), shift);  // ring does not apply
+    const CollectivePlan plan = shift->plan(c);
+    ASSERT_EQ(plan.phases.size(), 1u);
+    ASSERT_EQ(plan.phases[0].sends.size(), 1u);
+    const auto& f = plan.phases[0].sends[0];
+    EXPECT_EQ(f.to, members[static_cast<size_t>((i + 1) % 4)]);
+    const bool nic = i == 1 || i == 3;  // 4 -> 8 and 12 -> 0 cross domains
+    EXPECT_DOUBLE_EQ(f.bytes, bytes / (nic ? 0.9 : 0.8)) << i;
+    EXPECT_EQ(plan.phases[0].receive_lanes, std::vector<int>{f.lane});
+    // Members sending or receiving across domains pay the network's point-to-point latency.
+    EXPECT_DOUBLE_EQ(plan.latency_s, 20e-6) << i;
+    EXPECT_NEAR(shift->estimate(c, 450e9, 50e9), 20e-6 + bytes / (nic ? 0.9 * 50e9 : 0.8 * 450e9), 1e-12);
+  }
 }
 
 TEST(PairwiseAllToAll, EngineTimeIsThePerPeerPatternsLinkLoad) {

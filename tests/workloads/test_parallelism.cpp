@@ -53,32 +53,33 @@ TEST(ContextParallel, RingExchangesKvBlocksOverlappedWithAttentionSteps) {
   EXPECT_EQ(count(p, "cp_kv_dkv", sim::Stream::CpComm).ops, 3 * 4 * 2);
   EXPECT_EQ(count(p, "cp_dkv", sim::Stream::CpComm).ops, 4 * 2);
   EXPECT_EQ(count(p, "attn").ops, 4 * 4 * 2);  // cp steps
-  // Every op of the ring is a CP collective; each rank holds seq/cp tokens.
+  // Every op of the ring is a CP ring shift (send to the next, receive from the previous CP
+  // rank); each rank holds seq/cp tokens.
   for (const auto& op : p.ops) {
     if (op.stream == sim::Stream::CpComm) {
       EXPECT_EQ(std::get<sim::CollectiveSpec>(op.shape).group, sim::GroupKind::CP);
+      EXPECT_EQ(std::get<sim::CollectiveSpec>(op.shape).kind, sim::CollectiveKind::RingShift);
     }
     if (const auto* a = std::get_if<sim::AttentionShape>(&op.shape)) {
       EXPECT_EQ(a->seq_q, 64);
     }
   }
-  // Each ring step sends every rank's K/V block to its neighbour: the all-gather that plays it
-  // moves (cp-1)/cp of its size per rank, one block of 64 tokens x 2 KV heads x (32 + 32) in
-  // BF16 (the backward's later steps carry the dK/dV accumulated so far too).
+  // Each ring step sends every rank's K/V block to its neighbour: one block of 64 tokens x 2 KV
+  // heads x (32 + 32) in BF16 (the backward's later steps carry the dK/dV accumulated so far too).
   const double block = 64.0 * 2 * (32 + 32) * 2;
   for (const auto& op : p.ops) {
     const std::string& label = p.labels[op.label];
     if (label == "cp_kv" || label == "cp_dkv") {
-      EXPECT_DOUBLE_EQ(op.bytes * 3 / 4, block) << label;
+      EXPECT_DOUBLE_EQ(op.bytes, block) << label;
     }
     if (label == "cp_kv_dkv") {
-      EXPECT_TRUE(op.bytes * 3 / 4 == block || op.bytes * 3 / 4 == 2 * block) << op.bytes;
+      EXPECT_TRUE(op.bytes == block || op.bytes == 2 * block) << op.bytes;
     }
   }
   // A later backward transfer carries the dK/dV of the step before it: it waits for that step's
   // kernel (the first carries only K/V and waits for what the layer's backward needs before it).
   for (std::size_t i = 0; i < p.ops.size(); ++i) {
-    if (p.labels[p.ops[i].label] != "cp_kv_dkv" || p.ops[i].bytes * 3 / 4 != 2 * block) continue;
+    if (p.labels[p.ops[i].label] != "cp_kv_dkv" || p.ops[i].bytes != 2 * block) continue;
     const auto& deps = p.ops[i].deps;
     ASSERT_EQ(deps.size(), 1U) << "op " << i;
     EXPECT_EQ(p.labels[p.ops[deps[0]].label], "attn_bwd") << "op " << i;
