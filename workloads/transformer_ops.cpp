@@ -334,10 +334,8 @@ std::uint32_t TransformerOps::norm_backward(const std::string& label,
 }
 
 // Dense embedding gradient (PyTorch embedding backward): zero-fill the BF16 table gradient,
-// index-add the token gradients (read them, read and write the rows), then accumulate the table
-// gradient into main_grad; with `summed`, the second of two gradients of one table on the rank
-// (an MTP depth's use of the word embedding beside the model's, pp 1), which autograd adds to the
-// first before the one main_grad accumulation the other use already charged.
+// index-add the token gradients (read them, read and write the rows), then accumulate it into
+// main_grad, or with `summed` add it to the rank's other gradient of the table (MTP at pp 1).
 double TransformerOps::dense_embedding_grad_bytes(std::int64_t rows, bool summed) const {
   const double table = static_cast<double>(rows) * static_cast<double>(s_.hidden);
   return table * kActivationBytes + 3.0 * act_bytes(s_.tokens, s_.hidden) +

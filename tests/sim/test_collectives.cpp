@@ -221,6 +221,20 @@ TEST(PairwiseAllToAll, IrregularAndSingleDomainGroupsKeepThePerPeerLinkLoadsInFe
 // A ring over a group split unevenly over NVLink domains (12 ranks over domains of 8: 8 + 4)
 // crosses each domain boundary with one ring share, spread over as many members as both
 // domains hold (4 NICs each way), not over one NIC; every receive matches a flow, lane by lane.
+// Member `i`'s call of `kind` over `members` (domains of 8 GPUs), links at full efficiency.
+CollectiveCall call(CollectiveKind kind, double bytes, const std::vector<int>& members, int i,
+                    const GroupShape& shape) {
+  CollectiveCall c;
+  c.kind = kind;
+  c.bytes = bytes;
+  c.members = &members;
+  c.index = i;
+  c.domain_size = 8;
+  c.shape = &shape;
+  c.nvl.bandwidth_efficiency = c.net.bandwidth_efficiency = 1.0;
+  return c;
+}
+
 TEST(RingAllReduce, AnUnevenGroupSpreadsEachBoundaryOverTheMembersBothDomainsHold) {
   const detail::CollectiveAlgorithm* ring = nullptr;
   for (const auto& a : detail::collective_algorithms()) {
@@ -239,14 +253,7 @@ TEST(RingAllReduce, AnUnevenGroupSpreadsEachBoundaryOverTheMembersBothDomainsHol
     const GroupShape shape = detail::group_shape(members, i, 8);
     EXPECT_FALSE(shape.regular);
     EXPECT_EQ(shape.min_local, 4);
-    CollectiveCall c;
-    c.kind = CollectiveKind::AllReduce;
-    c.bytes = bytes;
-    c.members = &members;
-    c.index = i;
-    c.domain_size = 8;
-    c.shape = &shape;
-    c.nvl.bandwidth_efficiency = c.net.bandwidth_efficiency = 1.0;
+    const CollectiveCall c = call(CollectiveKind::AllReduce, bytes, members, i, shape);
     const CollectivePlan plan = ring->plan(c);
     ASSERT_EQ(plan.phases.size(), 1u);
     for (const auto& f : plan.phases[0].sends) {
@@ -278,13 +285,7 @@ TEST(RingShift, EachMemberSendsTheWholeBufferToTheNextOverItsOwnLink) {
   const double bytes = 8e6;
   for (int i = 0; i < 4; ++i) {
     const GroupShape shape = detail::group_shape(members, i, 8);
-    CollectiveCall c;
-    c.kind = CollectiveKind::RingShift;
-    c.bytes = bytes;
-    c.members = &members;
-    c.index = i;
-    c.domain_size = 8;
-    c.shape = &shape;
+    CollectiveCall c = call(CollectiveKind::RingShift, bytes, members, i, shape);
     c.nvl.bandwidth_efficiency = 0.8;
     c.net.bandwidth_efficiency = 0.9;
     c.nvl.base_latency_s = 10e-6;
