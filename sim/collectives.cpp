@@ -129,7 +129,8 @@ double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
 // isend/irecv to the next and from the previous CP rank) is one point-to-point send of the
 // whole buffer to the next member: a member at an NVLink-domain boundary pushes it through its
 // own NIC (one send is not spread over the domain's NICs, as NCCL's channels spread a ring
-// collective). Latency: the point-to-point base of the slower of its send and receive links. ---
+// collective). Latency: a point-to-point transfer's (base + one step, as the engine charges a
+// pipeline transfer) of the network where it sends or receives across domains, else NVLink's. ---
 bool shift_applicable(const CollectiveCall& c) { return c.kind == CollectiveKind::RingShift; }
 
 bool crosses_domain(const CollectiveCall& c, int offset) {
@@ -148,7 +149,8 @@ CollectivePlan shift_plan(const CollectiveCall& c) {
   plan.algorithm = "shift";
   plan.phases.push_back(FlowPhase{
       {{m[static_cast<size_t>((c.index + 1) % p)], c.bytes / send.bandwidth_efficiency, 0}}, {0}});
-  plan.latency_s = (out || in ? c.net : c.nvl).base_latency_s;
+  const CollectiveParams& lat = out || in ? c.net : c.nvl;
+  plan.latency_s = lat.base_latency_s + lat.step_latency_s;
   return plan;
 }
 
