@@ -53,8 +53,9 @@ double MeasuredCostModel::grid_time(const std::string& key, const LogGrid& g, do
   return g.time_at({bytes});
 }
 
-// A small call's time is its floor, the launch and the DRAM round trips of the GPU's front end
-// (calibration run 62: 1.7 us for a 32 KiB copy, 3.0-3.5 us for the norms, flat up to ~0.5 MiB),
+// A small call's time is its floor, the launch and the round trips of the GPU's front end
+// (calibration run 62: 1.7 us for a 32 KiB copy, 3.0-3.5 us for the norms, flat up to ~0.5 MiB,
+// operands L2-resident there: the probe's 64 rotating slots fit in the L2 up to 0.5 MiB),
 // which a faster or slower HBM does not change; the time above it is the bytes over the
 // bandwidth, which scales with HBM bandwidth (docs/calibration.md, "Other GPUs").
 double MeasuredCostModel::kernel_time(const std::string& key, double bytes) const {

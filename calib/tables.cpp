@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -164,6 +165,28 @@ CsvTable read_csv(const std::string& path) {
   return t;
 }
 
+// The GEMM probes' dtypes and layouts (calib/probes/gemm.cu: the forward, data-gradient and
+// weight-gradient layouts of a BF16 linear; FP8's TN layout with its accumulation and scaling
+// variants). Another name would make a series no cost-model lookup reads, reported only as a
+// missing grid, so it is an error at its row.
+namespace {
+void check_gemm_names(const CsvTable& t, std::size_t dt, std::size_t lay) {
+  static const std::set<std::string> dtypes{"bf16", "fp8"};
+  static const std::set<std::string> layouts{"fwd",        "dgrad",        "wgrad",       "tn",
+                                             "tn_fastacc", "tn_block1d1d", "tn_block2d1d"};
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    if (!dtypes.count(t.text(r, dt))) {
+      throw SpecError(t.path, t.lines[r], "dtype", "'" + t.text(r, dt) + "' (bf16 or fp8)");
+    }
+    if (!layouts.count(t.text(r, lay))) {
+      throw SpecError(t.path, t.lines[r], "layout",
+                      "'" + t.text(r, lay) +
+                          "' (fwd, dgrad, wgrad, tn, tn_fastacc, tn_block1d1d or tn_block2d1d)");
+    }
+  }
+}
+}  // namespace
+
 // The series of a GEMM table: key "<prefix><dtype>/<layout><suffix(row)>", axes m, n, k,
 // spot-check tolerance 2%.
 template <typename SuffixFn>
@@ -171,6 +194,7 @@ std::vector<MeasuredSeries> group_gemm(const CsvTable& t, const std::string& pre
                                        SuffixFn suffix) {
   const std::size_t dt = t.column("dtype"), lay = t.column("layout");
   const std::size_t m = t.column("m"), n = t.column("n"), k = t.column("k");
+  check_gemm_names(t, dt, lay);
   return group(
       t, {"m", "n", "k"}, 0.02,
       [&](std::size_t r) { return prefix + t.text(r, dt) + "/" + t.text(r, lay) + suffix(r); },

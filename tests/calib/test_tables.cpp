@@ -76,6 +76,16 @@ TEST(CsvTable, MissingColumnNamesTheHeaderLine) {
   expect_spec_error([&] { load_gemm_series(p); }, p, 2, "k");
 }
 
+TEST(CsvTable, UnknownGemmLayoutOrDtypeNamesTheRow) {
+  const std::string layout = write_temp("layout.csv", std::string(kGemmHeader) +
+                                                          "bf16,fwd,1024,512,512,1e-05,0.001\n"
+                                                          "bf16,xyz,1024,512,512,1e-05,0.001\n");
+  expect_spec_error([&] { load_gemm_series(layout); }, layout, 3, "layout");
+  const std::string dtype = write_temp("dtype.csv", std::string(kGemmHeader) +
+                                                        "fp16,fwd,1024,512,512,1e-05,0.001\n");
+  expect_spec_error([&] { load_gemm_series(dtype); }, dtype, 2, "dtype");
+}
+
 TEST(CsvTable, FailedSpotCheckIsAnError) {
   const std::string p = write_temp("spot.csv", std::string(kGemmHeader) +
                                                    "bf16,fwd,1024,512,512,1e-05,0.5\n");
