@@ -25,8 +25,9 @@ void TransformerOps::mtp_projection_forward() {
   b_.mem("mtp_hnorm", s_.norm_kernel, 2.0 * x);
   // torch.cat of the two normalized tensors: read both, write [tokens, 2h].
   b_.mem("mtp_concat", MemKernel::Copy, 4.0 * x);
-  // eh_proj is not one of Transformer Engine's userbuffer roles: its sequence gather blocks.
-  gather_sequence(2 * s_.hidden);
+  // eh_proj is not one of Transformer Engine's userbuffer roles: its sequence gather blocks
+  // (a TE linear's: FP8 under a per-tensor recipe).
+  gather_sequence(2 * s_.hidden, "mtp_eh_proj", s_.linear_dtype);
   fp8_quantize("mtp_eh_proj_fp8_cast", s_.tokens, 2 * s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
   b_.gemm("mtp_eh_proj", s_.tokens, s_.hidden / spec_.parallel.tp, 2 * s_.hidden, s_.linear_dtype, kOutBytes);
   // gather_from_tensor_model_parallel_region: the h/tp output columns gathered over TP (its

@@ -48,34 +48,6 @@ std::pair<double, double> loss_bytes(CrossEntropy ce) {
   return {kCrossEntropyForwardBytes, kCrossEntropyBackwardBytes};
 }
 
-// The MoE sizes of RankShapes (`gate`: 2 for SwiGLU's gate and up, else 1).
-void moe_shapes(const WorkloadSpec& spec, std::int64_t gate, RankShapes& s) {
-  const ModelSpec& m = spec.model;
-  const ParallelSpec& p = spec.parallel;
-  const TrainingSpec& t = spec.training;
-  s.experts = m.experts;
-  s.local_experts = m.experts / p.ep;
-  s.moe_tokens = s.sp_tokens;
-  s.ep_comm = p.ep > 1;
-  s.etp_comm = p.etp > 1;
-  // The busiest rank gets moe_imbalance times the average, capped by the capacity factor
-  // (tokens beyond capacity are dropped).
-  s.expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
-                                              : t.moe_imbalance;
-  const double rows = static_cast<double>(s.moe_tokens * m.top_k * p.etp) * s.expert_load;
-  s.expert_rows = std::max<std::int64_t>(1, std::llround(rows));
-  s.expert_ffn = m.expert_ffn / p.etp;
-  s.expert_fc1_out = s.expert_ffn * gate;
-  s.shared_ffn = m.shared_expert_ffn / p.tp;
-  s.shared_fc1_out = s.shared_ffn * gate;
-  s.shared_overlap = p.moe_shared_expert_overlap && s.shared_ffn > 0;
-  s.deepep = p.moe_token_dispatcher == MoeDispatcher::DeepEp;
-  s.delay_wgrad = p.delay_wgrad_compute;
-  s.routing = sim::TokenRouting{static_cast<std::int32_t>(m.experts), static_cast<std::int32_t>(m.top_k),
-                                static_cast<std::int32_t>(m.router_groups),
-                                static_cast<std::int32_t>(m.router_group_topk)};
-}
-
 }  // namespace
 
 RankShapes RankShapes::of(const WorkloadSpec& spec) {
@@ -128,7 +100,9 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   }
   s.fp8_current_scaling = spec.training.precision == Precision::FP8 &&
                           spec.training.fp8_recipe == Fp8Recipe::Tensorwise;
-  if (m.experts > 0) moe_shapes(spec, gate, s);
+  s.fp8_shard_gather = spec.training.precision == Precision::FP8 &&
+                       spec.training.fp8_recipe != Fp8Recipe::Blockwise;
+  if (m.experts > 0) s.set_moe(spec, gate);
   return s;
 }
 
@@ -142,15 +116,17 @@ double TransformerOps::act_bytes(std::int64_t rows, std::int64_t cols) const {
   return static_cast<double>(rows) * static_cast<double>(cols) * kActivationBytes;
 }
 
-// Bytes of a TP all-gather of [rows, cols] for the linear `label`: FP8 where Transformer Engine
-// gathers it through an FP8 userbuffer (tp_comm_overlap, an FP8 GEMM, one of TE's overlapped
-// linears: kFp8Bytes), else BF16.
+// Bytes of a TP all-gather of [rows, cols] for the linear `label` whose GEMM runs in `dtype`:
+// FP8 where Transformer Engine gathers the quantized tensor (an FP8 userbuffer of one of its
+// overlapped linears; over NCCL with a per-tensor recipe: LayerNormLinear's FP8 norm output,
+// Linear's quantized input, grad_output_preprocess, the wgrad re-gather of the saved shard;
+// block scaling gathers BF16, TE 2.x force_hp_input_gather), else BF16.
 double TransformerOps::tp_gather_bytes(const std::string& label, std::int64_t rows,
                                        std::int64_t cols, sim::DType dtype) const {
-  const bool fp8_ubuf = s_.tp_overlap && dtype == sim::DType::FP8 &&
-                        te_overlap_roles().count(label) != 0;
-  return fp8_ubuf ? static_cast<double>(rows) * static_cast<double>(cols) * kFp8Bytes
-                  : act_bytes(rows, cols);
+  const bool fp8_ubuf = s_.tp_overlap && te_overlap_roles().count(label) != 0;
+  const bool fp8 = dtype == sim::DType::FP8 && (fp8_ubuf || s_.fp8_shard_gather);
+  return fp8 ? static_cast<double>(rows) * static_cast<double>(cols) * kFp8Bytes
+             : act_bytes(rows, cols);
 }
 
 double TransformerOps::pipeline_message_bytes() const {
@@ -164,11 +140,14 @@ void TransformerOps::tp_blocking(const std::string& label, CollectiveKind kind, 
 
 // SP: all-gather the sequence shards before a column-parallel GEMM (forward), or the output
 // gradient before a row-parallel dgrad (backward of the forward reduce-scatter). Blocking; the
-// Transformer Engine layers overlap theirs with tp_comm_overlap instead (linear_in).
-void TransformerOps::gather_sequence(std::int64_t cols) {
-  if (s_.sequence_parallel) {
-    tp_blocking("tp_ag", CollectiveKind::AllGather, act_bytes(s_.tokens, cols > 0 ? cols : s_.hidden));
-  }
+// Transformer Engine layers overlap theirs with tp_comm_overlap instead (linear_in). `label`
+// and `dtype` name a TE linear (tp_gather_bytes); none: BF16 (output layer, embedding).
+void TransformerOps::gather_sequence(std::int64_t cols, const std::string& label, sim::DType dtype) {
+  if (!s_.sequence_parallel) return;
+  const std::int64_t width = cols > 0 ? cols : s_.hidden;
+  const double bytes = label.empty() ? act_bytes(s_.tokens, width)
+                                     : tp_gather_bytes(label, s_.tokens, width, dtype);
+  tp_blocking("tp_ag", CollectiveKind::AllGather, bytes);
 }
 
 // Sum of a row-parallel GEMM's partial outputs: reduce-scatter with SP, all-reduce without.
@@ -196,7 +175,7 @@ void TransformerOps::linear_in(const std::string& label, std::int64_t n, std::in
                                sim::Stream::TpComm, tp_gather_bytes(label, s_.tokens, k, dtype),
                                std::move(launch));
   } else {
-    gather_sequence(k);
+    gather_sequence(k, label, dtype);
   }
   tp_overlap_gemm(b_.gemm(label, s_.tokens, n, k, dtype, kOutBytes), label, LinearPass::Fprop);
   fp8_quantize(label + "_fp8_transpose", s_.tokens, k, kFp8TransposeBytes, dtype, true);
@@ -316,7 +295,7 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
                                tp_gather_bytes(name, s_.tokens, s_.hidden, s_.linear_dtype),
                                std::move(launch));
   } else {
-    gather_sequence();
+    gather_sequence(s_.hidden, name, s_.linear_dtype);
   }
   fp8_quantize(name + "_fp8_grad_cast", s_.tokens, out, kFp8CastTransposeBytes, s_.linear_dtype, true);
   tp_overlap_gemm(b_.gemm(name + "_dgrad", s_.tokens, in, out, s_.linear_dtype, kOutBytes), name,

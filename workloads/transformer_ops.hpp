@@ -61,6 +61,10 @@ struct RankShapes {
   /// fp8_recipe tensorwise (Transformer Engine's Float8CurrentScaling): every cast computes its
   /// tensor's amax first (fp8_ops.cpp).
   bool fp8_current_scaling = false;
+  /// FP8 with a per-tensor recipe (delayed or tensorwise): Transformer Engine quantizes a
+  /// sequence-parallel shard before its NCCL all-gather, so an FP8 linear's gathers carry 1 byte
+  /// per element without userbuffers too (tp_gather_bytes).
+  bool fp8_shard_gather = false;
   int cp = 1;
   bool ep_comm = false;        ///< ep > 1
   bool etp_comm = false;       ///< etp > 1
@@ -86,6 +90,8 @@ struct RankShapes {
 
   /// Shapes of `spec`.
   static RankShapes of(const WorkloadSpec& spec);
+  /// Sets the MoE sizes (`gate`: 2 for SwiGLU's gate and up, else 1); moe_ops.cpp.
+  void set_moe(const WorkloadSpec& spec, std::int64_t gate);
 };
 
 /// Told, during a backward pass whose gradients are reduced, which op completes the
@@ -169,7 +175,8 @@ class TransformerOps {
   double tp_gather_bytes(const std::string& label, std::int64_t rows, std::int64_t cols,
                          sim::DType dtype) const;
   void tp_blocking(const std::string& label, sim::CollectiveKind kind, double bytes);
-  void gather_sequence(std::int64_t cols = 0);
+  void gather_sequence(std::int64_t cols = 0, const std::string& label = "",
+                       sim::DType dtype = sim::DType::BF16);
   void reduce_output();
   void linear_in(const std::string& label, std::int64_t n, std::int64_t k, sim::DType dtype);
   void linear_out(const std::string& label, std::int64_t n, std::int64_t k);

@@ -150,10 +150,17 @@ TEST(TpOverlap, Fp8AllGathersOfTeLinearsMoveOneBytePerElement) {
   const auto overlap_bf16 = tp_collective_bytes("  tp_comm_overlap: true\n", "bf16");
   EXPECT_EQ(overlap_bf16.at({"tp_ag", bf16}), 15);
   EXPECT_EQ(overlap_bf16.count({"tp_ag", fp8}), 0u);
-  // Without TE's userbuffers the gathers are BF16 whatever the precision.
-  const auto plain_fp8 = tp_collective_bytes("", "fp8");
-  EXPECT_EQ(plain_fp8.count({"tp_ag", fp8}), 0u);
-  EXPECT_EQ(overlap_fp8.at({"tp_rs", bf16}), plain_fp8.at({"tp_rs", bf16}));
+  // Without TE's userbuffers TE gathers the quantized shards over NCCL (delayed and tensorwise
+  // recipes), the same gathers as above; block scaling gathers BF16 (TE 2.x Linear).
+  for (const char* recipe : {"fp8", "fp8\n  fp8_recipe: tensorwise"}) {
+    const auto plain_fp8 = tp_collective_bytes("", recipe);
+    EXPECT_EQ(plain_fp8.at({"tp_ag", fp8}), 12) << recipe;
+    EXPECT_EQ(plain_fp8.at({"tp_ag", bf16}), 3) << recipe;
+    EXPECT_EQ(overlap_fp8.at({"tp_rs", bf16}), plain_fp8.at({"tp_rs", bf16}));
+  }
+  const auto blockwise = tp_collective_bytes("", "fp8\n  fp8_recipe: blockwise");
+  EXPECT_EQ(blockwise.count({"tp_ag", fp8}), 0u);
+  EXPECT_EQ(blockwise.at({"tp_ag", bf16}), 15);
 }
 
 }  // namespace
