@@ -56,7 +56,7 @@ TEST(PlatformCatalog, H100FiguresAreTheDatasheetOnes) {
   EXPECT_EQ(s.gpu.name, "H100-SXM");
   EXPECT_DOUBLE_EQ(s.gpu.peak_bf16.value, 989e12);
   EXPECT_DOUBLE_EQ(s.gpu.peak_fp8.value, 1979e12);
-  EXPECT_DOUBLE_EQ(s.gpu.hbm_capacity.value, 80.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(s.gpu.hbm_capacity.value, 81559.0 * 1024 * 1024);  // nvidia-smi's visible total
   EXPECT_DOUBLE_EQ(s.gpu.hbm_bandwidth.value, 3.35e12);
   EXPECT_DOUBLE_EQ(s.gpu.tdp.value, 700);
   EXPECT_DOUBLE_EQ(s.node.nvlink_bandwidth.value, 450e9);
@@ -70,6 +70,7 @@ TEST(PlatformCatalog, H100FiguresAreTheDatasheetOnes) {
 TEST(PlatformCatalog, OtherPlatformsDifferWhereTheHardwareDoes) {
   const PlatformSpec h200 = find_platform("hgx_h200");
   EXPECT_DOUBLE_EQ(h200.gpu.peak_bf16.value, 989e12);
+  EXPECT_DOUBLE_EQ(h200.gpu.hbm_capacity.value, 143771.0 * 1024 * 1024);  // as seen on the lent H200
   EXPECT_DOUBLE_EQ(h200.gpu.hbm_bandwidth.value, 4.8e12);
   const PlatformSpec b200 = find_platform("hgx_b200");
   EXPECT_DOUBLE_EQ(b200.gpu.peak_bf16.value, 2250e12);
@@ -80,6 +81,18 @@ TEST(PlatformCatalog, OtherPlatformsDifferWhereTheHardwareDoes) {
   EXPECT_EQ(nvl72.node.gpus_per_node, 4);
   EXPECT_DOUBLE_EQ(nvl72.gpu.tdp.value, 1200);
   EXPECT_EQ(find_platform("gb200_nvl36").node.nvlink_domain_size, 36);
+}
+
+// The NVL72 trays' power: NVIDIA's GB200 compute tray figure (6,667 W) and the tray without its
+// GPUs at their limit (an upper bound), which GB300 keeps with its own 1,400 W GPUs.
+TEST(PlatformCatalog, Nvl72TraysTakeNvidiasTrayFigure) {
+  const PlatformSpec gb200 = find_platform("gb200_nvl72");
+  EXPECT_DOUBLE_EQ(gb200.power.node_rated.value, 6667.0);
+  EXPECT_DOUBLE_EQ(gb200.power.node_other.value, 6667.0 - 4 * gb200.gpu.tdp.value);
+  const PlatformSpec gb300 = find_platform("gb300_nvl72");
+  EXPECT_DOUBLE_EQ(gb300.power.node_other.value, gb200.power.node_other.value);
+  EXPECT_DOUBLE_EQ(gb300.power.node_rated.value, gb300.power.node_other.value + 4 * gb300.gpu.tdp.value);
+  EXPECT_DOUBLE_EQ(find_platform("gb200_nvl36").power.node_rated.value, 6667.0);
 }
 
 TEST(PlatformCatalog, UnknownNameListsTheCatalog) {

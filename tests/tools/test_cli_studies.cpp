@@ -95,7 +95,7 @@ TEST(ValidateCli, PointsOverTheGpuMemoryAreSimulatedAndFlagged) {
   const auto j = nlohmann::json::parse(slurp(tmp("oom.json")));
   ASSERT_EQ(j["cases"].size(), 1u) << j.dump(2);
   EXPECT_GT(j["cases"][0]["estimated_peak_gib"].get<double>(), j["cases"][0]["capacity_gib"].get<double>());
-  EXPECT_DOUBLE_EQ(j["cases"][0]["capacity_gib"].get<double>(), 80.0);
+  EXPECT_DOUBLE_EQ(j["cases"][0]["capacity_gib"].get<double>(), 81559.0 / 1024.0);  // H100 visible
   EXPECT_NE(r.output.find("Over the GPU's memory by the memory model"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("eight_gpus_8b @ 8 GPUs: "), std::string::npos) << r.output;
   // The tiny set fits: no such block.
@@ -337,11 +337,12 @@ TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
   }
   EXPECT_EQ(ok, 4);
   EXPECT_EQ(pruned, 2);
-  // Headroom is the H100's 80 GiB less the peak, both in GiB (to the CSV's 2 decimals).
+  // Headroom is the H100's visible 81,559 MiB less the peak, both in GiB (to the CSV's 2
+  // decimals).
   for (const auto& row : t.rows) {
     if (row[t.column("status")] != "ok") continue;
     EXPECT_NEAR(std::stod(row[t.column("memory_headroom_gib")]),
-                80.0 - std::stod(row[t.column("peak_memory_gib")]), 0.011);
+                81559.0 / 1024.0 - std::stod(row[t.column("peak_memory_gib")]), 0.011);
     // The breakdown columns add up to the step time (each to the CSV's 4 decimals).
     EXPECT_NEAR(std::stod(row[t.column("compute_s")]) + std::stod(row[t.column("exposed_comm_s")]) +
                     std::stod(row[t.column("bubble_s")]),
