@@ -19,9 +19,6 @@
 namespace clustersim::tools {
 namespace {
 
-/// The memory model errs high by up to ~10% for Megatron jobs (docs/memory-model.md).
-constexpr double kMemoryModelMargin = 0.10;
-
 struct RunArgs {
   std::string job;
   std::string json;

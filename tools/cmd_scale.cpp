@@ -110,6 +110,31 @@ std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args,
   return rows;
 }
 
+// What the efficiency column is relative to (the smallest simulated count, which a count not
+// simulated may have left larger than the smallest asked for), and the counts simulated though
+// the memory model puts them over the GPU's HBM (`run` refuses those without --ignore-oom).
+std::string efficiency_and_memory_notes(const std::vector<ScaleRow>& rows) {
+  std::int64_t base = 0, asked = 0;
+  std::size_t over = 0;
+  for (const auto& r : rows) {
+    asked = asked == 0 ? r.point.gpus : std::min(asked, r.point.gpus);
+    if (!r.figures) continue;
+    base = base == 0 ? r.point.gpus : std::min(base, r.point.gpus);
+    if (r.memory && !r.memory->fits) ++over;
+  }
+  std::ostringstream out;
+  if (base > 0) {
+    out << "scaling efficiency: tokens/s/GPU relative to " << base << " GPUs, the smallest count simulated";
+    if (asked < base) out << " (the smallest asked for, " << asked << ", was not)";
+    out << "\n";
+  }
+  if (over > 0) {
+    out << over << " simulated count(s) over the GPU's HBM by the memory model (status reason; it errs "
+        << "high for Megatron jobs, docs/memory-model.md): `run` refuses such a job without --ignore-oom\n";
+  }
+  return out.str();
+}
+
 std::string table(const std::vector<ScaleRow>& rows) {
   std::ostringstream out;
   out << std::setw(7) << "gpus" << std::setw(6) << "dp" << std::setw(8) << "gbs" << std::setw(10)
@@ -243,7 +268,7 @@ int scale_command(const ScaleArgs& args) {
             << (mode == ScaleMode::Weak ? "batch per data-parallel replica kept" : "global batch kept")
             << ")\n" << table(rows);
   const bool simulated = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
-  if (simulated) std::cout << missing_figure_notes(rows, tmpl.base());
+  if (simulated) std::cout << efficiency_and_memory_notes(rows) << missing_figure_notes(rows, tmpl.base());
   write_text_file(args.csv, to_csv(scale_csv(rows)));
   std::cout << "wrote " << args.csv << "\n";
   if (!simulated) {

@@ -82,6 +82,10 @@ std::vector<std::string> band_fields(const StepFigures& f);
 void read_band_fields(const std::vector<std::string>& header, const std::vector<std::string>& fields,
                       StepFigures& f);
 
+/// The fraction of HBM within which an excess is tight rather than certain: the memory model
+/// errs high by up to ~10% for Megatron jobs (docs/memory-model.md).
+inline constexpr double kMemoryModelMargin = 0.10;
+
 /// The memory model's verdict for a job (workloads/memory.hpp).
 struct MemoryFit {
   double peak_bytes = 0.0;      ///< peak of the worst pipeline stage, per GPU

@@ -251,8 +251,10 @@ void rank_sweep_table(CsvTable& table) {
 }
 
 std::string sweep_fingerprint(const std::string& job_text, std::int64_t gpus,
-                              const std::vector<SweepAxis>& axes, const std::string& replicas) {
+                              const std::vector<SweepAxis>& axes, const std::string& replicas,
+                              double memory_margin) {
   std::string key = job_text + "\n--gpus " + std::to_string(gpus) + "\n--replicas " + replicas;
+  if (memory_margin > 0.0) key += "\n--memory-margin " + csv_number(memory_margin, 6);
   for (const auto& a : axes) {
     key += "\n" + a.dim.name + "=";
     for (const auto& v : a.values) key += v + ",";

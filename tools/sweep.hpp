@@ -80,10 +80,12 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
 std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes);
 
 /// What identifies one sweep, for `sweep merge`: 16 hex digits of a 64-bit FNV-1a hash of the
-/// job file's text, the GPU count, the space (axis names and values in the order given) and the
-/// replicas option. Every row of a sweep and of each of its shards carries it.
+/// job file's text, the GPU count, the space (axis names and values in the order given), the
+/// replicas option and a nonzero `--memory-margin` (a fraction of HBM). Every row of a sweep and
+/// of each of its shards carries it.
 std::string sweep_fingerprint(const std::string& job_text, std::int64_t gpus,
-                              const std::vector<SweepAxis>& axes, const std::string& replicas);
+                              const std::vector<SweepAxis>& axes, const std::string& replicas,
+                              double memory_margin = 0.0);
 
 /// Statuses of sweep rows, in ranking order after the simulated ones.
 inline constexpr const char* kSweepOk = "ok";

@@ -129,6 +129,7 @@ TEST(ScaleCli, WeakScalingWritesCsvAndSvg) {
   EXPECT_EQ(t.rows[1][t.column("dp")], "8");
   EXPECT_EQ(t.rows[1][t.column("status")], "ok");
   EXPECT_EQ(t.rows[0][t.column("scaling_efficiency")], "1.0000");
+  EXPECT_NE(r.output.find("relative to 16 GPUs, the smallest count simulated\n"), std::string::npos) << r.output;
   EXPECT_EQ(t.rows[2][t.column("status")], "invalid");
   EXPECT_NE(t.rows[2][t.column("reason")].find("not a multiple"), std::string::npos);
   // 18 GPUs make no whole replicas: no dp and no batch (it had written 0 and 0).
@@ -257,14 +258,18 @@ TEST(Studies, EveryStudyJobReads) {
 }
 
 TEST(ScaleCli, StrongScalingKeepsTheGlobalBatch) {
-  const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 16,32 --mode strong -j 2 --csv " +
+  // 12 GPUs are no whole number of nodes: the efficiency's base is 16, and the output says so.
+  const auto r = run_cli("scale " + data("small_job.yaml") + " --gpus 12,16,32 --mode strong -j 2 --csv " +
                          tmp("s.csv") + " --svg " + tmp("s.svg"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("relative to 16 GPUs, the smallest count simulated (the smallest asked for, 12, was not)"),
+            std::string::npos) << r.output;
   const auto t = read_csv(tmp("s.csv"));
-  ASSERT_EQ(t.rows.size(), 2u);
-  EXPECT_EQ(t.rows[1][t.column("global_batch_size")], "32");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0][t.column("status")], "invalid");
+  EXPECT_EQ(t.rows[2][t.column("global_batch_size")], "32");
   // Same work on twice the GPUs: the step gets shorter.
-  EXPECT_LT(std::stod(t.rows[1][t.column("step_time_s")]), std::stod(t.rows[0][t.column("step_time_s")]));
+  EXPECT_LT(std::stod(t.rows[2][t.column("step_time_s")]), std::stod(t.rows[1][t.column("step_time_s")]));
 }
 
 // CLI11's list delimiter drops empty items: "16,,32" was read as 16,32 and simulated.
@@ -380,20 +385,48 @@ TEST(SweepCli, PrunesWithReasonsRanksAndShardsMergeToTheSameTable) {
 // A configuration whose HBM fits but whose offloaded activations overflow the host's pinned
 // memory is pruned too (MemoryReport::fits); the summary says so instead of calling it over
 // HBM by a negative amount.
-TEST(SweepCli, HostMemoryPrunesAreSummarizedApartFromHbm) {
-  const std::string job = tmp("host_prune.yaml");
-  std::ofstream(job) << "cluster:\n  platform: hgx_h100\n  gpus: 8\n"
-                        "  overrides: {host_memory_capacity: \"16GB\"}\n"
-                        "model:\n  catalog: llama3_8b\n  layers: 8\n"
+// An 8-layer Llama-3-8B job on one HGX H100 node with the platform `overrides`, written to `name`.
+std::string eight_gpu_job(const std::string& name, const std::string& overrides) {
+  const std::string job = tmp(name);
+  std::ofstream(job) << "cluster:\n  platform: hgx_h100\n  gpus: 8\n  overrides: {" << overrides << "}\n"
+                     << "model:\n  catalog: llama3_8b\n  layers: 8\n"
                         "parallelism:\n  tp: 1\n  pp: 1\n"
                         "training:\n  seq_length: 8192\n  micro_batch_size: 1\n  global_batch_size: 16\n"
                         "  precision: bf16\n";
+  return job;
+}
+
+TEST(SweepCli, HostMemoryPrunesAreSummarizedApartFromHbm) {
+  const std::string job = eight_gpu_job("host_prune.yaml", "host_memory_capacity: \"16GB\"");
   const auto r = run_cli("sweep " + job + " --gpus 8 --space offload=qkv_linear+core_attn+attn_proj,none -j 1 --csv " +
                          tmp("host_prune.csv"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("1x pruned_memory: HBM fits, the offloaded activations over the host's pinned-memory share"),
             std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("over the GPU's HBM by"), std::string::npos) << r.output;
+}
+
+// A configuration the memory model puts a few percent over the HBM (which it errs high by for
+// Megatron jobs) is pruned by default, and the summary says how many such there are;
+// --memory-margin simulates and ranks them, flagged, in a sweep of its own fingerprint.
+TEST(SweepCli, MemoryMarginSimulatesTightConfigurations) {
+  const std::string job = eight_gpu_job("tight.yaml", "hbm_capacity: \"38GiB\"");
+  const std::string base = "sweep " + job + " --gpus 8 --space tp=1 -j 1 --csv ";
+  const auto pruned = run_cli(base + tmp("tight0.csv"));
+  EXPECT_EQ(pruned.exit_code, 1) << pruned.output;  // nothing simulated
+  EXPECT_NE(pruned.output.find("1 of them within 10.0% of the HBM"), std::string::npos) << pruned.output;
+  const auto t0 = read_csv(tmp("tight0.csv"));
+  EXPECT_EQ(t0.rows[0][t0.column("status")], "pruned_memory");
+  const auto kept = run_cli(base + tmp("tight1.csv") + " --memory-margin 0.1");
+  ASSERT_EQ(kept.exit_code, 0) << kept.output;
+  const auto t1 = read_csv(tmp("tight1.csv"));
+  EXPECT_EQ(t1.rows[0][t1.column("status")], "ok");
+  EXPECT_EQ(t1.rows[0][t1.column("rank")], "1");
+  EXPECT_LT(std::stod(t1.rows[0][t1.column("memory_headroom_gib")]), 0.0);
+  EXPECT_EQ(t1.rows[0][t1.column("reason")].rfind("tight (within --memory-margin)", 0), 0u);
+  EXPECT_NE(t1.rows[0][t1.column("sweep")], t0.rows[0][t0.column("sweep")]);
+  // Over by 4.9%: a 4% margin still prunes it.
+  EXPECT_EQ(run_cli(base + tmp("tight2.csv") + " --memory-margin 0.04").exit_code, 1);
 }
 
 TEST(SweepCli, BadSpaceIsAUsageError) {
