@@ -64,6 +64,7 @@ class StreamActor {
   void wait_deps(RankState& src, const Unit& u, Stream stream, bool p2p_only,
                  RankState* charge = nullptr);
   void charge_exposed(RankState& r, const Op* gating, double seconds);
+  std::optional<std::uint64_t> arrive_across_stages(const Op& op, double now);
   void run_compute(RankState& r, const StreamPlan& sp, const Unit& u);
   void run_collective(const Op& op, Stream stream);
   double play_phases(const CollectivePlan& plan, GroupKind group, Stream stream, double slow);
@@ -74,6 +75,7 @@ class StreamActor {
   int rank_;
   int slot_;
   const char* last_algorithm_ = "ring";  // of the last collective, for the timeline
+  std::uint32_t stage_calls_ = 0;        // collectives played over the EMB group
   std::vector<double> op_ends_;          // of the compute unit being recorded
 };
 
@@ -92,6 +94,8 @@ void StreamActor::operator()() {
     const double tp = sg4::Engine::get_clock();
     wait_deps(src, u, sp.stream, false, compute_stream ? &r : nullptr);
     const double t1 = sg4::Engine::get_clock();
+    std::optional<std::uint64_t> across;
+    if (compute_stream && !u.compute && !first.is_p2p()) across = arrive_across_stages(first, t1);
     if (u.compute) {
       run_compute(r, sp, u);
     } else if (first.is_p2p()) {
@@ -108,7 +112,10 @@ void StreamActor::operator()() {
       } else if (first.is_p2p()) {
         r.bubble += t2 - t1;
       } else {
-        charge_exposed(r, &first, t2 - t1);
+        // Waiting for the other pipeline stage to reach a collective is pipeline time.
+        const double waited = across ? std::clamp(sh_->stage_arrivals[*across] - t1, 0.0, t2 - t1) : 0.0;
+        r.bubble += waited;
+        charge_exposed(r, &first, t2 - t1 - waited);
       }
     }
     for (std::uint32_t pos = u.begin; pos < u.end; ++pos) r.done[sp.ops[pos]] = 1;
@@ -151,6 +158,22 @@ void StreamActor::wait_deps(RankState& src, const Unit& u, Stream stream, bool p
     charge_since(mark, d);
   }
   charge_since(mark, last);  // a yield while taking the lock
+}
+
+// A blocking collective over a group that spans pipeline stages (the embedding group of the
+// first and last stage, EMB) first waits for the member on the other stage, which reaches it
+// only after its own pipeline's drain: records this rank's arrival at the call (`now`) and
+// returns the call's key in Shared::stage_arrivals, whose value is the latest arrival once the
+// collective has completed (none completes before every member arrived). Other groups: none.
+std::optional<std::uint64_t> StreamActor::arrive_across_stages(const Op& op, double now) {
+  const auto* spec = std::get_if<CollectiveSpec>(&op.shape);
+  if (spec == nullptr || spec->group != GroupKind::EMB) return std::nullopt;
+  const GroupInfo& g = sh_->group(rank_, spec->group);
+  if (g.size <= 1) return std::nullopt;
+  const std::uint64_t key = (static_cast<std::uint64_t>(g.members.front()) << 32) | stage_calls_++;
+  double& latest = sh_->stage_arrivals[key];
+  latest = std::max(latest, now);
+  return key;
 }
 
 // Exposed time of the compute stream, charged to the communicator of the collective it waited
@@ -340,19 +363,6 @@ void StreamActor::record(Stream stream, const Op& op, double start, double end) 
   }
   const auto index = static_cast<std::int32_t>(&op - r.program->ops.data());
   sh_->timeline.push_back(TimelineEvent{rank_, stream, std::move(name), start, end, index});
-}
-
-std::string describe_blocked(const Shared& sh) {
-  for (const RankState& r : sh.ranks) {
-    for (size_t s = 0; s < r.current_op.size(); ++s) {
-      if (r.current_op[s] < 0) continue;
-      const Op& op = r.program->ops[static_cast<size_t>(r.current_op[s])];
-      return "rank " + std::to_string(r.rank) + " stream " + to_string(r.plan->streams[s].stream) +
-             " never finished op " + std::to_string(r.current_op[s]) + " (" +
-             r.program->labels.at(op.label) + ")";
-    }
-  }
-  return "no blocked actor found";
 }
 
 // The delays host copies add to the kernels beside them (CostModel::copy_kernel_delay), when

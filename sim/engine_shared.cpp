@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "sim/detail/engine_state.hpp"
@@ -125,6 +126,19 @@ Breakdown account(Shared& sh, double& step) {
   b.exposed_other_s /= n;
   b.bubble_s /= n;
   return b;
+}
+
+std::string describe_blocked(const Shared& sh) {
+  for (const RankState& r : sh.ranks) {
+    for (size_t s = 0; s < r.current_op.size(); ++s) {
+      if (r.current_op[s] < 0) continue;
+      const Op& op = r.program->ops[static_cast<size_t>(r.current_op[s])];
+      return "rank " + std::to_string(r.rank) + " stream " + to_string(r.plan->streams[s].stream) +
+             " never finished op " + std::to_string(r.current_op[s]) + " (" +
+             r.program->labels.at(op.label) + ")";
+    }
+  }
+  return "no blocked actor found";
 }
 
 }  // namespace clustersim::sim::detail

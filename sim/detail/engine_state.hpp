@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -163,6 +164,10 @@ struct Shared {
   /// TP coordinates per TP group when one rank per group is played (EngineOptions::fold_tp),
   /// else 1.
   int fold = 1;
+  /// Latest arrival (s) at each call of a collective over a group spanning pipeline stages
+  /// (GroupKind::EMB), by (first member's rank << 32 | call number): what its members waited for
+  /// the other stage, charged as bubble (StreamActor::operator()).
+  std::unordered_map<std::uint64_t, double> stage_arrivals;
   /// Folding: the links the platform scaled and by how many lanes (BuiltPlatform::fold_lanes),
   /// the links the played routes crossed, and those only the other coordinates' routes cross.
   std::unordered_map<simgrid::s4u::Link*, int> fold_scaled;
@@ -206,6 +211,9 @@ struct Shared {
 
 /// True if `options` ask for rank's timeline.
 bool timeline_wanted(const EngineOptions& options, int rank);
+
+/// The first rank and stream still inside an op, and which op (the deadlock error's detail).
+std::string describe_blocked(const Shared& sh);
 
 /// Folding: the recorded timeline of the played ranks, each event repeated for every rank of
 /// its TP group the options ask for (events of unwanted played ranks dropped).

@@ -134,6 +134,36 @@ TEST(Engine, PipelineSendRecvAndBubble) {
               r.step_time_s, 1e-12);
 }
 
+// The tied embedding's all-reduce (EMB: first and last stage) on the compute stream: the last
+// stage reaches it 10 ms before the first, which is still computing. That wait is pipeline time
+// (bubble); only the all-reduce itself (1 ms at 1 GB/s) is exposed. Over a TP group the same
+// wait for a peer of the same stage stays exposed.
+TEST(Engine, WaitForTheOtherStageAtAnEmbeddingAllReduceIsBubble) {
+  test::StarPlatform platform(2, 1e9);
+  test::SimpleCost cost;
+  auto two_programs = [](RankLayout layout, GroupKind group) {
+    Workload w;
+    w.layout = layout;
+    Program late, early;
+    late.labels = early.labels = {"op"};
+    late.ops = {gemm(1e13), coll(CollectiveKind::AllReduce, group, 1e6)};
+    early.ops = {coll(CollectiveKind::AllReduce, group, 1e6)};
+    w.programs = {late, early};
+    w.program_of_rank = {0, 1};
+    return w;
+  };
+  const auto emb = run(two_programs(RankLayout(1, 1, 1, 2), GroupKind::EMB), platform, cost);
+  const double transfer = emb.step_time_s - 10e-3;
+  EXPECT_NEAR(transfer, 1e-3, 1e-4);
+  EXPECT_NEAR(emb.breakdown.bubble_s, 10e-3 / 2, 1e-12);
+  EXPECT_NEAR(emb.breakdown.exposed_comm_s, transfer, 1e-12);
+  EXPECT_NEAR(emb.breakdown.exposed_by_group_s[static_cast<size_t>(GroupKind::EMB)], transfer, 1e-12);
+  const auto tp = run(two_programs(RankLayout(2, 1, 1, 1), GroupKind::TP), platform, cost);
+  EXPECT_NEAR(tp.step_time_s, emb.step_time_s, 1e-12);
+  EXPECT_NEAR(tp.breakdown.bubble_s, 0.0, 1e-12);
+  EXPECT_NEAR(tp.breakdown.exposed_comm_s, transfer + 10e-3 / 2, 1e-12);
+}
+
 TEST(Engine, DeadlockIsReportedNotHung) {
   test::StarPlatform platform(2, 1e9);
   test::SimpleCost cost;
