@@ -78,23 +78,28 @@ namespace {
 
 // While alive, the TP collectives of the ops added run as the overlapped shared experts run
 // theirs (header comment): in line on their stream, no userbuffers, the input gradient reduced
-// after the linear's backward with the gathered input kept (tp_backward_blocking's path).
+// after the linear's backward with the gathered input kept (tp_backward_blocking's path), and
+// the sequence gathered in BF16 by Megatron (gather_from_sequence_parallel_region), not as a
+// Transformer Engine linear's FP8 shard.
 class SharedExpertComm {
  public:
-  explicit SharedExpertComm(RankShapes& s) : s_(s), overlap_(s.tp_overlap), blocking_(s.tp_backward_blocking) {
+  explicit SharedExpertComm(RankShapes& s)
+      : s_(s), overlap_(s.tp_overlap), blocking_(s.tp_backward_blocking), fp8_gather_(s.fp8_shard_gather) {
     s_.tp_overlap = false;
     s_.tp_backward_blocking = s_.tp_comm;
+    s_.fp8_shard_gather = false;
   }
   ~SharedExpertComm() {
     s_.tp_overlap = overlap_;
     s_.tp_backward_blocking = blocking_;
+    s_.fp8_shard_gather = fp8_gather_;
   }
   SharedExpertComm(const SharedExpertComm&) = delete;
   SharedExpertComm& operator=(const SharedExpertComm&) = delete;
 
  private:
   RankShapes& s_;
-  bool overlap_, blocking_;
+  bool overlap_, blocking_, fp8_gather_;
 };
 
 }  // namespace

@@ -22,7 +22,7 @@ namespace {
 
 // A small MoE model with shared experts: 4 layers (the first dense), 8 experts, top 2; tp 2
 // with SP and TE's TP overlap, ep 4, etp 1, 2 microbatches.
-WorkloadSpec moe_job(bool overlap) {
+WorkloadSpec moe_job(bool overlap, const std::string& precision = "bf16") {
   return testing::parse_job(
       "model:\n  layers: 4\n  hidden: 256\n  ffn: 512\n  heads: 8\n  kv_heads: 4\n  vocab: 1000\n"
       "  activation: swiglu\n  norm: rmsnorm\n  position: rope\n  tied_embeddings: false\n"
@@ -31,7 +31,7 @@ WorkloadSpec moe_job(bool overlap) {
       "parallelism:\n  tp: 2\n  ep: 4\n  etp: 1\n  sequence_parallel: true\n  tp_comm_overlap: true\n"
       "  moe_shared_expert_overlap: " + std::string(overlap ? "true" : "false") + "\n"
       "training:\n  seq_length: 256\n  micro_batch_size: 1\n  global_batch_size: 8\n"
-      "  precision: bf16\n",
+      "  precision: " + precision + "\n",
       8);
 }
 
@@ -131,6 +131,29 @@ TEST(SharedExpertOverlap, SharedExpertsGatherAndReduceInLineWithoutUserbuffers) 
                          [](const sim::Op& op) { return op.stream == sim::Stream::TpComm; });
   };
   EXPECT_LT(on_tp_stream(p), on_tp_stream(q));
+}
+
+// Megatron gathers the overlapped shared experts' input itself, BF16 hidden states, where a
+// Transformer Engine linear under FP8 gathers its quantized shard (1 byte per element).
+TEST(SharedExpertOverlap, SharedExpertsGatherBf16UnderFp8) {
+  const sim::Program p = generate_workload(moe_job(true, "fp8")).programs[0];
+  int shared = 0;
+  for (std::uint32_t i = 1; i < p.ops.size(); ++i) {
+    if (label(p, i) != "shared_fc1" || p.ops[i].recompute) continue;
+    std::uint32_t prev = i;
+    while (prev > 0 && p.ops[--prev].stream != sim::Stream::Compute) {
+    }
+    ASSERT_EQ(label(p, prev), "tp_ag");
+    EXPECT_DOUBLE_EQ(p.ops[prev].bytes, 256.0 * 256 * 2);
+    ++shared;
+  }
+  EXPECT_EQ(shared, 6);
+  // The layer's own qkv input gather (TE's userbuffer) is FP8.
+  const auto qkv_gather = std::find_if(p.ops.begin(), p.ops.end(), [&](const sim::Op& op) {
+    return p.labels[op.label] == "tp_ag" && op.stream == sim::Stream::TpComm;
+  });
+  ASSERT_NE(qkv_gather, p.ops.end());
+  EXPECT_DOUBLE_EQ(qkv_gather->bytes, 256.0 * 256);
 }
 
 TEST(SharedExpertOverlap, SameWorkAsWithoutTheOverlap) {
