@@ -155,9 +155,8 @@ CollectivePlan shift_plan(const CollectiveCall& c) {
 }
 
 double shift_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
-  const bool out = crosses_domain(c, 1);
-  const CollectiveParams& send = out ? c.net : c.nvl;
-  return shift_plan(c).latency_s + c.bytes / (send.bandwidth_efficiency * (out ? net_bw : nvlink_bw));
+  const CollectivePlan plan = shift_plan(c);  // one flow, its bytes over the efficiency of its link
+  return plan.latency_s + plan.phases[0].sends[0].bytes / (crosses_domain(c, 1) ? net_bw : nvlink_bw);
 }
 
 // --- pairwise all-to-all: every member sends bytes/p to every other member at once; each GPU's

@@ -114,18 +114,17 @@ std::vector<ScaleRow> run_points(const JobTemplate& tmpl, const ScaleArgs& args,
 // simulated may have left larger than the smallest asked for), and the counts simulated though
 // the memory model puts them over the GPU's HBM (`run` refuses those without --ignore-oom).
 std::string efficiency_and_memory_notes(const std::vector<ScaleRow>& rows) {
-  std::int64_t base = 0, asked = 0;
+  std::int64_t asked = 0;
   std::size_t over = 0;
   for (const auto& r : rows) {
     asked = asked == 0 ? r.point.gpus : std::min(asked, r.point.gpus);
-    if (!r.figures) continue;
-    base = base == 0 ? r.point.gpus : std::min(base, r.point.gpus);
-    if (r.memory && !r.memory->fits) ++over;
+    if (r.figures && r.memory && !r.memory->fits) ++over;
   }
   std::ostringstream out;
-  if (base > 0) {
-    out << "scaling efficiency: tokens/s/GPU relative to " << base << " GPUs, the smallest count simulated";
-    if (asked < base) out << " (the smallest asked for, " << asked << ", was not)";
+  if (const ScaleRow* base = efficiency_base(rows)) {
+    out << "scaling efficiency: tokens/s/GPU relative to " << base->point.gpus
+        << " GPUs, the smallest count simulated";
+    if (asked < base->point.gpus) out << " (the smallest asked for, " << asked << ", was not)";
     out << "\n";
   }
   if (over > 0) {

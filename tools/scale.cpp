@@ -49,11 +49,16 @@ std::vector<Override> scale_overrides(const ScalePoint& point) {
           {"training.gradient_accumulation_steps", ""}};
 }
 
-void compute_efficiency(std::vector<ScaleRow>& rows) {
+const ScaleRow* efficiency_base(const std::vector<ScaleRow>& rows) {
   const ScaleRow* first = nullptr;
   for (const auto& r : rows) {
     if (r.figures && (first == nullptr || r.point.gpus < first->point.gpus)) first = &r;
   }
+  return first;
+}
+
+void compute_efficiency(std::vector<ScaleRow>& rows) {
+  const ScaleRow* first = efficiency_base(rows);
   if (first == nullptr || first->figures->tokens_per_s_per_gpu <= 0.0) return;
   const double base = first->figures->tokens_per_s_per_gpu;
   for (auto& r : rows) {

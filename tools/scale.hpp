@@ -54,6 +54,10 @@ struct ScaleRow {
 /// (weak and strong alike: with the global batch fixed it equals T0*N0 / (T*N)).
 void compute_efficiency(std::vector<ScaleRow>& rows);
 
+/// The row scaling efficiency is relative to: the smallest simulated GPU count (nullptr when
+/// none was simulated).
+const ScaleRow* efficiency_base(const std::vector<ScaleRow>& rows);
+
 /// The CSV: gpus, dp, global_batch_size, step_time_s, mfu, tflops_per_gpu,
 /// tokens_per_s_per_gpu, scaling_efficiency, compute_s, exposed_comm_s, bubble_s,
 /// peak_memory_gib, replicas, status, reason. A field with no value is empty: the figures of a

@@ -47,31 +47,30 @@ using sim::MemKernel;
 
 // The MoE sizes of RankShapes (`gate`: 2 for SwiGLU's gate and up, else 1).
 void RankShapes::set_moe(const WorkloadSpec& spec, std::int64_t gate) {
-  RankShapes& s = *this;
   const ModelSpec& m = spec.model;
   const ParallelSpec& p = spec.parallel;
   const TrainingSpec& t = spec.training;
-  s.experts = m.experts;
-  s.local_experts = m.experts / p.ep;
-  s.moe_tokens = s.sp_tokens;
-  s.ep_comm = p.ep > 1;
-  s.etp_comm = p.etp > 1;
+  experts = m.experts;
+  local_experts = m.experts / p.ep;
+  moe_tokens = sp_tokens;
+  ep_comm = p.ep > 1;
+  etp_comm = p.etp > 1;
   // The busiest rank gets moe_imbalance times the average, capped by the capacity factor
   // (tokens beyond capacity are dropped).
-  s.expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
-                                              : t.moe_imbalance;
-  const double rows = static_cast<double>(s.moe_tokens * m.top_k * p.etp) * s.expert_load;
-  s.expert_rows = std::max<std::int64_t>(1, std::llround(rows));
-  s.expert_ffn = m.expert_ffn / p.etp;
-  s.expert_fc1_out = s.expert_ffn * gate;
-  s.shared_ffn = m.shared_expert_ffn / p.tp;
-  s.shared_fc1_out = s.shared_ffn * gate;
-  s.shared_overlap = p.moe_shared_expert_overlap && s.shared_ffn > 0;
-  s.deepep = p.moe_token_dispatcher == MoeDispatcher::DeepEp;
-  s.delay_wgrad = p.delay_wgrad_compute;
-  s.routing = sim::TokenRouting{static_cast<std::int32_t>(m.experts), static_cast<std::int32_t>(m.top_k),
-                                static_cast<std::int32_t>(m.router_groups),
-                                static_cast<std::int32_t>(m.router_group_topk)};
+  expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
+                                            : t.moe_imbalance;
+  const double rows = static_cast<double>(moe_tokens * m.top_k * p.etp) * expert_load;
+  expert_rows = std::max<std::int64_t>(1, std::llround(rows));
+  expert_ffn = m.expert_ffn / p.etp;
+  expert_fc1_out = expert_ffn * gate;
+  shared_ffn = m.shared_expert_ffn / p.tp;
+  shared_fc1_out = shared_ffn * gate;
+  shared_overlap = p.moe_shared_expert_overlap && shared_ffn > 0;
+  deepep = p.moe_token_dispatcher == MoeDispatcher::DeepEp;
+  delay_wgrad = p.delay_wgrad_compute;
+  routing = sim::TokenRouting{static_cast<std::int32_t>(m.experts), static_cast<std::int32_t>(m.top_k),
+                              static_cast<std::int32_t>(m.router_groups),
+                              static_cast<std::int32_t>(m.router_group_topk)};
 }
 
 namespace {
