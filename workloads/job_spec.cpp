@@ -143,7 +143,11 @@ void read_data_parallel_optimizer(YamlMap& p, ParallelSpec& s) {
     throw p.error("overlap_param_gather", "needs zero_stage 1 or 2 (distributed optimizer) and "
                                           "overlap_grad_reduce: true");
   }
-  s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", true);
+  // Megatron-LM forces FP32 main_grad accumulation and reduction for BF16 (zero_stage 0-1).
+  // Under ZeRO-2/3 DeepSpeed accumulates in the model dtype (runtime/engine.py,
+  // get_data_types: FP32 only for BF16 without ZeRO) and communication_data_type defaults to
+  // it; FSDP2's MixedPrecisionPolicy reduces in param_dtype when reduce_dtype is None.
+  s.grad_reduce_in_fp32 = p.get_bool_or("grad_reduce_in_fp32", s.zero_stage <= 1);
   s.precision_aware_optimizer = p.get_bool_or("precision_aware_optimizer", false);
   s.fp8_param_gather = p.get_bool_or("fp8_param_gather", false);
   if (s.fp8_param_gather && s.zero_stage != 1) {
@@ -364,6 +368,13 @@ WorkloadSpec parse_workload_spec(YamlMap& root, int gpus) {
 
 sim::DType compute_dtype(const WorkloadSpec& spec) {
   return spec.training.precision == Precision::FP8 ? sim::DType::FP8 : sim::DType::BF16;
+}
+
+bool optimizer_param_remainders(const WorkloadSpec& spec) {
+  const TrainingSpec& t = spec.training;
+  const bool current_scaling = t.precision == Precision::FP8 && t.fp8_recipe != Fp8Recipe::Delayed;
+  return spec.parallel.precision_aware_optimizer &&
+         (!current_scaling || spec.parallel.optimizer_offload == OptimizerOffload::Cpu);
 }
 
 bool fp8_amax_reduced(const WorkloadSpec& spec) {

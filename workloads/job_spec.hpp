@@ -303,6 +303,15 @@ sim::DType compute_dtype(const WorkloadSpec& spec);
 /// stage): precision fp8 with training.fp8_reduce_amax and a group of more than one rank.
 bool fp8_amax_reduced(const WorkloadSpec& spec);
 
+/// Whether Adam keeps the FP32 master weight as the 16-bit remainder beside the BF16 parameter
+/// (10 B of states per parameter instead of 12; the step moves 32 B instead of 38):
+/// precision_aware_optimizer, unless precision fp8 runs a current-scaling recipe (tensorwise,
+/// blockwise) without optimizer offload. Megatron-LM OptimizerConfig.__post_init__,
+/// use_precision_aware_optimizer_no_fp8_or_ds_fp8: only then does the distributed optimizer
+/// hand Transformer Engine's FusedAdam the master weights; otherwise it keeps its own FP32
+/// master shard (shard_fp32_from_float16_groups).
+bool optimizer_param_remainders(const WorkloadSpec& spec);
+
 /// Names for reports and traces ("gelu", "rmsnorm", "rope", "fp8", ...).
 const char* to_string(Activation v);
 const char* to_string(NormKind v);

@@ -190,13 +190,16 @@ void add_states(const WorkloadSpec& spec, int stage, std::vector<MemoryComponent
   }
   const bool offload = p.optimizer_offload == OptimizerOffload::Cpu;
   const double opt_params = p.zero_stage == 0 ? all : shard;
-  const bool remainders = p.precision_aware_optimizer;
+  const bool remainders = optimizer_param_remainders(spec);
   out.push_back({"optimizer_states",
                  offload ? 0.0 : (remainders ? kOptimizerBytesRemainders : kOptimizerBytes) * opt_params,
                  offload      ? "offloaded to host memory"
                  : remainders ? "Adam: 16-bit master remainder + 2 FP32 moments = 10 B x params "
                                 "(precision-aware optimizer; sharded with ZeRO >= 1)"
-                              : "Adam: FP32 master + 2 moments = 12 B x params (sharded with ZeRO >= 1)"});
+                 : p.precision_aware_optimizer
+                     ? "Adam: FP32 master + 2 moments = 12 B x params (sharded with ZeRO >= 1; the "
+                       "precision-aware optimizer keeps no remainders under FP8 current scaling)"
+                     : "Adam: FP32 master + 2 moments = 12 B x params (sharded with ZeRO >= 1)"});
 }
 
 // Pinned host memory of activation offloading at the stage's peak: the offloaded groups' bytes

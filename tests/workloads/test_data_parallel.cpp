@@ -313,6 +313,12 @@ TEST(DataParallelOptions, PrecisionAwareOptimizerMovesSixBytesLessPerParameter) 
       parse_job(with_dp_options("  precision_aware_optimizer: true\n"), 4)).programs[0];
   const double standard = std_opt.ops[ops_labelled(std_opt, "optimizer")[0]].bytes;
   EXPECT_DOUBLE_EQ(aware.ops[ops_labelled(aware, "optimizer")[0]].bytes, standard * 32.0 / 38.0);
+  // FP8 with tensorwise scaling: Megatron's own FP32 master shard, the standard 38 B step.
+  WorkloadSpec fp8 = parse_job(with_dp_options("  precision_aware_optimizer: true\n"), 4);
+  fp8.training.precision = Precision::FP8;
+  fp8.training.fp8_recipe = Fp8Recipe::Tensorwise;
+  const sim::Program current = generate_workload(fp8).programs[0];
+  EXPECT_DOUBLE_EQ(current.ops[ops_labelled(current, "optimizer")[0]].bytes, standard);
 }
 
 TEST(DataParallelOptions, Bf16GradientReductionHalvesTheBytes) {

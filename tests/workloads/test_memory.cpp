@@ -228,6 +228,15 @@ TEST(MemoryModel, StatesByZeroStageAndOffload) {
   spec.parallel.precision_aware_optimizer = true;
   EXPECT_DOUBLE_EQ(n("optimizer_states", 1, false), 10.0 * params / 8);
   EXPECT_DOUBLE_EQ(n("optimizer_states", 3, true), 0.0);
+  // Under FP8 current scaling Megatron keeps its own FP32 master shard (optimizer_config.py,
+  // use_precision_aware_optimizer_no_fp8_or_ds_fp8): 12 B again; delayed scaling keeps 10.
+  spec.training.precision = Precision::FP8;
+  for (const Fp8Recipe recipe : {Fp8Recipe::Tensorwise, Fp8Recipe::Blockwise}) {
+    spec.training.fp8_recipe = recipe;
+    EXPECT_DOUBLE_EQ(n("optimizer_states", 1, false), 12.0 * params / 8) << to_string(recipe);
+  }
+  spec.training.fp8_recipe = Fp8Recipe::Delayed;
+  EXPECT_DOUBLE_EQ(n("optimizer_states", 1, false), 10.0 * params / 8);
 }
 
 // S3 of ../shared/reference/measured.yaml: Llama-3.1-8B on 8 H200, DeepSpeed ZeRO-3, full

@@ -173,6 +173,7 @@ void apply_llama3_paper(const FamilyInput& in, DraftJob& j) {
     j.fill("parallelism", "account_for_loss_in_pipeline_split", "true", "L3-PP", line);
   }
   j.fill("parallelism", "zero_stage", "2", "L3-FSDP", line);
+  j.fill("parallelism", "grad_reduce_in_fp32", "true", "L3-FP32", line);
   if (j.get_int("parallelism", "cp", 1) > 1) {
     j.fill("parallelism", "cp_comm_type", "all_gather", "L3-CP", line);
   }
@@ -312,6 +313,8 @@ const std::vector<Citation>& citations() {
       {"L3-FSDP", "ibid. Sec. 3.3.2: FSDP shards optimizer states and gradients but does not "
                   "reshard weights after the forward: ZeRO stage 2 (parameters gathered once "
                   "per step)"},
+      {"L3-FP32", "ibid. Sec. 3.3.2 (numerical stability): FP32 gradient accumulation over the "
+                  "micro-batches and FP32 reduce-scatters across the data-parallel workers"},
       {"L3-CP", "ibid. Sec. 3.3.2: all-gather based context parallelism (K and V all-gathered, "
                 "then attention of the local Q chunks; not the P2P ring), chosen for GQA's small "
                 "K/V and for document masks"},
