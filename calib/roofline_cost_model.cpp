@@ -54,11 +54,12 @@ const std::map<std::string, RooflineEfficiencies>& table() {
   return kTable;
 }
 
-// NCCL's own tuning model (src/graph/tuning.cc, NCCL 2.x): Ring/Simple base latency 8.4 us per
-// call, per-step hardware latency 3.4 us over NVLink and 9.6 us over the network.
+// NCCL's own tuning model (src/graph/tuning.cc of NCCL 2.28, the version calibrated): Ring/Simple
+// base latency 8.4 us per call, per-step hardware latency 3.4 us over NVLink and 14.0 us over
+// the network (hwLat NET Ring Simple; older releases had 9.6 us, used here until 2026-12-07).
 constexpr double kNcclBaseLatency = 8.4e-6;
 constexpr double kNcclNvlinkStepLatency = 3.4e-6;
-constexpr double kNcclNetStepLatency = 9.6e-6;
+constexpr double kNcclNetStepLatency = 14.0e-6;
 // Bus bandwidth achieved by NCCL, as a fraction of the link rate:
 //  - NVLink: 8x H200 ring all_reduce 367.2 GB/s busbw at 16 GiB of 450 GB/s per direction
 //    (stas00/ml-engineering network/README.md, NCCL 2.27.7) -> 0.816;

@@ -14,48 +14,6 @@
 
 namespace clustersim::sim::detail {
 
-GroupShape group_shape(const std::vector<int>& members, int index, int domain_size) {
-  GroupShape s;
-  s.p = static_cast<int>(members.size());
-  std::unordered_map<int, int> slot_of_domain;  // domain -> position in by_domain
-  std::vector<std::vector<int>> by_domain;
-  for (int r : members) {
-    auto [it, fresh] = slot_of_domain.emplace(r / domain_size, static_cast<int>(by_domain.size()));
-    if (fresh) by_domain.emplace_back();
-    by_domain[static_cast<size_t>(it->second)].push_back(r);
-  }
-  s.domains = static_cast<int>(by_domain.size());
-  s.local = static_cast<int>(by_domain[0].size());
-  s.min_local = s.local;
-  for (const auto& g : by_domain) {
-    s.regular = s.regular && static_cast<int>(g.size()) == s.local;
-    s.min_local = std::min(s.min_local, static_cast<int>(g.size()));
-  }
-  const int me = members[static_cast<size_t>(index)];
-  const int my_dom = slot_of_domain.at(me / domain_size);
-  const auto& mine = by_domain[static_cast<size_t>(my_dom)];
-  const int li = static_cast<int>(std::find(mine.begin(), mine.end(), me) - mine.begin());
-  s.my_local = static_cast<int>(mine.size());
-  s.local_next = mine[static_cast<size_t>((li + 1) % s.my_local)];
-  if (!s.regular) {
-    const auto& next = by_domain[static_cast<size_t>((my_dom + 1) % s.domains)];
-    const auto& prev = by_domain[static_cast<size_t>((my_dom + s.domains - 1) % s.domains)];
-    s.cross_width = std::min(s.my_local, static_cast<int>(next.size()));
-    if (li < s.cross_width) s.cross_next = next[static_cast<size_t>(li)];
-    s.cross_in = li < static_cast<int>(prev.size());
-  }
-  if (s.regular) {
-    for (const auto& g : by_domain) s.rail.push_back(g[static_cast<size_t>(li)]);
-    s.rail_index = my_dom;
-    s.rail_next = s.rail[static_cast<size_t>((my_dom + 1) % s.domains)];
-    for (int j = 1; j < s.domains; ++j) {
-      const auto& peers = by_domain[static_cast<size_t>((my_dom + j) % s.domains)];
-      s.domain_peers.push_back(peers[static_cast<size_t>((li + j - 1) % s.local)]);
-    }
-  }
-  return s;
-}
-
 namespace {
 
 using Shape = GroupShape;
@@ -120,8 +78,15 @@ CollectivePlan ring_plan(const CollectiveCall& c) {
 double ring_estimate(const CollectiveCall& c, double nvlink_bw, double net_bw) {
   const Shape& s = *c.shape;
   const double share = ring_factor(c.kind, s.p) * c.bytes;
-  const double t = s.domains == 1 ? share / (c.nvl.bandwidth_efficiency * nvlink_bw)
-                                  : share / s.min_local / (c.net.bandwidth_efficiency * net_bw);
+  if (s.domains == 1) return ring_plan(c).latency_s + share / (c.nvl.bandwidth_efficiency * nvlink_bw);
+  double t = share / s.min_local / (c.net.bandwidth_efficiency * net_bw);
+  // The NVLink leg runs beside the network leg (ring_plan), as tree_estimate weighs its
+  // intra-domain exchange. Irregular groups' legs differ by member and every member must
+  // choose alike, so only the network leg, which min_local makes the same for all, counts.
+  if (s.regular && s.local > 1) {
+    const double l = s.local;
+    t = std::max(t, share * (l - 1) / l / (c.nvl.bandwidth_efficiency * nvlink_bw));
+  }
   return ring_plan(c).latency_s + t;
 }
 
@@ -298,18 +263,25 @@ bool tree_applicable(const CollectiveCall& c) {
   return s.domains >= 2 && s.regular;
 }
 
-// Flows of one heap-ordered binary tree over the rail (positions 0..R-1; the mirrored tree maps
-// position q to rail member R-1-q). Lanes: first_lane for reduce (up), first_lane+1 for
-// broadcast (down).
-void add_tree_flows(FlowPhase& ph, const Shape& s, bool mirrored, double bytes, int first_lane) {
+// Flows of one of NCCL's two trees over the rail (ncclGetDtree: the second tree mirrors the
+// first over an even number of positions and shifts it by one over an odd number). Lanes:
+// first_lane for reduce (up), first_lane+1 for broadcast (down).
+void add_tree_flows(FlowPhase& ph, const Shape& s, bool second, double bytes, int first_lane) {
   const int n = static_cast<int>(s.rail.size());
-  auto member = [&](int q) { return s.rail[static_cast<size_t>(mirrored ? n - 1 - q : q)]; };
-  const int pos = mirrored ? n - 1 - s.rail_index : s.rail_index;
-  if (pos > 0) {
-    ph.sends.push_back({member((pos - 1) / 2), bytes, first_lane});  // reduce up
-    ph.receive_lanes.push_back(first_lane + 1);                      // broadcast down
+  const bool mirror = n % 2 == 0;
+  // Position of rail member i in this tree, and back.
+  auto to_pos = [&](int i) { return !second ? i : (mirror ? n - 1 - i : (i - 1 + n) % n); };
+  auto member = [&](int q) {
+    const int i = !second ? q : (mirror ? n - 1 - q : (q + 1) % n);
+    return s.rail[static_cast<size_t>(i)];
+  };
+  const TreeLinks t = btree_links(n, to_pos(s.rail_index));
+  if (t.up >= 0) {
+    ph.sends.push_back({member(t.up), bytes, first_lane});  // reduce up
+    ph.receive_lanes.push_back(first_lane + 1);             // broadcast down
   }
-  for (int child = 2 * pos + 1; child <= 2 * pos + 2 && child < n; ++child) {
+  for (const int child : t.down) {
+    if (child < 0) continue;
     ph.sends.push_back({member(child), bytes, first_lane + 1});  // broadcast down
     ph.receive_lanes.push_back(first_lane);                     // reduce up
   }

@@ -43,6 +43,18 @@ struct GroupShape {
 /// The shape of `members` (ring order) seen from members[index]; O(p).
 GroupShape group_shape(const std::vector<int>& members, int index, int domain_size);
 
+/// A position's links in NCCL's binary tree over positions 0..n-1 (src/graph/trees.cc,
+/// ncclGetBtree), in order: a position's lowest set bit gives its level, its parent sets the
+/// next bit, its children lie half a level either side, so most edges join neighbouring
+/// positions (neighbouring domains of a rail, mostly under one leaf). -1: none.
+struct TreeLinks {
+  int up = -1;
+  int down[2] = {-1, -1};
+};
+
+/// The links of position `q` (0 <= q < n) of the tree over `n` positions.
+TreeLinks btree_links(int n, int q);
+
 /// Where one member's traffic of a token exchange goes (DeepEP's normal kernels: a token crosses
 /// to another NVLink domain once, to the member with the sender's local index, which forwards
 /// it over NVLink to the domain's other members holding its experts; inside the sender's domain

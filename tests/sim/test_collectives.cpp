@@ -173,6 +173,37 @@ TEST(DoubleBinaryTree, AllReducesFromTwoDomains) {
   EXPECT_FALSE(applies(two, CollectiveKind::AllGather));
 }
 
+// NCCL's in-order binary tree (ncclGetBtree): one root, every other position's parent lists it
+// as a child, n-1 edges, and most edges join neighbouring positions (a heap's children 2q+1,
+// 2q+2 would send most edges far away, over the spine of a rail-optimized fabric).
+TEST(DoubleBinaryTree, TheTreeIsNcclsInOrderTree) {
+  for (const int n : {2, 3, 5, 6, 8, 13, 16, 128}) {
+    int edges = 0, near = 0;
+    for (int q = 0; q < n; ++q) {
+      const detail::TreeLinks t = detail::btree_links(n, q);
+      EXPECT_EQ(t.up < 0, q == 0) << n << " " << q;
+      if (t.up >= 0) {
+        const detail::TreeLinks parent = detail::btree_links(n, t.up);
+        EXPECT_TRUE(parent.down[0] == q || parent.down[1] == q) << n << " " << q;
+        ++edges;
+        near += std::abs(t.up - q) <= 2 ? 1 : 0;
+      }
+      for (const int c : t.down) {
+        if (c >= 0) {
+          EXPECT_EQ(detail::btree_links(n, c).up, q) << n << " " << q;
+        }
+      }
+    }
+    EXPECT_EQ(edges, n - 1) << n;
+    EXPECT_GE(near, (n - 1) * 3 / 4) << n;  // a heap tree over 128: 3 of 127 edges this short
+  }
+  // ncclGetBtree over 8: 0 -> 4; 4 -> 2, 6; 2 -> 1, 3; 6 -> 5, 7.
+  EXPECT_EQ(detail::btree_links(8, 0).down[1], 4);
+  EXPECT_EQ(detail::btree_links(8, 4).down[0], 2);
+  EXPECT_EQ(detail::btree_links(8, 4).down[1], 6);
+  EXPECT_EQ(detail::btree_links(8, 7).up, 6);
+}
+
 TEST(PairwiseAllToAll, AcrossDomainsOneFlowPerRemoteDomainWithThePerPeerNicLoads) {
   // 64 ranks on 8 domains of 8 (an EP group of 64 on 8 HGX nodes), 64 MB per rank.
   std::vector<int> members(64);
@@ -275,6 +306,32 @@ TEST(RingAllReduce, AnUnevenGroupSpreadsEachBoundaryOverTheMembersBothDomainsHol
 // A ring shift (context parallelism's K/V exchange) is one point-to-point send of the whole
 // buffer to the next member: the member at an NVLink-domain boundary pushes it through its own
 // NIC. Played as a ring all-gather (before 2026-12-06) it spread that hop over every member's NIC.
+// Across domains the ring's NVLink leg runs beside its network leg (ring_plan): the estimate the
+// algorithm choice compares must weigh it, as the tree's does, or a ring whose NVLink leg is the
+// slower one looks faster than it plays.
+TEST(RingAllReduce, TheEstimateAcrossDomainsWeighsTheNvlinkLeg) {
+  const detail::CollectiveAlgorithm* ring = nullptr;
+  for (const auto& a : detail::collective_algorithms()) {
+    if (std::string_view(a.name) == "ring") ring = &a;
+  }
+  ASSERT_NE(ring, nullptr);
+  std::vector<int> members(128);  // 16 domains of 8
+  std::iota(members.begin(), members.end(), 0);
+  const GroupShape shape = detail::group_shape(members, 0, 8);
+  const double bytes = 1e9;
+  CollectiveCall c = call(CollectiveKind::AllReduce, bytes, members, 0, shape);
+  c.nvl.bandwidth_efficiency = 0.25;
+  c.net.bandwidth_efficiency = 0.94;
+  const double share = 2.0 * 127.0 / 128.0 * bytes;
+  const double nvlink_leg = share * 7.0 / 8.0 / (0.25 * 450e9);
+  const double network_leg = share / 8.0 / (0.94 * 50e9);
+  ASSERT_GT(nvlink_leg, network_leg);
+  const double latency = ring->plan(c).latency_s;
+  EXPECT_NEAR(ring->estimate(c, 450e9, 50e9), latency + nvlink_leg, 1e-12);
+  c.nvl.bandwidth_efficiency = 1.0;  // now the network leg is the slower one
+  EXPECT_NEAR(ring->estimate(c, 450e9, 50e9), latency + network_leg, 1e-12);
+}
+
 TEST(RingShift, EachMemberSendsTheWholeBufferToTheNextOverItsOwnLink) {
   const detail::CollectiveAlgorithm* shift = nullptr;
   for (const auto& a : detail::collective_algorithms()) {
