@@ -44,16 +44,26 @@ void read_mode_overrides(YamlMap& r, ReliabilitySection& s) {
   modes->finish();
 }
 
+// A recovery time or checkpoint interval of at most a year (8,760 h): a training run's whole
+// horizon; beyond it the Monte-Carlo's days print as hundreds of digits.
+constexpr double kMaxRecoveryS = 365.0 * 24.0 * 3600.0;
+
+double read_recovery_time(YamlMap& r, const char* key) {
+  const double v = r.get_duration(key).value;
+  if (v > kMaxRecoveryS) throw r.error(key, "must be at most a year (8760h)");
+  return v;
+}
+
 void read_recovery(YamlMap& r, ReliabilitySection& s) {
   auto& rec = s.recovery;
-  rec.detection_s = r.has("detection") ? r.get_duration("detection").value : kDefaultDetectionS;
-  rec.restart_s = r.has("restart") ? r.get_duration("restart").value : kDefaultRestartS;
+  rec.detection_s = r.has("detection") ? read_recovery_time(r, "detection") : kDefaultDetectionS;
+  rec.restart_s = r.has("restart") ? read_recovery_time(r, "restart") : kDefaultRestartS;
   rec.spare_nodes = read_spares(r, "spare_nodes", -1);
   rec.spare_domains = read_spares(r, "spare_domains", 0);
   s.node_repair_given = r.has("node_repair");
-  if (s.node_repair_given) rec.node_repair_s = r.get_duration("node_repair").value;
+  if (s.node_repair_given) rec.node_repair_s = read_recovery_time(r, "node_repair");
   s.domain_repair_given = r.has("domain_repair");
-  if (s.domain_repair_given) rec.domain_repair_s = r.get_duration("domain_repair").value;
+  if (s.domain_repair_given) rec.domain_repair_s = read_recovery_time(r, "domain_repair");
   if (rec.spare_nodes >= 0 && !s.node_repair_given) {
     throw r.error("spare_nodes",
                   "a finite number of spare nodes needs node_repair (the time a "
@@ -120,18 +130,20 @@ ReliabilitySection parse_reliability_section(YamlMap& root) {
   YamlMap& r = *m;
   s.origin = origin_of(r);
   read_recovery(r, s);
+  // 1 MB/s .. 1 PB/s: beyond any storage system, and a denormal rate would make the
+  // checkpoint times infinite and the Monte-Carlo's wall time NaN.
+  const auto storage = [&r](const char* key) {
+    const double v = r.get_bandwidth(key).value;
+    if (!(v >= 1e6 && v <= 1e15)) throw r.error(key, "storage bandwidth must lie within 1 MB/s .. 1 PB/s");
+    return v;
+  };
   if (r.has("storage_bandwidth")) {
-    s.storage_write_bandwidth = r.get_bandwidth("storage_bandwidth").value;
+    s.storage_write_bandwidth = storage("storage_bandwidth");
     s.storage_read_bandwidth = s.storage_write_bandwidth;
   }
-  if (r.has("storage_read_bandwidth")) {
-    s.storage_read_bandwidth = r.get_bandwidth("storage_read_bandwidth").value;
-  }
-  if (!(s.storage_write_bandwidth > 0) || !(s.storage_read_bandwidth > 0)) {
-    throw r.error("storage_bandwidth", "storage bandwidth must be positive");
-  }
+  if (r.has("storage_read_bandwidth")) s.storage_read_bandwidth = storage("storage_read_bandwidth");
   if (r.has("checkpoint_interval") && r.get_string("checkpoint_interval") != "auto") {
-    s.checkpoint_interval_s = r.get_duration("checkpoint_interval").value;
+    s.checkpoint_interval_s = read_recovery_time(r, "checkpoint_interval");
     if (!(s.checkpoint_interval_s > 0))
       throw r.error("checkpoint_interval", "must be positive or auto");
   }

@@ -55,7 +55,22 @@ void read_oversubscription(YamlMap& m, const char* k, PlatformSpec& s, bool part
 
 int read_count(YamlMap& m, const char* k) { return static_cast<int>(m.get_int(k, 1, kMaxCount)); }
 
-Watts read_watts(YamlMap& m, const char* k) { return m.get_power(k); }
+// Plausible bounds of the physical figures: far beyond any GPU, link or switch built and far
+// inside SimGrid's arithmetic (a denormal bandwidth or rate aborts its solver, a 1e300 s latency
+// deadlocks it, and such figures print as hundreds of digits). Zero and negative values are
+// left to validate()'s cross-field messages.
+template <class Q>
+Q bounded(YamlMap& m, const char* k, Q q, double lo, double hi, const char* range) {
+  if ((q.value > 0 && q.value < lo) || q.value > hi) throw m.error(k, std::string("must lie within ") + range);
+  return q;
+}
+FlopsPerSecond read_flops(YamlMap& m, const char* k) { return bounded(m, k, m.get_flops(k), 1e9, 1e18, "1 GFLOPS .. 1000 PFLOPS"); }
+BytesPerSecond read_bandwidth(YamlMap& m, const char* k) {
+  return bounded(m, k, m.get_bandwidth(k), 1e6, 1e15, "1 MB/s .. 1 PB/s");
+}
+Seconds read_latency(YamlMap& m, const char* k) { return bounded(m, k, m.get_duration(k), 0.0, 1.0, "0 .. 1 s"); }
+Bytes read_capacity(YamlMap& m, const char* k) { return bounded(m, k, m.get_bytes(k), 1.0, 1e15, "1 B .. 1 PB"); }
+Watts read_watts(YamlMap& m, const char* k) { return bounded(m, k, m.get_power(k), 1e-3, 1e6, "1 mW .. 1 MW"); }
 
 const std::vector<Field>& power_and_cost_fields() {
   using S = Section;
@@ -86,25 +101,25 @@ const std::vector<Field>& fields() {
   using P = PlatformSpec;
   static const std::vector<Field> kFields = {
       {"name", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.name = m.get_string(k); s.gpu_name_at = m.location(k); }},
-      {"peak_bf16", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_bf16 = m.get_flops(k); }},
-      {"peak_fp8", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp8 = m.get_flops(k); }},
-      {"peak_fp32", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp32 = m.get_flops(k); }},
-      {"hbm_capacity", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.hbm_capacity = m.get_bytes(k); }},
-      {"hbm_bandwidth", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.hbm_bandwidth = m.get_bandwidth(k); }},
-      {"tdp", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.tdp = m.get_power(k); }},
+      {"peak_bf16", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_bf16 = read_flops(m, k); }},
+      {"peak_fp8", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp8 = read_flops(m, k); }},
+      {"peak_fp32", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.peak_fp32 = read_flops(m, k); }},
+      {"hbm_capacity", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.hbm_capacity = read_capacity(m, k); }},
+      {"hbm_bandwidth", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.hbm_bandwidth = read_bandwidth(m, k); }},
+      {"tdp", S::Gpu, [](YamlMap& m, const char* k, P& s, bool) { s.gpu.tdp = read_watts(m, k); }},
       {"gpus_per_node", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.gpus_per_node = read_count(m, k); }},
       {"nvlink_domain_size", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_domain_size = read_count(m, k); }},
-      {"nvlink_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_bandwidth = m.get_bandwidth(k); }},
-      {"nvlink_latency", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_latency = m.get_duration(k); }},
+      {"nvlink_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_bandwidth = read_bandwidth(m, k); }},
+      {"nvlink_latency", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nvlink_latency = read_latency(m, k); }},
       {"nics_per_node", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nics_per_node = read_count(m, k); }},
-      {"nic_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_bandwidth = m.get_bandwidth(k); }},
-      {"nic_latency", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_latency = m.get_duration(k); }},
-      {"host_link_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_link_bandwidth = m.get_bandwidth(k); }},
+      {"nic_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_bandwidth = read_bandwidth(m, k); }},
+      {"nic_latency", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.nic_latency = read_latency(m, k); }},
+      {"host_link_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_link_bandwidth = read_bandwidth(m, k); }},
       {"host_cpu_cores", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_cpu_cores = read_count(m, k); }},
-      {"host_memory_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_memory_bandwidth = m.get_bandwidth(k); }},
+      {"host_memory_bandwidth", S::Node, [](YamlMap& m, const char* k, P& s, bool) { s.node.host_memory_bandwidth = read_bandwidth(m, k); }},
       {"host_memory_capacity", S::Node, [](YamlMap& m, const char* k, P& s, bool) {
          if (!m.has(k)) return;
-         s.node.host_memory_capacity = m.get_bytes(k);
+         s.node.host_memory_capacity = read_capacity(m, k);
          // Absent means unknown (not checked); a given capacity of 0 would read the same.
          if (!(s.node.host_memory_capacity.value > 0)) throw m.error(k, "must be positive");
        }},
@@ -113,7 +128,7 @@ const std::vector<Field>& fields() {
       {"tiers", S::Fabric, read_tiers},
       {"switch_radix", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.switch_radix = static_cast<int>(m.get_int(k, 4, 4096)); }},
       {"oversubscription", S::Fabric, read_oversubscription},
-      {"switch_latency", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.switch_latency = m.get_duration(k); }},
+      {"switch_latency", S::Fabric, [](YamlMap& m, const char* k, P& s, bool) { s.fabric.switch_latency = read_latency(m, k); }},
   };
   return kFields;
 }

@@ -57,18 +57,33 @@ bool quote_closed(const std::string& text, std::size_t pos) {
   return false;
 }
 
-// Throws for a quoted scalar of `node` (keys included) left open at the end of the input.
-void check_quotes(const YAML::Node& node, const std::string& text, const std::string& origin) {
+// Bounds of the walk below. An alias makes yaml-cpp share the anchored node, so an anchor
+// inside itself (`a: &a [*a]`) is a cycle, and aliases of aliases ("billion laughs") expand
+// exponentially: without bounds the walk would overflow the stack or not end. A job,
+// platform or reference file nests a few levels and holds thousands of nodes.
+constexpr int kMaxYamlDepth = 64;
+constexpr long kMaxYamlNodes = 1000000;
+
+// Throws for a quoted scalar of `node` (keys included) left open at the end of the input, and
+// for nesting or expansion beyond the bounds above (at the line where it is found).
+void check_quotes(const YAML::Node& node, const std::string& text, const std::string& origin, int depth,
+                  long& budget) {
+  if (depth > kMaxYamlDepth || --budget < 0) {
+    throw SpecError(origin, node_line(node), "",
+                    "invalid YAML: nested deeper than " + std::to_string(kMaxYamlDepth) + " levels or over " +
+                        std::to_string(kMaxYamlNodes) + " nodes (an anchor aliased inside itself, or aliases "
+                        "of aliases?)");
+  }
   if (node.IsScalar() && node.Tag() == "!" && node.Mark().pos >= 0 &&
       !quote_closed(text, static_cast<std::size_t>(node.Mark().pos))) {
     throw SpecError(origin, node_line(node), "", "invalid YAML: a quoted string is not closed");
   }
   if (node.IsSequence()) {
-    for (const auto& item : node) check_quotes(item, text, origin);
+    for (const auto& item : node) check_quotes(item, text, origin, depth + 1, budget);
   } else if (node.IsMap()) {
     for (auto it = node.begin(); it != node.end(); ++it) {
-      check_quotes(it->first, text, origin);
-      check_quotes(it->second, text, origin);
+      check_quotes(it->first, text, origin, depth + 1, budget);
+      check_quotes(it->second, text, origin, depth + 1, budget);
     }
   }
 }
@@ -150,7 +165,8 @@ YAML::Node YamlMap::parse_document(const std::string& text, const std::string& o
     throw SpecError(origin, node_line(held[1]), "",
                     "a second YAML document (after '---'): the file must hold one");
   }
-  check_quotes(held.front(), text, origin);
+  long budget = kMaxYamlNodes;
+  check_quotes(held.front(), text, origin, 0, budget);
   return held.front();
 }
 

@@ -11,6 +11,7 @@
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
+#include "tools/reliability_report.hpp"
 #include "tools/svg_plot.hpp"
 #include "tools/simulate.hpp"
 #include "tools/step_figures.hpp"
@@ -105,6 +106,7 @@ int run_command(const RunArgs& args) {
   }
   check_output_paths({{"--json", args.json}, {"--trace", args.trace}}, {args.job});
   const Job job = args.job.empty() ? load_default_job() : load_job(args.job);
+  check_reliability_section(job);  // before a simulation that may take minutes
   SimulateOptions options = options_from_job(job);
   options.timeline = !args.trace.empty();
   if (!args.trace_ranks.empty()) {

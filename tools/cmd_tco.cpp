@@ -243,6 +243,8 @@ nlohmann::ordered_json side_json(const Side& s) {
 
 int tco_command(const TcoArgs& args) {
   check_output_paths({{"--json", args.json}}, {args.a, args.b});
+  // Both jobs' reliability inputs before either simulation, which may take minutes.
+  for (const std::string& path : {args.a, args.b}) check_reliability_section(load_job(path));
   const Side a = evaluate(args.a, args.replicas);
   const Side b = evaluate(args.b, args.replicas);
   std::ostringstream out;

@@ -75,6 +75,10 @@ energy::RunShape run_shape(const Job& job, double tokens_per_s_per_gpu) {
   return s;
 }
 
+void check_reliability_section(const Job& job) {
+  if (has_reliability_section(job)) (void)reliability_inputs(job, std::nullopt);
+}
+
 RunWithFailures run_with_failures(const Job& job, double tokens_per_s_per_gpu) {
   RunWithFailures out;
   out.shape = run_shape(job, tokens_per_s_per_gpu);

@@ -36,6 +36,11 @@ energy::ReliabilityInputs reliability_inputs(const Job& job,
 /// job's energy.train_tokens at `tokens_per_s_per_gpu`.
 energy::RunShape run_shape(const Job& job, double tokens_per_s_per_gpu);
 
+/// Checks a job's reliability: section against its platform before anything is simulated
+/// (the domain MTBF and repair time a rack-scale platform needs): nothing without one.
+/// @throws SpecError as reliability_inputs.
+void check_reliability_section(const Job& job);
+
 /// A training run with failures, as `run` and `tco` report it.
 struct RunWithFailures {
   energy::RunShape shape;

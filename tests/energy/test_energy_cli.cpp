@@ -92,6 +92,11 @@ TEST(EnergyCli, RunReportsFailuresWhenTheJobHasAReliabilitySection) {
   const auto missing = run_cli("run " + data("gb200_no_domain_mtbf.yaml"));
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_NE(missing.output.find("reliability.domain_mtbf"), std::string::npos) << missing.output;
+  // Checked before the memory check and the simulation (which may take minutes at scale): the
+  // same job over memory still names the missing input, not the memory.
+  const auto first = run_cli("run " + data("gb200_no_domain_mtbf_oom.yaml"));
+  EXPECT_EQ(first.exit_code, 2) << first.output;
+  EXPECT_NE(first.output.find("reliability.domain_mtbf"), std::string::npos) << first.output;
   const auto plain = run_cli("run " + std::string(CLUSTERSIM_SOURCE_DIR) +
                              "/tests/tools/data/small_job.yaml --json " + tmp("nf.json"));
   ASSERT_EQ(plain.exit_code, 0) << plain.output;

@@ -80,6 +80,14 @@ TEST(SpecIo, BadInputIsASpecErrorAtItsLine) {
   // Zero passed the readers and failed only after the simulation, with no place named.
   expect_error("reliability:\n  mode_mtbf:\n    gpu: 0h\n", "reliability.mode_mtbf.gpu", 3, reliability);
   expect_error("energy:\n  train_tokens: 0\n", "energy.train_tokens", 2, energy);
+  // A denormal storage rate made the run's time NaN and its goodput 100%; a 1e300 s recovery
+  // printed hundreds of digits. Each is named at its own key (the read rate once blamed
+  // storage_bandwidth).
+  expect_error("reliability:\n  storage_read_bandwidth: 4e-324B/s\n", "reliability.storage_read_bandwidth", 2,
+               reliability);
+  expect_error("reliability:\n  storage_bandwidth: 0TB/s\n", "reliability.storage_bandwidth", 2, reliability);
+  expect_error("reliability:\n  detection: 1e300h\n", "reliability.detection", 2, reliability);
+  expect_error("reliability:\n  node_repair: 9000h\n", "reliability.node_repair", 2, reliability);
 }
 
 }  // namespace

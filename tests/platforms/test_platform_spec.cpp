@@ -178,6 +178,23 @@ TEST(ClusterSection, AZeroHostMemoryOrRentalPriceIsAnError) {
                     {"job.yaml:5", "cluster.overrides.rental_usd_per_gpu_hour", "out of range"});
 }
 
+// A denormal bandwidth or rate aborted SimGrid's solver and a 1e300 s latency deadlocked it:
+// figures beyond any hardware are errors at their line.
+TEST(ClusterSection, FiguresBeyondAnyHardwareAreErrors) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"nic_bandwidth", "\"4e-324Gbps\""}, {"nvlink_bandwidth", "\"1e20GB/s\""},
+      {"hbm_bandwidth", "\"4e-324TB/s\""}, {"peak_bf16", "\"1e-320TFLOPS\""},
+      {"nic_latency", "\"1e308s\""},       {"switch_latency", "2s"},
+      {"tdp", "\"1e300W\""}};
+  for (const auto& [key, value] : bad) {
+    expect_spec_error([&] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides:\n    " + key + ": " + value + "\n"); },
+                      {"job.yaml:5", "cluster.overrides." + key, "must lie within"});
+  }
+  // Zero latency is a figure (an ideal link); a real one passes.
+  const ClusterSpec c = parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides: {nic_latency: 0us, switch_latency: 1us}\n");
+  EXPECT_DOUBLE_EQ(c.platform.node.nic_latency.value, 0.0);
+}
+
 TEST(ClusterSection, InconsistentOverrideIsAnError) {
   expect_spec_error([] { parse_cluster("cluster:\n  platform: hgx_h100\n  gpus: 64\n  overrides: {gpus_per_node: 3}\n"); },
                     {"job.yaml:4", "cluster.overrides", "multiple of gpus_per_node"});

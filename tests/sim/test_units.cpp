@@ -94,6 +94,30 @@ TEST(YamlSpec, AQuotedStringLeftOpenIsAnErrorAtItsLine) {
   EXPECT_EQ(map.get_string("b"), "it's");
 }
 
+// An anchor aliased inside itself is a cycle in yaml-cpp's node graph, and aliases of aliases
+// expand exponentially: an error at a line, not a stack overflow or a walk without end.
+TEST(YamlSpec, ARecursiveOrExplodingAliasIsAnError) {
+  std::string laughs = "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 12; ++i) {
+    const std::string prev = "*l" + std::to_string(i - 1);
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) laughs += (k ? ", " : "") + prev;
+    laughs += "]\n";
+  }
+  for (const std::string& text : {std::string("a: &a [*a]\n"), std::string("b: 1\ntp: &a {x: *a}\n"), laughs}) {
+    try {
+      YamlMap::load_string(text, "job.yaml");
+      FAIL() << text;
+    } catch (const SpecError& e) {
+      EXPECT_GE(e.line(), 1) << e.what();
+      EXPECT_NE(std::string(e.what()).find("aliased inside itself"), std::string::npos) << e.what();
+    }
+  }
+  // Plain anchors and aliases still load.
+  auto map = YamlMap::load_string("a: &v 3\nb: *v\n", "job.yaml");
+  EXPECT_EQ(map.get_int("b", 0, 9), 3);
+}
+
 // Assigning a view rebinds it; the mapping it viewed before keeps its keys and lines. (With
 // yaml-cpp's Node assignment the catalog model's mapping took the job's keys when a job
 // override was recorded over it, and errors pointed at the wrong file and line.)

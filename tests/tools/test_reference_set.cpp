@@ -345,6 +345,16 @@ TEST(CaseJob, UnknownSourceNeedsARecipe) {
       "    config: {model: tiny, platform: hgx_h100, gpus: 8, tp: 1, pp: 1, mbs: 1, gbs: 8, "
       "seq: 2048, precision: bf16}\n"
       "    measured: {step_s: 1.0}\n");
+  // An unknown family is the file's error when it is read, before any point is simulated.
+  const SpecError bad = parse_error(
+      "  - id: mine\n"
+      "    source: my cluster, 2025\n"
+      "    recipe: bogus_family\n"
+      "    config: {model: tiny, platform: hgx_h100, gpus: 8, tp: 1, pp: 1, mbs: 1, gbs: 8, "
+      "seq: 2048, precision: bf16}\n"
+      "    measured: {step_s: 1.0}\n");
+  EXPECT_EQ(bad.line(), 7);
+  EXPECT_NE(bad.reason().find("unknown recipe family 'bogus_family'"), std::string::npos) << bad.what();
   const auto& rc = with_recipe.cases[0];
   const CaseJob job = build_case_job(with_recipe, rc, rc.points[0]);
   EXPECT_TRUE(job.defaults().empty()) << "recipe none applies nothing";

@@ -11,6 +11,7 @@
 
 #include "sim/spec_error.hpp"
 #include "sim/yaml_spec.hpp"
+#include "tools/validation/recipe_families.hpp"
 
 namespace clustersim::tools::validation {
 namespace {
@@ -358,6 +359,12 @@ void read_case(Block c, ReferenceSet& set, std::set<std::string>& ids) {
   if (!ids.insert(rc.id).second) throw c.map.error("id", "duplicate case id '" + rc.id + "'");
   rc.source = c.map.get_string("source");
   rc.recipe = opt_string(c, "recipe");
+  if (rc.recipe) {
+    const auto& families = recipe_families();
+    if (std::none_of(families.begin(), families.end(), [&](const RecipeFamily& f) { return f.name == rc.recipe->value; })) {
+      (void)family_of(set, rc);  // the file's error, before anything is simulated: names the known families
+    }
+  }
   rc.config = read_config(c.child("config"));
   if (set.find_model(rc.config.model.value) == nullptr) {
     throw SpecError(set.file, rc.config.model.line, c.field("config.model"),
