@@ -108,8 +108,11 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   const ModelSpec& m = spec.model;
   const TrainingSpec& t = spec.training;
   const double s = d(t.seq_length);
-  // Tokens dropped beyond an expert capacity below the average load are not computed.
-  const double expert_load = t.moe_capacity_factor > 0.0 ? std::min(1.0, t.moe_capacity_factor) : 1.0;
+  // Tokens dropped beyond an expert capacity below the average load are not computed; padded to
+  // capacity, the padding rows are.
+  const double expert_load = t.moe_pad_to_capacity        ? t.moe_capacity_factor
+                             : t.moe_capacity_factor > 0.0 ? std::min(1.0, t.moe_capacity_factor)
+                                                           : 1.0;
   // MLA's down projections have replicated weights (Megatron-core "duplicated" linears) and run
   // on each rank's tokens: on its sequence shard with sequence parallelism, else on all tokens,
   // i.e. tp times.

@@ -122,6 +122,11 @@ Found check_experts(const WorkloadSpec& w) {
     if (p.etp != p.tp && p.etp != 1) return par("etp", "expert tensor parallelism needs a MoE model");
     if (t.moe_imbalance != 1.0) return train("moe_imbalance", "needs a MoE model");
     if (t.moe_capacity_factor > 0.0) return train("moe_capacity_factor", "needs a MoE model");
+    if (t.moe_permute_fusion) return train("moe_permute_fusion", "needs a MoE model");
+  }
+  if (t.moe_pad_to_capacity && p.moe_token_dispatcher == MoeDispatcher::DeepEp) {
+    return train("moe_pad_expert_input_to_capacity", "not modelled with DeepEP's token exchange "
+                                                     "(the all-to-all dispatcher's drop_and_pad only)");
   }
   if (p.moe_shared_expert_overlap && m.shared_expert_ffn == 0) {
     // Megatron-core hands the shared experts to the token dispatcher only when there are some

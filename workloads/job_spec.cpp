@@ -314,7 +314,8 @@ TrainingSpec read_training(YamlMap& t, int dp) {
                           "fp8_reduce_amax", "fp8_recipe", "recompute", "recompute_method",
                           "recompute_num_layers",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
-                          "moe_capacity_factor", "expandable_segments", "offload_modules"});
+                          "moe_capacity_factor", "moe_pad_expert_input_to_capacity", "moe_permute_fusion", "expandable_segments",
+                          "offload_modules"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
   s.micro_batch_size = t.get_int("micro_batch_size", 1, kMaxBatch);
@@ -349,6 +350,12 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   read_offload_modules(t, s);
   if (t.has("moe_capacity_factor") && s.moe_capacity_factor <= 0.0) {
     throw t.error("moe_capacity_factor", "must be > 0 (omit it for dropless routing)");
+  }
+  s.moe_pad_to_capacity = t.get_bool_or("moe_pad_expert_input_to_capacity", false);
+  s.moe_permute_fusion = t.get_bool_or("moe_permute_fusion", false);
+  if (s.moe_pad_to_capacity && s.moe_capacity_factor <= 0.0) {
+    // Megatron-core TransformerConfig: padding to capacity needs a capacity factor.
+    throw t.error("moe_pad_expert_input_to_capacity", "needs training.moe_capacity_factor (the capacity to pad to)");
   }
   return s;
 }

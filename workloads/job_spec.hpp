@@ -258,6 +258,12 @@ struct TrainingSpec {
   std::string mfu_convention = "megatron";  ///< "megatron" or "causal" (workloads/flops.hpp)
   double moe_imbalance = 1.0;           ///< tokens the busiest EP rank receives / the average
   double moe_capacity_factor = 0.0;     ///< expert capacity / average load; 0: dropless
+  /// Megatron-core moe_pad_expert_input_to_capacity (drop_and_pad): every expert's input padded
+  /// to its capacity, so each rank exchanges and computes capacity_factor x the average rows.
+  bool moe_pad_to_capacity = false;
+  /// Megatron-core moe_permute_fusion: Transformer Engine's fused permute and unpermute; the
+  /// fused unpermute reads the token copies once and writes the weighted sum per token.
+  bool moe_permute_fusion = false;
   bool expandable_segments = false;     ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
                                         ///< (memory model: less fragmentation)
   /// Megatron-core --fine-grained-activation-offloading --offload-modules: the modules whose

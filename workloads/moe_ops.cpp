@@ -56,9 +56,15 @@ void RankShapes::set_moe(const WorkloadSpec& spec, std::int64_t gate) {
   ep_comm = p.ep > 1;
   etp_comm = p.etp > 1;
   // The busiest rank gets moe_imbalance times the average, capped by the capacity factor
-  // (tokens beyond capacity are dropped).
-  expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
-                                            : t.moe_imbalance;
+  // (tokens beyond capacity are dropped). Padded to capacity (Megatron's drop_and_pad:
+  // token_dispatcher.py preprocess sends capacity x num_experts rows), every rank exchanges
+  // and computes the capacity, whatever the routing.
+  if (t.moe_pad_to_capacity) {
+    expert_load = t.moe_capacity_factor;
+  } else {
+    expert_load = t.moe_capacity_factor > 0.0 ? std::min(t.moe_imbalance, t.moe_capacity_factor)
+                                              : t.moe_imbalance;
+  }
   const double rows = static_cast<double>(moe_tokens * m.top_k * p.etp) * expert_load;
   expert_rows = std::max<std::int64_t>(1, std::llround(rows));
   expert_ffn = m.expert_ffn / p.etp;
@@ -221,8 +227,14 @@ void TransformerOps::moe_experts_forward() {
 
 void TransformerOps::moe_output_forward(bool shared_mlp) {
   const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
-  // Read the token copies and their routing probabilities, write the weighted sum.
-  b_.mem("unpermute", MemKernel::Copy, 3.0 * act_bytes(copies, s_.hidden));
+  // Unfused (Megatron-core moe_utils.unpermute): the copies scaled by their probabilities (read
+  // and written), then scatter-added into the tokens (read again). Fused (moe_permute_fusion,
+  // Transformer Engine's moe_unpermute with the merging probabilities): the copies read once and
+  // each token's weighted sum written once.
+  const double unpermute = spec_.training.moe_permute_fusion
+                               ? act_bytes(copies, s_.hidden) + act_bytes(s_.moe_tokens, s_.hidden)
+                               : 3.0 * act_bytes(copies, s_.hidden);
+  b_.mem("unpermute", MemKernel::Copy, unpermute);
   if (s_.shared_ffn > 0) {
     if (shared_mlp) mlp_forward("shared_", s_.shared_fc1_out, s_.shared_ffn);
     b_.mem("shared_add", MemKernel::Elementwise, 3.0 * act_bytes(s_.sp_tokens, s_.hidden));

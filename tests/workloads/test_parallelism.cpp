@@ -181,6 +181,31 @@ TEST(ExpertParallel, AllToAllOverEpAndExpertGemmsOfTheLocalExperts) {
       EXPECT_DOUBLE_EQ(op.bytes, 1.5 * 128 * 2 * 256 * 2);
     }
   }
+  // A capacity factor caps that load (dropped tokens); padded to capacity (Megatron's
+  // drop_and_pad) every rank exchanges and computes the capacity, balanced or not, and the
+  // padding rows are executed FLOPs (not model FLOPs).
+  for (const double imbalance : {1.0, 1.5}) {
+    auto padded = spec;
+    padded.training.moe_imbalance = imbalance;
+    padded.training.moe_capacity_factor = 1.25;
+    const sim::Program capped = generate_workload(padded).programs[0];
+    EXPECT_DOUBLE_EQ(count(capped, "expert_fc1").flops, std::min(imbalance, 1.25) * count(p, "expert_fc1").flops);
+    padded.training.moe_pad_to_capacity = true;
+    const sim::Program r = generate_workload(padded).programs[0];
+    EXPECT_DOUBLE_EQ(count(r, "expert_fc1").flops, 1.25 * count(p, "expert_fc1").flops) << imbalance;
+    EXPECT_DOUBLE_EQ(count(r, "ep_dispatch_a2a").bytes, 1.25 * count(p, "ep_dispatch_a2a").bytes) << imbalance;
+    EXPECT_GT(hardware_flops_per_sample(padded), hardware_flops_per_sample(spec));
+  }
+  // Transformer Engine's fused unpermute reads the 256 copies once and writes the 128 tokens;
+  // the unfused one scales the copies (read, write) and scatter-adds them (read).
+  auto fused = spec;
+  fused.training.moe_permute_fusion = true;
+  const sim::Program f = generate_workload(fused).programs[0];
+  const double row = 256 * 2;  // hidden 256, BF16
+  const int mb_layers = 3 * 2;
+  EXPECT_DOUBLE_EQ(count(p, "unpermute").bytes, mb_layers * 3.0 * 256 * row);
+  EXPECT_DOUBLE_EQ(count(f, "unpermute").bytes, mb_layers * (256 + 128) * row);
+  EXPECT_DOUBLE_EQ(count(f, "permute").bytes, count(p, "permute").bytes);
 }
 
 // Megatron-core's all-to-all dispatcher sorts the received rows by local expert before the

@@ -29,6 +29,9 @@ TEST(Rejections, ExpertParallelism) {
                   "does not divide the tp*cp*dp = 4 ranks");
   expect_rejected("mixtral_8x7b", "  ep: 2\n", "  moe_imbalance: 3\n", 2, "training.moe_imbalance",
                   "cannot exceed ep");
+  // Padding to capacity needs the capacity (Megatron-core TransformerConfig).
+  expect_rejected("mixtral_8x7b", "  ep: 2\n", "  moe_pad_expert_input_to_capacity: true\n", 2,
+                  "training.moe_pad_expert_input_to_capacity", "needs training.moe_capacity_factor");
   // Only shared experts can run beside the exchanges (Mixtral has none; a dense model neither).
   expect_rejected("mixtral_8x7b", "  ep: 2\n  moe_shared_expert_overlap: true\n", "", 2,
                   "parallelism.moe_shared_expert_overlap", "needs a MoE model with shared experts");
