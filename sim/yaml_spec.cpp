@@ -1,6 +1,7 @@
 #include "sim/yaml_spec.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -140,6 +141,9 @@ YamlMap& YamlMap::operator=(YamlMap&& other) noexcept {
 }
 
 YamlMap YamlMap::load_file(const std::string& file) {
+  std::error_code ec;
+  // An ifstream opens a directory and reads nothing: it would read as an empty document.
+  if (std::filesystem::is_directory(file, ec)) throw SpecError(file, 0, "", "is a directory, not a YAML file");
   std::ifstream in(file);
   if (!in) throw SpecError(file, 0, "", "cannot open file");
   std::stringstream buffer;

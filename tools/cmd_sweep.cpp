@@ -304,6 +304,7 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--memory-margin", args->memory_margin,
                   "Simulate and rank configurations the memory model puts over the GPU's HBM by "
                   "at most this fraction of it (default 0: pruned)")
+      ->check(finite_number())
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)")
       ->check(decimal_integer())

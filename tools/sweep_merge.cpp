@@ -164,7 +164,10 @@ CsvTable merge_sweep_tables(const std::vector<std::pair<std::string, CsvTable>>&
   if (shards.empty()) throw SpecError("", 0, "", "no shard outputs to merge");
   CsvTable merged;
   merged.header = shards.front().second.header;
-  for (const char* c : {"config", "sweep", "space", "joules_per_token"}) {
+  // Every column merge reads or ranks by: a file without one (another CSV, or one whose first
+  // name a byte-order mark hides) is named here, not by a bare "no column" later.
+  for (const char* c : {"rank", "config", "sweep", "space", "status", "tokens_per_s_per_gpu", "mfu", "step_time_s",
+                        "compute_s", "exposed_comm_s", "bubble_s", "joules_per_token"}) {
     if (std::find(merged.header.begin(), merged.header.end(), c) == merged.header.end()) {
       throw SpecError(shards.front().first, 1, c, std::string("no '") + c + "' column: not the CSV of "
                       "a 'clustersim sweep' of this version (re-run the shards)");

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "sim/rank_layout.hpp"
 #include "sim/units.hpp"
 #include "sim/yaml_spec.hpp"
@@ -112,6 +114,13 @@ TEST(YamlSpec, ARecursiveOrExplodingAliasIsAnError) {
       EXPECT_GE(e.line(), 1) << e.what();
       EXPECT_NE(std::string(e.what()).find("aliased inside itself"), std::string::npos) << e.what();
     }
+  }
+  // A directory opens as a stream that reads nothing: named as a directory, not an empty document.
+  try {
+    YamlMap::load_file(std::filesystem::temp_directory_path().string());
+    FAIL() << "a directory loaded";
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
   }
   // Plain anchors and aliases still load.
   auto map = YamlMap::load_string("a: &v 3\nb: *v\n", "job.yaml");

@@ -427,6 +427,10 @@ TEST(SweepCli, MemoryMarginSimulatesTightConfigurations) {
   EXPECT_NE(t1.rows[0][t1.column("sweep")], t0.rows[0][t0.column("sweep")]);
   // Over by 4.9%: a 4% margin still prunes it.
   EXPECT_EQ(run_cli(base + tmp("tight2.csv") + " --memory-margin 0.04").exit_code, 1);
+  // NaN passes CLI11's range (every comparison with it is false) and acted as 0: a usage error.
+  const auto nan = run_cli(base + tmp("tight3.csv") + " --memory-margin nan");
+  EXPECT_EQ(nan.exit_code, 2) << nan.output;
+  EXPECT_NE(nan.output.find("--memory-margin"), std::string::npos) << nan.output;
 }
 
 TEST(SweepCli, BadSpaceIsAUsageError) {
