@@ -70,8 +70,16 @@ std::vector<MeasuredSeries> group(const CsvTable& t, const std::vector<std::stri
       order.push_back(key);
     }
     const double time = t.number(r, time_col);
-    if (time <= 0.0) throw SpecError(t.path, t.lines[r], "time_s", "must be positive");
-    it->second.points.push_back({coords_of(r), time, t.lines[r]});
+    // No kernel or collective of a training step takes an hour: a larger time is a corrupt cell
+    // (1e308 s printed 80-digit errors), as is a coordinate outside (0, 1e15].
+    if (time <= 0.0 || time > 3600.0) throw SpecError(t.path, t.lines[r], "time_s", "must lie in (0, 3600] s");
+    std::vector<double> coords = coords_of(r);
+    for (std::size_t a = 0; a < coords.size(); ++a) {
+      if (!(coords[a] > 0.0 && coords[a] <= 1e15)) {
+        throw SpecError(t.path, t.lines[r], axes[a], "must lie in (0, 1e15]");
+      }
+    }
+    it->second.points.push_back({std::move(coords), time, t.lines[r]});
   }
   std::vector<MeasuredSeries> out;
   for (const auto& k : order) out.push_back(std::move(by_key[k]));
@@ -289,9 +297,26 @@ std::vector<MeasuredSeries> load_attention_cp_series(const std::string& path) {
       });
 }
 
+// A name outside `known` makes a series no cost-model lookup reads: an error at its row.
+void check_names(const CsvTable& t, std::size_t col, const std::set<std::string>& known, bool lowercase = false) {
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string name = lowercase ? lower(t.text(r, col)) : t.text(r, col);
+    if (known.count(name) == 0) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw SpecError(t.path, t.lines[r], t.columns[col], "'" + t.text(r, col) + "' (one of " + list + ")");
+    }
+  }
+}
+
 std::vector<MeasuredSeries> load_membound_series(const std::string& path) {
   const CsvTable t = read_csv(path);
   const std::size_t kernel = t.column("kernel"), bytes = t.column("bytes");
+  // calib/probes/membound.cu and calib/probes/eager_ops.py (Hugging Face's eager modules) write
+  // these kernels.
+  check_names(t, kernel, {"adamw", "copy", "cross_entropy", "gelu", "layernorm", "rmsnorm", "rope", "swiglu",
+                          "rmsnorm_eager_fwd", "rmsnorm_eager_bwd", "rope_eager_fwd", "rope_eager_bwd",
+                          "swiglu_eager_fwd", "swiglu_eager_bwd"});
   return group(
       t, {"bytes"}, 0.03, [&](std::size_t r) { return "membound/" + t.text(r, kernel); },
       [&](std::size_t r) { return std::vector<double>{t.number(r, bytes)}; });
@@ -302,6 +327,12 @@ std::vector<MeasuredSeries> load_nccl_series(const std::string& path) {
   const std::size_t coll = t.column("collective"), algo = t.column("algo");
   const std::size_t proto = t.column("proto"), bytes = t.column("bytes");
   const std::size_t ranks = t.column("nranks");
+  // calib/probes/nccl.cu's collectives, and the algorithms and protocols it forces or NCCL's
+  // own choice ("default").
+  check_names(t, coll, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send", "sendrecv"});
+  check_names(t, algo, {"default", "ring", "tree"}, true);
+  check_names(t, proto, {"default", "ll", "ll128", "simple"}, true);
+  count_cell(t, 0, ranks, 2);
   for (std::size_t r = 1; r < t.rows.size(); ++r) {
     if (t.text(r, ranks) != t.text(0, ranks)) {
       throw SpecError(path, t.lines[r], "nranks", "differs from the first row's " + t.text(0, ranks));

@@ -109,6 +109,33 @@ TEST(CsvTable, NonPositiveTimeIsAnError) {
   expect_spec_error([&] { load_gemm_series(p); }, p, 2, "time_s");
 }
 
+// A 1e308 s time printed 80-digit errors, a negative or 1e23 coordinate made a series no lookup
+// reads: errors at their row.
+TEST(CsvTable, AbsurdTimesAndCoordinatesAreErrors) {
+  const std::string slow = write_temp("slow.csv", std::string(kGemmHeader) + "bf16,fwd,1024,512,512,1e308,0.001\n");
+  expect_spec_error([&] { load_gemm_series(slow); }, slow, 2, "time_s");
+  const std::string big = write_temp("big.csv", std::string(kGemmHeader) + "bf16,fwd,1e23,512,512,1e-05,0.001\n");
+  expect_spec_error([&] { load_gemm_series(big); }, big, 2, "m");
+  const std::string mem = write_temp("mem.csv", "kernel,bytes,time_s,max_rel_err\ncopy,-8192,1e-06,0.001\n");
+  expect_spec_error([&] { load_membound_series(mem); }, mem, 2, "bytes");
+}
+
+// Names no probe writes (a collective, algorithm, protocol or kernel) are errors at their row.
+TEST(CsvTable, UnknownNcclOrKernelNamesAreErrors) {
+  const std::string head = "collective,algo,proto,nranks,bytes,time_s,max_rel_err\n";
+  const std::string ok = "all_reduce,Ring,Simple,2,1024,2e-05,0\n";
+  for (const auto& [row, field] : {std::pair<std::string, std::string>{"bogus,Ring,Simple,2,1024,2e-05,0\n", "collective"},
+                                   {"all_reduce,Bogus,Simple,2,1024,2e-05,0\n", "algo"},
+                                   {"all_reduce,Ring,Fast,2,1024,2e-05,0\n", "proto"}}) {
+    const std::string p = write_temp("nccl_" + field + ".csv", head + ok + row);
+    expect_spec_error([&] { load_nccl_series(p); }, p, 3, field);
+  }
+  const std::string ranks = write_temp("nccl_ranks.csv", head + "all_reduce,Ring,Simple,0,1024,2e-05,0\n");
+  expect_spec_error([&] { load_nccl_series(ranks); }, ranks, 2, "nranks");
+  const std::string kernel = write_temp("kernel.csv", "kernel,bytes,time_s,max_rel_err\nbogus,8192,1e-06,0.001\n");
+  expect_spec_error([&] { load_membound_series(kernel); }, kernel, 2, "kernel");
+}
+
 TEST(CsvTable, EmptyOrMissingTablesAreErrors) {
   const std::string p = write_temp("empty.csv", "# only provenance\n" + std::string(kGemmHeader));
   expect_spec_error([&] { read_csv(p); }, p, 2, "");
