@@ -132,6 +132,32 @@ TEST(ReferenceSet, ErrorsNameFileLineAndField) {
       "    measured: {energy_j: 3}\n");
   EXPECT_NE(e.reason().find("unknown key 'energy_j'"), std::string::npos) << e.what();
 
+  // The energy and cost figures validate does not compare are still checked.
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {mfu: 0.5}\n"
+      "    energy: {joules_per_token: abc}\n");
+  EXPECT_EQ(e.line(), 9);
+  EXPECT_NE(e.field().find("joules_per_token"), std::string::npos) << e.what();
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {mfu: 0.5}\n"
+      "    cost: {usd_per_gpu_hour: 1.42, bogus_key: 1}\n");
+  EXPECT_NE(e.reason().find("unknown key 'bogus_key'"), std::string::npos) << e.what();
+
+  // A by_gpus count that config.gpus does not list: the two contradict each other.
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny, gpus: 8}\n"
+      "    measured: {by_gpus: {16: {step_s: 0.05}}}\n");
+  EXPECT_EQ(e.line(), 8);
+  EXPECT_NE(e.reason().find("config.gpus does not list 16"), std::string::npos) << e.what();
+
   // validate --plot DIR writes DIR/<id>.svg: an id with a path in it would write elsewhere.
   e = parse_error(
       "  - id: ../escaped\n"

@@ -314,6 +314,10 @@ void read_measured(Block m, ReferenceCase& rc) {
     Block by = m.child("by_gpus");
     for (const auto& key : by.map.keys()) {
       const std::int64_t gpus = parse_key_int(by, key, kMaxGpus);
+      const auto& stated = rc.config.gpus;
+      if (!stated.empty() && std::find(stated.begin(), stated.end(), gpus) == stated.end()) {
+        throw by.map.error(key, "config.gpus does not list " + key + " GPUs (give the count in one place, or both alike)");
+      }
       Block entry = by.child(key);
       const Figures f = read_figures(entry);
       entry.map.finish();
@@ -371,11 +375,18 @@ void read_case(Block c, ReferenceSet& set, std::set<std::string>& ids) {
                     "model '" + rc.config.model.value + "' is not in this file's models:");
   }
   read_measured(c.child("measured"), rc);
-  for (const char* extra : {"energy", "cost"}) {
-    if (c.map.has(extra)) {
-      c.map.get_map(extra);
-      rc.not_compared.push_back(std::string(extra) + ": not compared by validate");
+  // Read and checked (known keys, positive numbers) though validate does not compare them:
+  // tests/energy checks S0's against the energy model.
+  const std::pair<const char*, std::vector<const char*>> extras[] = {
+      {"energy", {"joules_per_token"}}, {"cost", {"usd_per_gpu_hour", "usd_per_million_tokens"}}};
+  for (const auto& [extra, keys] : extras) {
+    if (!c.map.has(extra)) continue;
+    YamlMap figures = c.map.get_map(extra);
+    for (const char* key : keys) {
+      if (figures.has(key)) figures.get_double(key, 1e-9, 1e9);
     }
+    figures.finish();
+    rc.not_compared.push_back(std::string(extra) + ": not compared by validate");
   }
   if (c.map.has("note")) c.map.get_string("note");
   c.map.finish();
