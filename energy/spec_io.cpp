@@ -130,11 +130,11 @@ ReliabilitySection parse_reliability_section(YamlMap& root) {
   YamlMap& r = *m;
   s.origin = origin_of(r);
   read_recovery(r, s);
-  // 1 MB/s .. 1 PB/s: beyond any storage system, and a denormal rate would make the
+  // 1MB/s .. 1000TB/s: beyond any storage system, and a denormal rate would make the
   // checkpoint times infinite and the Monte-Carlo's wall time NaN.
   const auto storage = [&r](const char* key) {
     const double v = r.get_bandwidth(key).value;
-    if (!(v >= 1e6 && v <= 1e15)) throw r.error(key, "storage bandwidth must lie within 1 MB/s .. 1 PB/s");
+    if (!(v >= 1e6 && v <= 1e15)) throw r.error(key, "storage bandwidth must lie within 1MB/s .. 1000TB/s");
     return v;
   };
   if (r.has("storage_bandwidth")) {

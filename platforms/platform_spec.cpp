@@ -64,13 +64,15 @@ Q bounded(YamlMap& m, const char* k, Q q, double lo, double hi, const char* rang
   if ((q.value > 0 && q.value < lo) || q.value > hi) throw m.error(k, std::string("must lie within ") + range);
   return q;
 }
-FlopsPerSecond read_flops(YamlMap& m, const char* k) { return bounded(m, k, m.get_flops(k), 1e9, 1e18, "1 GFLOPS .. 1000 PFLOPS"); }
-BytesPerSecond read_bandwidth(YamlMap& m, const char* k) {
-  return bounded(m, k, m.get_bandwidth(k), 1e6, 1e15, "1 MB/s .. 1 PB/s");
+FlopsPerSecond read_flops(YamlMap& m, const char* k) {
+  return bounded(m, k, m.get_flops(k), 1e9, 1e18, "1GFLOPS .. 1000PFLOPS");
 }
-Seconds read_latency(YamlMap& m, const char* k) { return bounded(m, k, m.get_duration(k), 0.0, 1.0, "0 .. 1 s"); }
-Bytes read_capacity(YamlMap& m, const char* k) { return bounded(m, k, m.get_bytes(k), 1.0, 1e15, "1 B .. 1 PB"); }
-Watts read_watts(YamlMap& m, const char* k) { return bounded(m, k, m.get_power(k), 1e-3, 1e6, "1 mW .. 1 MW"); }
+BytesPerSecond read_bandwidth(YamlMap& m, const char* k) {
+  return bounded(m, k, m.get_bandwidth(k), 1e6, 1e15, "1MB/s .. 1000TB/s");
+}
+Seconds read_latency(YamlMap& m, const char* k) { return bounded(m, k, m.get_duration(k), 0.0, 1.0, "0s .. 1s"); }
+Bytes read_capacity(YamlMap& m, const char* k) { return bounded(m, k, m.get_bytes(k), 1.0, 1e15, "1B .. 1000TB"); }
+Watts read_watts(YamlMap& m, const char* k) { return bounded(m, k, m.get_power(k), 1e-3, 1e6, "0.001W .. 1MW"); }
 
 const std::vector<Field>& power_and_cost_fields() {
   using S = Section;

@@ -2,6 +2,7 @@
 // (sim/detail/collectives.hpp), and NCCL's binary tree over a rail.
 #include <algorithm>
 #include <unordered_map>
+#include <vector>
 
 #include "sim/detail/collectives.hpp"
 

@@ -113,9 +113,9 @@ void emit_optimizer_step(ProgramBuilder& b, const WorkloadSpec& spec, double sha
     return;
   }
   const bool fsdp2 = spec.parallel.zero_stage == 3 && spec.parallel.zero_impl == ZeroImpl::Fsdp2;
-  const double per_param = fsdp2 ? kFsdp2OptimizerBytesPerParam
+  const double per_param = fsdp2                             ? kFsdp2OptimizerBytesPerParam
                            : optimizer_param_remainders(spec) ? kOptimizerBytesPerParamRemainders
-                                                                     : kOptimizerBytesPerParam;
+                                                              : kOptimizerBytesPerParam;
   b.mem("optimizer", sim::MemKernel::Optimizer, shard_params * per_param, std::move(deps));
 }
 

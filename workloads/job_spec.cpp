@@ -314,8 +314,8 @@ TrainingSpec read_training(YamlMap& t, int dp) {
                           "fp8_reduce_amax", "fp8_recipe", "recompute", "recompute_method",
                           "recompute_num_layers",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
-                          "moe_capacity_factor", "moe_pad_expert_input_to_capacity", "moe_permute_fusion", "expandable_segments",
-                          "offload_modules"});
+                          "moe_capacity_factor", "moe_pad_expert_input_to_capacity",
+                          "moe_permute_fusion", "expandable_segments", "offload_modules"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
   s.micro_batch_size = t.get_int("micro_batch_size", 1, kMaxBatch);
