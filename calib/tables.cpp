@@ -133,6 +133,12 @@ double CsvTable::number(std::size_t row, std::size_t col) const {
   if (cell.empty() || used != cell.size() || !std::isfinite(v)) {
     throw SpecError(path, lines[row], columns[col], "'" + cell + "' is not a finite number");
   }
+  // No probe writes a magnitude outside [1e-30, 1e18] but 0 (the committed tables span
+  // 4.3e-08 .. 5.6e15): a 1e308 or denormal cell is corrupt, and as a rate or a factor it
+  // would make times infinite or print as hundreds of digits.
+  if (std::abs(v) > 1e18 || (v != 0.0 && std::abs(v) < 1e-30)) {
+    throw SpecError(path, lines[row], columns[col], "'" + cell + "' is outside the magnitudes a probe writes (0, or 1e-30 .. 1e18)");
+  }
   return v;
 }
 

@@ -118,6 +118,12 @@ TEST(CsvTable, AbsurdTimesAndCoordinatesAreErrors) {
   expect_spec_error([&] { load_gemm_series(big); }, big, 2, "m");
   const std::string mem = write_temp("mem.csv", "kernel,bytes,time_s,max_rel_err\ncopy,-8192,1e-06,0.001\n");
   expect_spec_error([&] { load_membound_series(mem); }, mem, 2, "bytes");
+  // Every table's numbers: 0 or a magnitude in [1e-30, 1e18] (the factor tables too).
+  const std::string head = "compute,channels,bytes,compute_slowdown,comm_slowdown,check_err\n";
+  const std::string huge = write_temp("interf_huge.csv", head + "gemm,default,1e308,1.1,1.2,0\n");
+  expect_spec_error([&] { load_interference(huge); }, huge, 2, "bytes");
+  const std::string tiny = write_temp("interf_tiny.csv", head + "gemm,default,16777216,1e-308,1.2,0\n");
+  expect_spec_error([&] { load_interference(tiny); }, tiny, 2, "compute_slowdown");
 }
 
 // Names no probe writes (a collective, algorithm, protocol or kernel) are errors at their row.
