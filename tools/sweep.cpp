@@ -56,12 +56,13 @@ std::string join_names(const std::vector<std::string>& names) {
 
 // A set value: "none", or distinct members of the dimension's allowed names joined by '+'.
 void check_set_value(const SweepDimension& dim, const std::string& value, const std::string& token) {
-  if (value == "none") return;
+  if (value == "none" && dim.none_allowed) return;
   std::set<std::string> members;
   for (const auto& m : split(value, '+')) {
     if (std::find(dim.allowed.begin(), dim.allowed.end(), m) == dim.allowed.end() || !members.insert(m).second) {
       throw std::invalid_argument("--space '" + token + "': bad value '" + value + "' for " + dim.name +
-                                  " (none, or distinct names of " + join_names(dim.allowed) +
+                                  (dim.none_allowed ? " (none, or distinct names of " : " (distinct names of ") +
+                                  join_names(dim.allowed) +
                                   " joined by '+')");
     }
   }
@@ -104,6 +105,8 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"delay_wgrad", "parallelism", "delay_wgrad_compute", {"false", "true"}},
       {"offload", "training", "offload_modules",
        {"qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"}, true},
+      {"recompute_modules", "training", "recompute_modules",
+       {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"}, true, false},
       {"platform", "cluster", "platform", platforms::catalog_platforms()},
   };
   return kDims;

@@ -22,6 +22,8 @@ struct SweepDimension {
   /// Values are sets: `none`, or members of `allowed` joined by '+' ("core_attn+attn_proj"),
   /// written to the job as a YAML list.
   bool set_valued = false;
+  /// For set values: whether `none` (the empty list) is a value.
+  bool none_allowed = true;
 };
 
 /// The registry of sweepable dimensions: tp, pp, vp, cp, ep, etp, mbs, zero, recompute.

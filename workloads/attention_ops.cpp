@@ -149,6 +149,31 @@ void TransformerOps::attention_core_backward() {
                          block, {last_step}));
 }
 
+// MLA's query path after its down projection: the latent's norm and the up projection (or the
+// whole query projection without a query latent).
+void TransformerOps::mla_q_up_forward() {
+  if (s_.q_lora > 0) {
+    b_.mem("q_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.q_lora));
+    linear_in("q_up", s_.q_up_out, s_.q_lora, s_.linear_dtype);
+  } else {
+    linear_in("q_proj", s_.q_up_out, s_.hidden, s_.linear_dtype);
+  }
+}
+
+// MLA's key-value path after its down projection: the latent's norm, the up projection, the
+// shared RoPE key's gather and the rotation of q and k.
+void TransformerOps::mla_kv_up_forward() {
+  b_.mem("kv_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.kv_lora));
+  linear_in("kv_up", s_.kv_up_out, s_.kv_lora, s_.linear_dtype);
+  // The shared RoPE key (k_pos_emb, rope_dim wide) is split off the down projection's output
+  // on the sequence shard and gathered over TP too (Megatron-core MLASelfAttention:
+  // gather_from_sequence_parallel_region(k_pos_emb)); its backward reduce-scatters.
+  if (s_.sequence_parallel) {
+    tp_blocking("k_pos_emb_ag", CollectiveKind::AllGather, act_bytes(s_.tokens, s_.rope_dim));
+  }
+  b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
+}
+
 void TransformerOps::attention_forward() {
   const ModelSpec& m = spec_.model;
   if (m.attention == AttentionKind::Gqa) {
@@ -165,22 +190,11 @@ void TransformerOps::attention_forward() {
     if (s_.q_lora > 0) {
       fp8_quantize("q_down_fp8_cast", s_.sp_tokens, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
       b_.gemm("q_down", s_.sp_tokens, s_.q_lora, s_.hidden, s_.linear_dtype, kOutBytes);
-      b_.mem("q_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.q_lora));
-      linear_in("q_up", s_.q_up_out, s_.q_lora, s_.linear_dtype);
-    } else {
-      linear_in("q_proj", s_.q_up_out, s_.hidden, s_.linear_dtype);
     }
+    mla_q_up_forward();
     fp8_quantize("kv_down_fp8_cast", s_.sp_tokens, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
     b_.gemm("kv_down", s_.sp_tokens, s_.kv_lora + s_.rope_dim, s_.hidden, s_.linear_dtype, kOutBytes);
-    b_.mem("kv_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.kv_lora));
-    linear_in("kv_up", s_.kv_up_out, s_.kv_lora, s_.linear_dtype);
-    // The shared RoPE key (k_pos_emb, rope_dim wide) is split off the down projection's output
-    // on the sequence shard and gathered over TP too (Megatron-core MLASelfAttention:
-    // gather_from_sequence_parallel_region(k_pos_emb)); its backward reduce-scatters.
-    if (s_.sequence_parallel) {
-      tp_blocking("k_pos_emb_ag", CollectiveKind::AllGather, act_bytes(s_.tokens, s_.rope_dim));
-    }
-    b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
+    mla_kv_up_forward();
   }
   attention_core_forward();
   attn_out_transpose("attn_out_transpose");
@@ -191,12 +205,17 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
   const ModelSpec& m = spec_.model;
   row_backward("proj", s_.attn_out, s_.hidden, ParamGroup::Proj, layer, sink);
   attn_out_transpose("attn_out_transpose_bwd");
-  if (spec_.training.recompute == Recompute::Selective) {
-    // Megatron's selective recompute (core_attn): the core attention forward runs again.
-    b_.set_recompute(true);
-    attention_core_forward();
-    b_.set_recompute(false);
+  b_.set_recompute(true);
+  if (spec_.training.recomputes(RecomputeModule::MlaUpProj)) {
+    // mla_up_proj: the up projections and RoPE (their outputs q, k, v discarded after the core
+    // attention's forward) run again when the gradient of the attention output arrives
+    // (MLASelfAttention's CheckpointWithoutOutput), their TP gathers included.
+    mla_q_up_forward();
+    mla_kv_up_forward();
   }
+  // Megatron's selective recompute (core_attn): the core attention forward runs again.
+  if (spec_.training.recomputes(RecomputeModule::CoreAttn)) attention_core_forward();
+  b_.set_recompute(false);
   attention_core_backward();
   if (m.attention == AttentionKind::Gqa) {
     if (m.position == PositionKind::Rope) {

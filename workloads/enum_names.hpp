@@ -33,6 +33,11 @@ inline constexpr Named<OffloadModule> kOffloadModuleNames[] = {
     {"qkv_linear", OffloadModule::QkvLinear}, {"core_attn", OffloadModule::CoreAttn},
     {"attn_proj", OffloadModule::AttnProj},   {"mlp_norm", OffloadModule::MlpNorm},
     {"expert_fc1", OffloadModule::ExpertFc1}, {"moe_act", OffloadModule::MoeAct}};
+inline constexpr Named<RecomputeModule> kRecomputeModuleNames[] = {
+    {"core_attn", RecomputeModule::CoreAttn},   {"moe_act", RecomputeModule::MoeAct},
+    {"layernorm", RecomputeModule::Layernorm},  {"mla_up_proj", RecomputeModule::MlaUpProj},
+    {"mlp", RecomputeModule::Mlp},              {"moe", RecomputeModule::Moe},
+    {"shared_experts", RecomputeModule::SharedExperts}};
 inline constexpr Named<RecomputeMethod> kRecomputeMethodNames[] = {
     {"uniform", RecomputeMethod::Uniform}, {"block", RecomputeMethod::Block}};
 inline constexpr Named<CrossEntropy> kCrossEntropyNames[] = {{"unfused", CrossEntropy::Unfused},

@@ -31,6 +31,28 @@ double causal_attention_backward(const ModelSpec& m, double s) {
   return s * s * d(m.heads) * d(3 * m.head_dim + 2 * m.value_head_dim());
 }
 
+// GEMM weights of layer `layer` that selective recompute runs again (recompute_modules):
+// mla_up_proj the up projections (the whole query projection without a query latent), mlp a
+// dense layer's MLP, moe a MoE layer's router, experts (at `expert_load`) and shared experts,
+// shared_experts the shared experts (once more under moe: the checkpoints nest).
+double selective_recompute_weights(const WorkloadSpec& spec, std::int64_t layer, double expert_load) {
+  const ModelSpec& m = spec.model;
+  const TrainingSpec& t = spec.training;
+  double w = 0.0;
+  if (t.recomputes(RecomputeModule::MlaUpProj)) {
+    const double q_out = d(m.heads) * d(m.head_dim);
+    w += (m.q_lora_rank > 0 ? d(m.q_lora_rank) : d(m.hidden)) * q_out;
+    w += d(m.kv_lora_rank) * d(m.heads) * d(m.head_dim - m.rope_head_dim + m.value_head_dim());
+  }
+  if (!m.is_moe_layer(layer)) return w + (t.recomputes(RecomputeModule::Mlp) ? mlp_weights(m, m.ffn) : 0.0);
+  if (t.recomputes(RecomputeModule::Moe)) {
+    w += router_weights(m, layer) + expert_load * d(m.top_k) * mlp_weights(m, m.expert_ffn) +
+         mlp_weights(m, m.shared_expert_ffn);
+  }
+  if (t.recomputes(RecomputeModule::SharedExperts)) w += mlp_weights(m, m.shared_expert_ffn);
+  return w;
+}
+
 }  // namespace
 
 const char* to_string(MfuConvention convention) {
@@ -123,13 +145,14 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   // Full recompute re-runs the layers recompute_groups names (all with the uniform method, the
   // first recompute_num_layers of each chunk with block) and every MTP depth's layer.
   const std::vector<bool> again = recomputed_layers(spec);
-  double layer_gemm = 0.0, recomputed_gemm = 0.0, recomputed = 0.0;
+  double layer_gemm = 0.0, recomputed_gemm = 0.0, recomputed = 0.0, selective_gemm = 0.0;
   for (std::int64_t l = 0; l < m.trained_layers(); ++l) {
     double w = attention_linear_weights(m) + router_weights(m, l) + mla_extra;
     w += m.is_moe_layer(l) ? expert_load * d(m.top_k) * mlp_weights(m, m.expert_ffn) +
                                  mlp_weights(m, m.shared_expert_ffn)
                            : mlp_weights(m, m.ffn);
     layer_gemm += w;
+    selective_gemm += selective_recompute_weights(spec, l, expert_load);
     if (l < m.layers ? again[static_cast<std::size_t>(l)] : t.recompute == Recompute::Full) {
       recomputed_gemm += w;
       recomputed += 1.0;
@@ -146,8 +169,8 @@ double hardware_flops_per_sample(const WorkloadSpec& spec) {
   if (t.recompute == Recompute::Full) {
     flops += 2.0 * (recomputed_gemm + mtp_proj) * s + recomputed * causal_attention_forward(m, s);
   }
-  if (t.recompute == Recompute::Selective) flops += attention_fwd;
-  return flops;
+  if (t.recomputes(RecomputeModule::CoreAttn)) flops += attention_fwd;
+  return flops + 2.0 * selective_gemm * s;
 }
 
 double gemm_flops(const sim::GemmShape& g) { return 2.0 * d(g.m) * d(g.n) * d(g.k); }

@@ -67,7 +67,9 @@ double attention_flop_share(const ModelSpec& model, std::int64_t seq, MfuConvent
 double hardware_flops_per_sample(const ModelSpec& model, std::int64_t seq, int tp);
 
 /// Same for a whole spec, recompute included (HFU): full recompute adds one more forward of
-/// every layer (GEMMs and attention), selective adds one more attention forward per layer.
+/// every layer (GEMMs and attention), selective one more attention forward per layer with
+/// core_attn and the GEMMs of the other recompute_modules (up projections, dense MLPs, MoE
+/// blocks, shared experts).
 /// MoE layers execute top_k experts per token (scaled by min(1, capacity_factor) when tokens
 /// are dropped). Equals the sum of Op::flops over all ranks of a step divided by the global
 /// batch when moe_imbalance is 1.

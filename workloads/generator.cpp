@@ -166,6 +166,10 @@ std::string describe(const WorkloadSpec& w) {
       (t.recompute_method != RecomputeMethod::Uniform || t.recompute_num_layers != 1)) {
     out += std::string("-") + to_string(t.recompute_method) + std::to_string(t.recompute_num_layers);
   }
+  for (std::size_t i = 0; i < t.recompute_modules.size(); ++i) {
+    out += std::string(i ? "," : "(") + to_string(t.recompute_modules[i]);
+    if (i + 1 == t.recompute_modules.size()) out += ")";
+  }
   if (t.attention_backend != sim::AttentionKernel::Cudnn) out += std::string(" ") + sim::to_string(t.attention_backend);
   if (p.tp_comm_overlap) out += " tp-overlap";
   if (p.tp_backward_comm == TpBackwardComm::Blocking && p.tp > 1) out += " tp-bwd-blocking";

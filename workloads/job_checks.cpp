@@ -363,10 +363,49 @@ Found check_activation_offload(const WorkloadSpec& w) {
   return std::nullopt;
 }
 
+// Megatron-core's recompute_modules, where the module exists (TransformerLayer and MoELayer
+// set a module's recompute only when it is not an IdentityOp or absent; here naming one the
+// model lacks is an error, not a silent no-op).
+Found check_recompute_modules(const WorkloadSpec& w) {
+  const TrainingSpec& t = w.training;
+  const ModelSpec& m = w.model;
+  if (t.recompute_modules.empty()) return std::nullopt;
+  const char* key = "recompute_modules";
+  if (t.elementwise == Elementwise::Eager) {
+    return train(key, "are Megatron-core's; elementwise: eager is the Hugging Face family");
+  }
+  bool dense_layer = false;
+  for (std::int64_t l = 0; l < m.layers; ++l) dense_layer = dense_layer || !m.is_moe_layer(l);
+  if (t.recomputes(RecomputeModule::Mlp) && !dense_layer) {
+    return train(key, "mlp recomputes dense MLPs; every layer of the model is a MoE layer (use moe)");
+  }
+  const bool moe = t.recomputes(RecomputeModule::Moe) || t.recomputes(RecomputeModule::MoeAct) ||
+                   t.recomputes(RecomputeModule::SharedExperts);
+  if (moe && m.experts == 0) return train(key, "moe, moe_act and shared_experts need a MoE model");
+  if (t.recomputes(RecomputeModule::SharedExperts) && m.shared_expert_ffn == 0) {
+    return train(key, "shared_experts: the model has no shared experts");
+  }
+  if (t.recomputes(RecomputeModule::SharedExperts) && w.parallel.moe_shared_expert_overlap) {
+    return train(key, "shared_experts cannot be recomputed with moe_shared_expert_overlap (Megatron-core's rule)");
+  }
+  if (t.recomputes(RecomputeModule::Moe) && w.parallel.overlap_moe_expert_parallel_comm) {
+    return train(key, "moe with overlap_moe_expert_parallel_comm is not modelled");
+  }
+  if (t.recomputes(RecomputeModule::MlaUpProj) && m.attention != AttentionKind::Mla) {
+    return train(key, "mla_up_proj needs MLA attention");
+  }
+  if (t.recomputes(RecomputeModule::Layernorm) && m.attention != AttentionKind::Mla && m.experts == 0) {
+    return train(key, "layernorm recomputes MLA's input norm and MoE layers' pre-MLP norm; Transformer "
+                      "Engine's layer spec fuses this model's norms into its linears (nothing to recompute)");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<SpecViolation> find_violation(const WorkloadSpec& spec) {
   if (auto v = check_activation_offload(spec)) return v;
+  if (auto v = check_recompute_modules(spec)) return v;
   if (auto v = check_tensor_parallel(spec)) return v;
   if (auto v = check_experts(spec)) return v;
   if (auto v = check_sequence(spec)) return v;

@@ -282,6 +282,25 @@ void read_recompute_layers(YamlMap& t, TrainingSpec& s) {
   s.recompute_num_layers = static_cast<int>(t.get_int_or("recompute_num_layers", 1, 1, 1 << 20));
 }
 
+// Megatron-core's --recompute-modules (TransformerConfig.recompute_modules, default
+// ["core_attn"]) name what selective recompute re-runs; Megatron ignores them under full
+// recompute, so we refuse them there.
+void read_recompute_modules(YamlMap& t, TrainingSpec& s) {
+  if (!t.has("recompute_modules")) return;
+  if (s.recompute != Recompute::Selective) {
+    throw t.error("recompute_modules", "applies to recompute: selective only");
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : kRecomputeModuleNames) names.emplace_back(entry.name);
+  const std::vector<std::string> listed = t.get_enum_list("recompute_modules", names);
+  if (listed.empty()) throw t.error("recompute_modules", "is empty (omit it for core_attn alone)");
+  for (const auto& entry : kRecomputeModuleNames) {
+    if (std::find(listed.begin(), listed.end(), entry.name) != listed.end()) {
+      s.recompute_modules.push_back(entry.value);
+    }
+  }
+}
+
 // global_batch_size defaults to micro_batch_size * dp * gradient_accumulation_steps (1 when
 // absent), as Megatron-LM derives it (arguments.py); recompute none, cross entropy unfused and
 // the megatron MFU convention are Megatron-LM's defaults; dropless MoE routing (no capacity
@@ -312,7 +331,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
                           "gradient_accumulation_steps", "precision", "fp8_attention",
                           "attention_backend",
                           "fp8_reduce_amax", "fp8_recipe", "recompute", "recompute_method",
-                          "recompute_num_layers",
+                          "recompute_num_layers", "recompute_modules",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
                           "moe_capacity_factor", "moe_pad_expert_input_to_capacity",
                           "moe_permute_fusion", "expandable_segments", "offload_modules"});
@@ -341,6 +360,7 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   read_fp8_recipe(t, s);
   if (t.has("recompute")) s.recompute = read_enum(t, "recompute", kRecomputeNames);
   read_recompute_layers(t, s);
+  read_recompute_modules(t, s);
   if (t.has("cross_entropy")) s.cross_entropy = read_enum(t, "cross_entropy", kCrossEntropyNames);
   if (t.has("elementwise")) s.elementwise = read_enum(t, "elementwise", kElementwiseNames);
   s.mfu_convention = t.get_enum_or("mfu_convention", "megatron", {"megatron", "causal"});
@@ -405,6 +425,14 @@ const char* to_string(MoeDispatcher v) { return name_of(v, kMoeDispatcherNames);
 const char* to_string(RecomputeMethod v) { return name_of(v, kRecomputeMethodNames); }
 const char* to_string(Fp8Recipe v) { return name_of(v, kFp8RecipeNames); }
 const char* to_string(OffloadModule v) { return name_of(v, kOffloadModuleNames); }
+
+const char* to_string(RecomputeModule v) { return name_of(v, kRecomputeModuleNames); }
+
+bool TrainingSpec::recomputes(RecomputeModule m) const {
+  if (recompute != Recompute::Selective) return false;
+  if (recompute_modules.empty()) return m == RecomputeModule::CoreAttn;
+  return std::find(recompute_modules.begin(), recompute_modules.end(), m) != recompute_modules.end();
+}
 
 bool TrainingSpec::offloads(OffloadModule m) const {
   return std::find(offload_modules.begin(), offload_modules.end(), m) != offload_modules.end();

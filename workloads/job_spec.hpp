@@ -43,6 +43,13 @@ enum class Fp8Recipe : std::uint8_t { Delayed, Blockwise, Tensorwise };
 /// Transformer Engine's layer spec), the core attention, the attention projection, the MoE
 /// layers' pre-MLP norm, the routed experts' FC1 and their activation function.
 enum class OffloadModule : std::uint8_t { QkvLinear, CoreAttn, AttnProj, MlpNorm, ExpertFc1, MoeAct };
+/// A module selective recompute re-runs in the backward (Megatron-core --recompute-modules,
+/// TransformerConfig.recompute_modules): the core attention; the routed experts' activation
+/// function; the norms that are modules of their own (MLA's input norm, a MoE layer's pre-MLP
+/// norm); MLA's up projections and RoPE; a dense layer's MLP (its norm fused in); a MoE layer's
+/// whole MoE block; the shared experts. MoeAct, Layernorm and MlaUpProj discard their outputs
+/// (CheckpointWithoutOutput), the others keep only their inputs (tensor_parallel.checkpoint).
+enum class RecomputeModule : std::uint8_t { CoreAttn, MoeAct, Layernorm, MlaUpProj, Mlp, Moe, SharedExperts };
 /// Which layers full recompute checkpoints (Megatron-LM --recompute-method): uniform, every layer
 /// of a chunk, in consecutive groups of recompute_num_layers recomputed together; block, only
 /// the first recompute_num_layers layers of each chunk, one by one, the rest kept whole.
@@ -253,6 +260,12 @@ struct TrainingSpec {
   /// defaults uniform and 1): the grouping or the number of layers per chunk checkpointed.
   RecomputeMethod recompute_method = RecomputeMethod::Uniform;
   int recompute_num_layers = 1;
+  /// Selective recompute only: the modules re-run, in RecomputeModule order, none twice; empty
+  /// means Megatron's default, the core attention alone.
+  std::vector<RecomputeModule> recompute_modules;
+  /// True if selective recompute re-runs `m` (recompute selective, and `m` listed, or CoreAttn
+  /// with no list).
+  bool recomputes(RecomputeModule m) const;
   CrossEntropy cross_entropy = CrossEntropy::Unfused;
   Elementwise elementwise = Elementwise::Fused;  ///< fused kernels or eager PyTorch modules
   std::string mfu_convention = "megatron";  ///< "megatron" or "causal" (workloads/flops.hpp)
@@ -334,6 +347,7 @@ const char* to_string(TpBackwardComm v);
 /// "delayed", "blockwise" or "tensorwise".
 const char* to_string(Fp8Recipe v);
 const char* to_string(OffloadModule v);
+const char* to_string(RecomputeModule v);
 /// "uniform" or "block".
 const char* to_string(RecomputeMethod v);
 /// "alltoall" or "deepep".

@@ -25,6 +25,13 @@ double attention_tensor_bytes(const WorkloadSpec& spec) {
   return spec.training.fp8_attention ? 1.0 : kBf16Bytes;
 }
 
+// Selective recompute of the core attention under `recompute`: the job's recompute_modules
+// decide when it is selective itself, else the default (core_attn).
+bool core_attn_recomputed(const WorkloadSpec& spec, Recompute recompute) {
+  if (recompute != Recompute::Selective) return false;
+  return spec.training.recompute != Recompute::Selective || spec.training.recomputes(RecomputeModule::CoreAttn);
+}
+
 // Attention-block activations kept for the backward (bytes per microbatch on one rank).
 double attention_bytes(const WorkloadSpec& spec, const LayerShape& x, Recompute recompute,
                        const ActivationOptions& opt) {
@@ -49,45 +56,58 @@ double attention_bytes(const WorkloadSpec& spec, const LayerShape& x, Recompute 
   if (opt.flash_attention) {
     // Flash attention keeps its output and the FP32 log-sum-exp per head and token; selective
     // recompute of the core attention drops the latter.
-    bytes += out + (recompute == Recompute::Selective ? 0.0 : 4.0 * x.t * a);
+    bytes += out + (core_attn_recomputed(spec, recompute) ? 0.0 : 4.0 * x.t * a);
   } else {
     // Korthikanti et al.: softmax output (2 bytes), its dropout mask (1) and dropout output (2)
     // per score, a * s^2 * b scores; selective recompute drops them.
     const double scores = a * d(s.seq) * x.t;
-    if (recompute != Recompute::Selective) bytes += (opt.dropout ? 5.0 : 2.0) * scores;
+    if (!core_attn_recomputed(spec, recompute)) bytes += (opt.dropout ? 5.0 : 2.0) * scores;
     bytes += out;
   }
   if (opt.dropout) bytes += x.tsp * x.h;  // projection dropout mask
   return bytes;
 }
 
-// MLP or MoE-block activations.
-double mlp_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer, const ActivationOptions& opt) {
+// A MoE block's activations by tensor (bytes per microbatch on one rank).
+struct MoeBytes {
+  double router_in = 0, probs = 0, experts = 0, fc2_in = 0, outputs = 0, shared = 0;
+  double total() const { return router_in + probs + experts + outputs + shared; }
+};
+
+MoeBytes moe_bytes(const WorkloadSpec& spec, const LayerShape& x) {
   const RankShapes& s = x.s;
   const double gin = gemm_input_bytes(spec);
-  if (spec.model.is_moe_layer(layer)) {
-    const double rows = d(s.expert_rows);  // the busiest rank's received rows: x expert_load
-    // The combine returns this rank's own token copies (t_sp * top_k), whatever the load of
-    // the ranks that computed them: the unpermuted outputs kept for the weighting's backward
-    // do not grow with the imbalance (moe_ops.cpp, unpermute).
-    const double copies = d(s.moe_tokens * spec.model.top_k);
-    double bytes = kBf16Bytes * x.tsp * x.h;                       // router input (BF16 router GEMM)
-    bytes += 4.0 * d(s.moe_tokens) * d(s.experts);            // FP32 routing probabilities
-    // Expert GEMM inputs (FP8 with fp8) and the activation input (BF16).
-    bytes += rows * (gin * (x.h + d(s.expert_ffn)) + kBf16Bytes * d(s.expert_fc1_out));
-    bytes += kBf16Bytes * copies * x.h;                            // expert outputs for the weighting
-    bytes += x.t * (kBf16Bytes * d(s.shared_fc1_out) + gin * d(s.shared_ffn));  // shared experts
-    // Overlapped shared experts (moe_shared_expert_overlap) gather the sequence before their fc1
-    // themselves (SharedExpertMLP.pre_forward_comm), so fc1 keeps the gathered input for its
-    // weight gradient instead of the shard TE's sequence-parallel linear keeps and re-gathers.
-    if (s.shared_overlap && s.sequence_parallel) bytes += gin * x.t * x.h;
-    if (opt.dropout) bytes += x.tsp * x.h;                    // MLP dropout mask
-    return bytes;
-  }
-  double bytes = gin * x.tin * x.h;                          // FC1 input (the norm output)
-  bytes += x.t * (kBf16Bytes * d(s.fc1_out) + gin * d(s.ffn));   // activation input and FC2 input
-  if (opt.dropout) bytes += x.tsp * x.h;  // MLP dropout mask
-  return bytes;
+  const double rows = d(s.expert_rows);  // the busiest rank's received rows: x expert_load
+  MoeBytes b;
+  b.router_in = kBf16Bytes * x.tsp * x.h;  // router input (BF16 router GEMM): the norm output
+  b.probs = 4.0 * d(s.moe_tokens) * d(s.experts);  // FP32 routing probabilities
+  // Expert GEMM inputs (FP8 with fp8) and the activation input (BF16); fc2's input is the
+  // activation's output.
+  b.fc2_in = rows * gin * d(s.expert_ffn);
+  b.experts = rows * (gin * x.h + kBf16Bytes * d(s.expert_fc1_out)) + b.fc2_in;
+  // The combine returns this rank's own token copies (t_sp * top_k), whatever the load of the
+  // ranks that computed them: the unpermuted outputs kept for the weighting's backward do not
+  // grow with the imbalance (moe_ops.cpp, unpermute).
+  b.outputs = kBf16Bytes * d(s.moe_tokens * spec.model.top_k) * x.h;
+  b.shared = x.t * (kBf16Bytes * d(s.shared_fc1_out) + gin * d(s.shared_ffn));  // shared experts
+  // Overlapped shared experts (moe_shared_expert_overlap) gather the sequence before their fc1
+  // themselves (SharedExpertMLP.pre_forward_comm), so fc1 keeps the gathered input for its
+  // weight gradient instead of the shard TE's sequence-parallel linear keeps and re-gathers.
+  if (s.shared_overlap && s.sequence_parallel) b.shared += gin * x.t * x.h;
+  return b;
+}
+
+// A dense MLP's activations: FC1 input (the norm output), activation input and FC2 input.
+double dense_mlp_bytes(const WorkloadSpec& spec, const LayerShape& x) {
+  const double gin = gemm_input_bytes(spec);
+  return gin * x.tin * x.h + x.t * (kBf16Bytes * d(x.s.fc1_out) + gin * d(x.s.ffn));
+}
+
+// MLP or MoE-block activations.
+double mlp_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer, const ActivationOptions& opt) {
+  const double dropout = opt.dropout ? x.tsp * x.h : 0.0;  // MLP dropout mask
+  if (spec.model.is_moe_layer(layer)) return moe_bytes(spec, x).total() + dropout;
+  return dense_mlp_bytes(spec, x) + dropout;
 }
 
 // What Hugging Face transformers' eager modules (training.elementwise: eager) keep beyond the
@@ -113,6 +133,43 @@ double eager_extra_bytes(const WorkloadSpec& spec, const LayerShape& x, int laye
 }
 
 }  // namespace
+
+// What recompute_modules other than core_attn free. Normal checkpoints (mlp, moe,
+// shared_experts) keep their input only; output-discarding ones (layernorm, moe_act,
+// mla_up_proj) free their output, which the consumer kept: under FP8 Megatron-core makes that
+// consumer save its original BF16 input (set_save_original_input) so the discard frees it, so
+// the tensor is counted as this model keeps it. Attention side: mla_up_proj frees the
+// up-projection inputs and q, k, v; layernorm MLA's input-norm output (the down projections'
+// input). MLP side: mlp a dense MLP's tensors; moe all of the MoE block's but its input (the
+// router's); moe_act the experts' fc2 input; shared_experts the shared experts' tensors;
+// layernorm the pre-MLP norm's output (the router input, the moe checkpoint's input).
+RecomputedBytes recomputed_module_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer) {
+  const TrainingSpec& t = spec.training;
+  RecomputedBytes r;
+  if (t.recompute != Recompute::Selective) return r;
+  const RankShapes& s = x.s;
+  const double gin = gemm_input_bytes(spec);
+  if (spec.model.attention == AttentionKind::Mla) {
+    if (t.recomputes(RecomputeModule::MlaUpProj)) {
+      r.attention += gin * x.tsp * d(s.q_lora + s.kv_lora) +
+                     attention_tensor_bytes(spec) * x.t * d(s.heads) * d(2 * s.head_dim + s.v_head_dim);
+    }
+    if (t.recomputes(RecomputeModule::Layernorm)) r.attention += gin * x.tsp * x.h;
+  }
+  if (!spec.model.is_moe_layer(layer)) {
+    if (t.recomputes(RecomputeModule::Mlp)) r.mlp += dense_mlp_bytes(spec, x);
+    return r;
+  }
+  const MoeBytes b = moe_bytes(spec, x);
+  if (t.recomputes(RecomputeModule::Moe)) {
+    r.mlp += b.total() - b.router_in;
+  } else {
+    if (t.recomputes(RecomputeModule::MoeAct)) r.mlp += b.fc2_in;
+    if (t.recomputes(RecomputeModule::SharedExperts)) r.mlp += b.shared;
+  }
+  if (t.recomputes(RecomputeModule::Layernorm)) r.mlp += b.router_in;
+  return r;
+}
 
 // Gradient tensors alive at the peak of a layer's backward (the MLP activation backward): the
 // residual-stream gradient, the gradients of the activation input and output, and with
@@ -252,8 +309,13 @@ double layer_activation_bytes(const WorkloadSpec& spec, int layer, Recompute rec
   // Full recompute keeps only the layer input (BF16; the sequence shard with SP).
   if (recompute == Recompute::Full) return kBf16Bytes * x.tsp * x.h;
   const double norms = 2.0 * kBf16Bytes * x.tsp * x.h;  // inputs of the two norms
+  double recomputed = 0.0;
+  if (recompute == Recompute::Selective) {
+    const RecomputedBytes r = recomputed_module_bytes(spec, x, layer);
+    recomputed = r.attention + r.mlp;
+  }
   return norms + attention_bytes(spec, x, recompute, options) + mlp_bytes(spec, x, layer, options) +
-         eager_extra_bytes(spec, x, layer);
+         eager_extra_bytes(spec, x, layer) - recomputed;
 }
 
 }  // namespace clustersim::workloads

@@ -38,6 +38,16 @@ double backward_transients(const WorkloadSpec& spec, const LayerShape& x, int la
 /// kept it and the GEMM's output gradient (BF16). Bytes.
 double deferred_wgrad_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer);
 
+/// What selective recompute's modules other than core_attn (training.recompute_modules) free
+/// of layer `layer`'s activations and re-create in its backward, bytes per microbatch: on the
+/// attention side (mla_up_proj, MLA's input norm) and on the MLP side (mlp, moe, moe_act,
+/// shared_experts, a MoE layer's pre-MLP norm). Zero unless training.recompute is selective.
+struct RecomputedBytes {
+  double attention = 0.0;
+  double mlp = 0.0;
+};
+RecomputedBytes recomputed_module_bytes(const WorkloadSpec& spec, const LayerShape& x, int layer);
+
 /// Logits of the last stage, bytes per logit by loss implementation: `kept` from a
 /// microbatch's forward to its backward, `peak` while its loss runs its backward (the largest
 /// moment of either pass).

@@ -55,6 +55,7 @@ std::vector<std::uint32_t> TransformerOps::layer_backward_piece(int layer, int p
   }
   if (piece == 0) {
     begin_layer_backward(layer, std::move(deps), recompute);  // the replay's exchanges in line
+    moe_recompute();  // layernorm's pre-MLP norm (moe is refused with this schedule)
     moe_output_backward({});
     return {};
   }

@@ -238,6 +238,9 @@ ChunkActivations chunk_activations(const WorkloadSpec& spec, int stage, const La
         first = -1;
       }
       double ws = backward_transients(spec, x, l);
+      // Recomputed modules' activations live again while their part of the backward runs.
+      const RecomputedBytes again = recomputed_module_bytes(spec, x, l);
+      ws += std::max(again.attention, again.mlp);
       if (first < 0) {
         bytes += layer_activation_bytes(spec, l, recompute == Recompute::Full ? Recompute::None : recompute);
       } else {

@@ -241,7 +241,22 @@ void TransformerOps::moe_output_forward(bool shared_mlp) {
   }
 }
 
+// What selective recompute re-runs when a MoE layer's backward starts (the gradient of the MoE
+// output arrives): with moe the whole MoE block from its checkpointed input, exchanges included
+// (MoELayer's tensor_parallel.checkpoint); with layernorm the pre-MLP norm, whose output was
+// discarded after the block's forward (TransformerLayer's pre_mlp_norm_checkpoint).
+void TransformerOps::moe_recompute() {
+  const TrainingSpec& t = spec_.training;
+  b_.set_recompute(true);
+  if (t.recomputes(RecomputeModule::Layernorm)) {
+    b_.mem("norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden));
+  }
+  if (t.recomputes(RecomputeModule::Moe)) moe_forward();
+  b_.set_recompute(false);
+}
+
 std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sink) {
+  moe_recompute();
   std::vector<std::uint32_t> comm;
   if (s_.shared_ffn > 0 && !s_.shared_overlap) comm = shared_experts_backward(layer, sink);
   moe_output_backward(std::move(comm));
@@ -258,6 +273,13 @@ std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sin
 }
 
 std::vector<std::uint32_t> TransformerOps::shared_experts_backward(int layer, GradSink* sink) {
+  if (spec_.training.recomputes(RecomputeModule::SharedExperts)) {
+    // shared_experts: the shared experts' MLP re-runs from its input (SharedExpertMLP's
+    // checkpoint), TP exchanges included; under moe this is a checkpoint nested in the replay.
+    b_.set_recompute(true);
+    mlp_forward("shared_", s_.shared_fc1_out, s_.shared_ffn);
+    b_.set_recompute(false);
+  }
   return mlp_backward("shared_", s_.shared_fc1_out, s_.shared_ffn, ParamGroup::SharedFc1,
                       ParamGroup::SharedFc2, layer, sink);
 }
@@ -286,6 +308,14 @@ void TransformerOps::moe_experts_backward(int layer, GradSink* sink, ExpertGrads
   }
   const bool wgrad = grads == ExpertGrads::All;
   sort_by_local_expert("unsort_chunks_bwd");
+  if (spec_.training.recomputes(RecomputeModule::MoeAct)) {
+    // moe_act: the activation's output (fc2's input) was discarded after fc2's forward and is
+    // recomputed when fc2's output gradient arrives (the experts' CheckpointWithoutOutput).
+    b_.set_recompute(true);
+    const double passes = spec_.model.activation == Activation::Swiglu ? 3.0 : 2.0;
+    b_.mem("expert_act", MemKernel::Activation, passes * act_bytes(s_.expert_rows, s_.expert_ffn));
+    b_.set_recompute(false);
+  }
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);
   grouped(b_.gemm("expert_fc2_dgrad", s_.expert_rows, s_.expert_ffn, s_.hidden, s_.linear_dtype,

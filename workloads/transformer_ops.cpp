@@ -433,6 +433,14 @@ void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::
   if (spec_.model.is_moe_layer(layer)) {
     comm = moe_backward(layer, sink);
   } else {
+    if (spec_.training.recomputes(RecomputeModule::Mlp)) {
+      // mlp: the dense MLP (Transformer Engine's fc1 with the pre-MLP norm fused in) re-runs
+      // from its checkpointed input, its TP exchanges included (tensor_parallel.checkpoint).
+      b_.set_recompute(true);
+      b_.mem("norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden));
+      mlp_forward("", s_.fc1_out, s_.ffn);
+      b_.set_recompute(false);
+    }
     comm = mlp_backward("", s_.fc1_out, s_.ffn, ParamGroup::Fc1, ParamGroup::Fc2, layer, sink);
   }
   layer_attention_backward(layer, sink, std::move(comm));
@@ -453,6 +461,13 @@ void TransformerOps::layer_attention_backward(int layer, GradSink* sink, std::ve
   const std::uint32_t norm2 = norm_backward("norm_bwd", std::move(comm));
   if (sink != nullptr) sink->gradient_ready(ParamGroup::Norm2, layer, norm2);
   b_.mem("residual_bwd", MemKernel::Elementwise, 3.0 * x);  // add the branch gradient
+  if (spec_.model.attention == AttentionKind::Mla && spec_.training.recomputes(RecomputeModule::Layernorm)) {
+    // layernorm: MLA's input norm (a module of its own) discarded its output after the down
+    // projections' forward and re-runs when the attention output's gradient arrives.
+    b_.set_recompute(true);
+    b_.mem("norm", s_.norm_kernel, 2.0 * x);
+    b_.set_recompute(false);
+  }
   comm = attention_backward(layer, sink);
   const std::uint32_t norm1 = norm_backward("norm_bwd", std::move(comm));
   if (sink != nullptr) sink->gradient_ready(ParamGroup::Norm1, layer, norm1);

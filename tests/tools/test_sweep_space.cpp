@@ -65,6 +65,20 @@ TEST(SweepSpace, OffloadValuesAreModuleSets) {
   EXPECT_THROW(parse_space({"offload=core_attn+"}), std::invalid_argument);
 }
 
+// Selective recompute's module sets: names joined by '+', never none (recompute=none says that).
+TEST(SweepSpace, RecomputeModuleValuesAreNonEmptySets) {
+  const auto axes = parse_space({"recompute_modules=core_attn,mla_up_proj+mlp"});
+  EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "training.recompute_modules");
+  std::string written = "(absent)";
+  for (const auto& [k, v] : sweep_overrides(axes, {"mla_up_proj+mlp"}, 8, 8)) {
+    if (k == "training.recompute_modules") written = v;
+  }
+  EXPECT_EQ(written, "[mla_up_proj, mlp]");
+  EXPECT_THROW(parse_space({"recompute_modules=none"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"recompute_modules=mlp+mlp"}), std::invalid_argument);
+  EXPECT_THROW(parse_space({"recompute_modules=attn"}), std::invalid_argument);
+}
+
 // The pipeline schedules are the registry's; vp alone picks its schedule (the override clears
 // parallelism.schedule), vp beside a swept schedule leaves it to that dimension.
 TEST(SweepSpace, ScheduleValuesAreTheRegistrysAndVpLeavesASweptScheduleAlone) {
