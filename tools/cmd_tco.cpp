@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "sim/spec_error.hpp"
@@ -39,8 +40,9 @@ struct Side {
   }
 };
 
-Side evaluate(const std::string& path, const std::string& replicas) {
-  Side s{load_job(path), {}, {}, {}};
+Side evaluate(Job job, const std::string& replicas) {
+  const std::string path = job.origin;
+  Side s{std::move(job), {}, {}, {}};
   SimulateOptions options = options_from_job(s.job);
   if (!replicas.empty()) override_replicas(options, replicas);
   s.run = simulate_job(s.job, options);
@@ -244,9 +246,10 @@ nlohmann::ordered_json side_json(const Side& s) {
 int tco_command(const TcoArgs& args) {
   check_output_paths({{"--json", args.json}}, {args.a, args.b});
   // Both jobs' reliability inputs before either simulation, which may take minutes.
-  for (const std::string& path : {args.a, args.b}) check_reliability_section(load_job(path));
-  const Side a = evaluate(args.a, args.replicas);
-  const Side b = evaluate(args.b, args.replicas);
+  Job job_a = load_job(args.a), job_b = load_job(args.b);
+  for (const Job* job : {&job_a, &job_b}) check_reliability_section(*job);
+  const Side a = evaluate(std::move(job_a), args.replicas);
+  const Side b = evaluate(std::move(job_b), args.replicas);
   std::ostringstream out;
   row(out, "", "A", "B");
   print_steady_state(out, a, b);
