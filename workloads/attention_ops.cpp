@@ -161,14 +161,14 @@ void TransformerOps::mla_q_up_forward() {
 }
 
 // MLA's key-value path after its down projection: the latent's norm, the up projection, the
-// shared RoPE key's gather and the rotation of q and k.
-void TransformerOps::mla_kv_up_forward() {
+// shared RoPE key's gather (with `gather_rope_key`) and the rotation of q and k.
+void TransformerOps::mla_kv_up_forward(bool gather_rope_key) {
   b_.mem("kv_norm", MemKernel::Norm, 2.0 * act_bytes(s_.sp_tokens, s_.kv_lora));
   linear_in("kv_up", s_.kv_up_out, s_.kv_lora, s_.linear_dtype);
   // The shared RoPE key (k_pos_emb, rope_dim wide) is split off the down projection's output
   // on the sequence shard and gathered over TP too (Megatron-core MLASelfAttention:
   // gather_from_sequence_parallel_region(k_pos_emb)); its backward reduce-scatters.
-  if (s_.sequence_parallel) {
+  if (s_.sequence_parallel && gather_rope_key) {
     tp_blocking("k_pos_emb_ag", CollectiveKind::AllGather, act_bytes(s_.tokens, s_.rope_dim));
   }
   b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
@@ -194,7 +194,7 @@ void TransformerOps::attention_forward() {
     mla_q_up_forward();
     fp8_quantize("kv_down_fp8_cast", s_.sp_tokens, s_.hidden, kFp8CastTransposeBytes, s_.linear_dtype);
     b_.gemm("kv_down", s_.sp_tokens, s_.kv_lora + s_.rope_dim, s_.hidden, s_.linear_dtype, kOutBytes);
-    mla_kv_up_forward();
+    mla_kv_up_forward(true);
   }
   attention_core_forward();
   attn_out_transpose("attn_out_transpose");
@@ -209,9 +209,10 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
   if (spec_.training.recomputes(RecomputeModule::MlaUpProj)) {
     // mla_up_proj: the up projections and RoPE (their outputs q, k, v discarded after the core
     // attention's forward) run again when the gradient of the attention output arrives
-    // (MLASelfAttention's CheckpointWithoutOutput), their TP gathers included.
+    // (MLASelfAttention's CheckpointWithoutOutput), their TP gathers included; the RoPE key was
+    // gathered before the checkpoint, which keeps it.
     mla_q_up_forward();
-    mla_kv_up_forward();
+    mla_kv_up_forward(false);
   }
   // Megatron's selective recompute (core_attn): the core attention forward runs again.
   if (spec_.training.recomputes(RecomputeModule::CoreAttn)) attention_core_forward();

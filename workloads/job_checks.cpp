@@ -394,6 +394,16 @@ Found check_recompute_modules(const WorkloadSpec& w) {
   if (t.recomputes(RecomputeModule::MlaUpProj) && m.attention != AttentionKind::Mla) {
     return train(key, "mla_up_proj needs MLA attention");
   }
+  if (t.recomputes(RecomputeModule::MlaUpProj) && t.fp8_attention) {
+    return train(key, "mla_up_proj with fp8_attention is not modelled (what FP8 attention keeps of "
+                      "the discarded q, k, v)");
+  }
+  const bool discards = t.recomputes(RecomputeModule::MoeAct) || t.recomputes(RecomputeModule::Layernorm);
+  if (discards && t.precision == Precision::FP8 && t.fp8_recipe == Fp8Recipe::Delayed) {
+    // Megatron-core TransformerConfig.__post_init__.
+    return train(key, "delayed scaling does not support moe_act and layernorm recompute for FP8 "
+                      "(Megatron-core's rule; use fp8_recipe tensorwise or blockwise)");
+  }
   if (t.recomputes(RecomputeModule::Layernorm) && m.attention != AttentionKind::Mla && m.experts == 0) {
     return train(key, "layernorm recomputes MLA's input norm and MoE layers' pre-MLP norm; Transformer "
                       "Engine's layer spec fuses this model's norms into its linears (nothing to recompute)");

@@ -253,6 +253,13 @@ void TransformerOps::moe_recompute() {
   }
   if (t.recomputes(RecomputeModule::Moe)) moe_forward();
   b_.set_recompute(false);
+  if (t.recomputes(RecomputeModule::Layernorm) && s_.shared_ffn > 0 &&
+      !t.recomputes(RecomputeModule::SharedExperts)) {
+    // The shared experts' fc1 saved the norm's BF16 output (MoELayer's
+    // set_for_recompute_pre_mlp_layernorm): its weight gradient quantizes it.
+    fp8_quantize("shared_fc1_fp8_input_cast", s_.sp_tokens, s_.hidden, kFp8SavedInputCastBytes,
+                 s_.linear_dtype);
+  }
 }
 
 std::vector<std::uint32_t> TransformerOps::moe_backward(int layer, GradSink* sink) {
@@ -315,6 +322,9 @@ void TransformerOps::moe_experts_backward(int layer, GradSink* sink, ExpertGrads
     const double passes = spec_.model.activation == Activation::Swiglu ? 3.0 : 2.0;
     b_.mem("expert_act", MemKernel::Activation, passes * act_bytes(s_.expert_rows, s_.expert_ffn));
     b_.set_recompute(false);
+    // fc2 saved that BF16 output (set_save_original_input): its weight gradient quantizes it.
+    fp8_quantize("expert_fc2_fp8_input_cast", s_.expert_rows, s_.expert_ffn, kFp8SavedInputCastBytes,
+                 s_.linear_dtype);
   }
   fp8_quantize("expert_fc2_fp8_grad_cast", s_.expert_rows, s_.hidden, kFp8CastTransposeBytes,
                s_.linear_dtype);

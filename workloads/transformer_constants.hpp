@@ -15,6 +15,11 @@ inline constexpr double kActivationBytes = 2.0;
 // only transposes it for the weight gradient: read 1, write 1.
 inline constexpr double kFp8CastTransposeBytes = 4.0;
 inline constexpr double kFp8TransposeBytes = 2.0;
+// A linear that saved its BF16 input instead of the FP8 copy (Transformer Engine's
+// save_original_input, which Megatron-core sets where an output-discarding recompute frees that
+// input) quantizes it again in the backward for the weight gradient, columnwise only: read 2,
+// write 1.
+inline constexpr double kFp8SavedInputCastBytes = 3.0;
 // The all-gathers Transformer Engine overlaps through userbuffers move FP8 when the recipe is
 // FP8: its communicators of the all-gather roles (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad,
 // and the bulk qkv_dgrad, fc1_dgrad that re-gather the input for the weight gradient) are

@@ -467,6 +467,11 @@ void TransformerOps::layer_attention_backward(int layer, GradSink* sink, std::ve
     b_.set_recompute(true);
     b_.mem("norm", s_.norm_kernel, 2.0 * x);
     b_.set_recompute(false);
+    // The down projections saved its BF16 output (set_for_recompute_input_layernorm): each
+    // weight gradient quantizes it.
+    for (int i = s_.q_lora > 0 ? 2 : 1; i > 0; --i) {
+      fp8_quantize("down_fp8_input_cast", s_.sp_tokens, s_.hidden, kFp8SavedInputCastBytes, s_.linear_dtype);
+    }
   }
   comm = attention_backward(layer, sink);
   const std::uint32_t norm1 = norm_backward("norm_bwd", std::move(comm));

@@ -91,6 +91,8 @@ TEST(RecomputeModules, EachModuleRerunsItsOpsBeforeTheBackwardThatReadsThem) {
   EXPECT_LT(first_recomputed(p, 0, "fc2"), first_backward(p, 0, "fc2_dgrad"));
   EXPECT_LT(first_recomputed(p, 0, "kv_up"), first_backward(p, 0, "attn_bwd"));
   EXPECT_LT(first_backward(p, 0, "proj_dgrad"), first_recomputed(p, 0, "kv_up"));
+  // The RoPE key was gathered before MLA's checkpoint, which keeps it: no gather is re-run.
+  EXPECT_EQ(std::find(dense.begin(), dense.end(), "k_pos_emb_ag"), dense.end());
   // MoE layer 1: the pre-MLP norm at the block's start, the experts' activation before fc2's
   // backward; no expert GEMM is re-run.
   const std::vector<std::string> moe = recomputed(p, 1);
@@ -98,6 +100,21 @@ TEST(RecomputeModules, EachModuleRerunsItsOpsBeforeTheBackwardThatReadsThem) {
   EXPECT_LT(first_recomputed(p, 1, "expert_act"), first_backward(p, 1, "expert_fc2_dgrad"));
   EXPECT_EQ(std::find(moe.begin(), moe.end(), "expert_fc1"), moe.end());
   EXPECT_EQ(std::find(moe.begin(), moe.end(), "fc1"), moe.end());  // mlp is dense layers' only
+}
+
+// Under FP8 a linear whose BF16 input an output-discarding recompute re-creates saved that
+// input (set_save_original_input) and quantizes it for its weight gradient.
+TEST(RecomputeModules, Fp8LinearsQuantizeTheRecreatedInputForTheirWeightGradient) {
+  const auto casts = [](const std::string& modules, const std::string& label) {
+    const sim::Program p = generate_stage_program(
+        dsv3(modules, "fp8, fp8_recipe: blockwise"), 0);
+    return first_backward(p, 1, label) < p.ops.size();
+  };
+  EXPECT_TRUE(casts("moe_act", "expert_fc2_fp8_input_cast"));
+  EXPECT_FALSE(casts("core_attn", "expert_fc2_fp8_input_cast"));
+  EXPECT_TRUE(casts("layernorm", "shared_fc1_fp8_input_cast"));
+  EXPECT_TRUE(casts("layernorm", "down_fp8_input_cast"));
+  EXPECT_FALSE(casts("layernorm, shared_experts", "shared_fc1_fp8_input_cast"));
 }
 
 TEST(RecomputeModules, MoeRerunsTheBlockWithItsExchangesAndSharedExpertsNest) {
@@ -115,7 +132,7 @@ TEST(RecomputeModules, TheAccountingCountsEveryRecomputedGemm) {
   for (const std::string& modules :
        {std::string("core_attn"), std::string("mla_up_proj, mlp"), std::string("moe, shared_experts"),
         std::string("core_attn, mla_up_proj, mlp, moe, shared_experts, moe_act, layernorm")}) {
-    for (const std::string& precision : {std::string("bf16"), std::string("fp8")}) {
+    for (const std::string& precision : {std::string("bf16"), std::string("fp8, fp8_recipe: blockwise")}) {
       const sim::Workload w = generate_workload(dsv3(modules, precision));
       EXPECT_NEAR(program_flops(w) / w.accounting.hardware_flops, 1.0, 1e-9) << modules << precision;
     }
@@ -161,8 +178,9 @@ TEST(RecomputeModules, ChecksNameTheField) {
   const auto bad = [](const std::string& model, const std::string& training, const std::string& field,
                       const std::string& reason) {
     testing::expect_spec_error("model: {catalog: " + model + ", layers: 4}\nparallelism: {tp: 1, pp: 1, dp: 1}\n"
-                               "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 8, "
-                               "precision: bf16, " + training + "}\n",
+                               "training: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 8, " +
+                                   std::string(training.find("precision") == std::string::npos ? "precision: bf16, " : "") +
+                                   training + "}\n",
                                1, "training.recompute_modules" + field, reason);
   };
   bad("llama3_8b", "recompute_modules: [mlp]", "", "recompute: selective only");
@@ -176,6 +194,9 @@ TEST(RecomputeModules, ChecksNameTheField) {
   bad("mixtral_8x7b", "recompute: selective, recompute_modules: [mlp]", "", "every layer");
   bad("mixtral_8x7b", "recompute: selective, recompute_modules: [shared_experts]", "", "no shared experts");
   bad("llama3_8b", "recompute: selective, recompute_modules: [mlp], elementwise: eager", "", "Hugging Face");
+  bad("mixtral_8x7b", "recompute: selective, recompute_modules: [moe_act], precision: fp8", "", "delayed scaling");
+  bad("deepseek_v3", "recompute: selective, recompute_modules: [mla_up_proj], precision: fp8, fp8_attention: true",
+      "", "fp8_attention");
 }
 
 }  // namespace
