@@ -218,7 +218,8 @@ Found check_pipeline(const WorkloadSpec& w) {
   }
   std::string error;
   if (virtual_stage_layers(w.model, p, &error).empty()) {
-    const std::string key = p.first_stage_layers > 0 ? "num_layers_in_first_pipeline_stage"
+    const std::string key = !p.pipeline_layout.empty()  ? "pipeline_layout"
+                            : p.first_stage_layers > 0 ? "num_layers_in_first_pipeline_stage"
                             : p.last_stage_layers > 0 ? "num_layers_in_last_pipeline_stage"
                                                       : "pp";
     return par(key, error);

@@ -10,6 +10,7 @@
 #include "workloads/job_checks.hpp"
 #include "workloads/model_catalog.hpp"
 #include "workloads/schedule.hpp"
+#include "workloads/stage_layout.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -103,8 +104,31 @@ int read_zero_stage(YamlMap& p) {
   return stage;
 }
 
+// Megatron-core's --pipeline-model-parallel-layout: its virtual stages give vp (arguments.py
+// derives the virtual pipeline size from it) and replace the other ways of shaping the split.
+void read_pipeline_layout(YamlMap& p, ParallelSpec& s) {
+  const char* key = "pipeline_layout";
+  std::string error;
+  s.pipeline_layout = expand_pipeline_layout(p.get_string(key), error);
+  if (s.pipeline_layout.empty()) throw p.error(key, error);
+  const auto stages = static_cast<long long>(s.pipeline_layout.size());
+  if (stages % s.pp != 0) {
+    throw p.error(key, str(stages) + " virtual stages are not a multiple of pp = " + str(s.pp));
+  }
+  if (p.has("vp") && p.get_int("vp", 1, kMaxParallel) != stages / s.pp) {
+    throw p.error("vp", "contradicts pipeline_layout's " + str(stages) + " virtual stages over pp = " +
+                            str(s.pp) + " (vp " + str(stages / s.pp) + ")");
+  }
+  for (const char* other : {"num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+                            "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}) {
+    if (p.has(other)) throw p.error(other, "cannot be combined with pipeline_layout");
+  }
+  s.vp = static_cast<int>(stages / s.pp);
+}
+
 void read_pipeline_split(YamlMap& p, ParallelSpec& s) {
   s.vp = static_cast<int>(p.get_int_or("vp", 1, 1, kMaxParallel));
+  if (p.has("pipeline_layout")) read_pipeline_layout(p, s);
   s.schedule = p.get_string_or("schedule", s.vp > 1 ? "interleaved" : "1f1b");
   if (find_pipeline_schedule(s.schedule) == nullptr) {
     throw p.error("schedule", "unknown pipeline schedule '" + s.schedule +
@@ -226,7 +250,7 @@ ParallelSpec read_parallelism(YamlMap& p, int gpus) {
                           "zero_init",
                           "num_layers_in_last_pipeline_stage",
                           "account_for_embedding_in_pipeline_split",
-                          "account_for_loss_in_pipeline_split", "zero_stage", "fsdp", "zero_impl",
+                          "account_for_loss_in_pipeline_split", "pipeline_layout", "zero_stage", "fsdp", "zero_impl",
                           "distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
                           "grad_reduce_in_fp32", "precision_aware_optimizer", "fp8_param_gather",
                           "gradient_accumulation_fusion", "tp_comm_overlap", "tp_comm_overlap_cfg",

@@ -180,6 +180,9 @@ struct ParallelSpec {
   int last_stage_layers = 0;            ///< layers of the last stage (0: even split)
   bool account_for_embedding = false;   ///< the embedding counts as a layer in the split
   bool account_for_loss = false;        ///< the loss (output head) counts as a layer in the split
+  /// Megatron-core --pipeline-model-parallel-layout, expanded (expand_pipeline_layout): each
+  /// virtual stage's layers, in virtual-stage order; empty: the split above.
+  std::vector<std::string> pipeline_layout;
   int zero_stage = 1;                   ///< 0 DDP, 1 distributed optimizer, 2 + sharded
                                         ///< gradients, 3 + sharded parameters (FSDP)
   bool distributed_optimizer = true;    ///< zero_stage >= 1: optimizer state sharded over DP

@@ -1,6 +1,7 @@
 #include "workloads/stage_layout.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 namespace clustersim::workloads {
@@ -40,14 +41,112 @@ std::vector<int> uneven_counts(const ModelSpec& m, const ParallelSpec& p, std::s
   return counts;
 }
 
+// One pass of "(group)*n" or "x*n" repetition over `text`, leftmost first and non-overlapping
+// as Python's re.sub: `group` is true for "\(([^)]+)\)\*(\d+)", false for "(.)\*(\d+)".
+bool unroll(std::string& text, bool group, std::string& error) {
+  constexpr std::size_t kMaxLength = 1000000;
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t body_begin = i, body_end = i + 1, star = i + 1;
+    if (group) {
+      const std::size_t close = text[i] == '(' ? text.find(')', i + 1) : std::string::npos;
+      if (close == std::string::npos || close == i + 1) {
+        out += text[i++];
+        continue;
+      }
+      body_begin = i + 1;
+      body_end = close;
+      star = close + 1;
+    }
+    std::size_t digits = star + 1;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) ++digits;
+    if (star >= text.size() || text[star] != '*' || digits == star + 1) {
+      out += text[i++];
+      continue;
+    }
+    if (digits - star - 1 > 6) {
+      error = "a repetition count above 999999";
+      return false;
+    }
+    const std::size_t n = std::stoul(text.substr(star + 1, digits - star - 1));
+    const std::string body = text.substr(body_begin, body_end - body_begin);
+    if (out.size() + n * body.size() > kMaxLength) {
+      error = "expands beyond " + std::to_string(kMaxLength) + " characters";
+      return false;
+    }
+    for (std::size_t k = 0; k < n; ++k) out += body;
+    i = digits;
+  }
+  text = out;
+  return true;
+}
+
+int count(const std::string& stage, char c) { return static_cast<int>(std::count(stage.begin(), stage.end(), c)); }
+
 }  // namespace
+
+std::vector<std::string> expand_pipeline_layout(const std::string& text, std::string& error) {
+  std::string s;
+  for (char c : text) {
+    if (c != ',') s += c;  // purely cosmetic commas
+  }
+  if (!unroll(s, true, error) || !unroll(s, false, error)) return {};
+  std::vector<std::string> stages(1);
+  for (char c : s) {
+    if (c == '|') {
+      stages.emplace_back();
+    } else if (c == 'E' || c == 't' || c == 'm' || c == 'L') {
+      stages.back() += c;
+    } else {
+      error = std::string("'") + c + "' is not a layer (E, t, m, L, with '|' between stages, x*n and (...)*n)";
+      return {};
+    }
+  }
+  return stages;
+}
+
+std::string pipeline_layout_error(const std::vector<std::string>& layout, const ModelSpec& m, int pp) {
+  const int stages = static_cast<int>(layout.size());
+  if (stages % pp != 0) return str(stages) + " virtual stages are not a multiple of pp = " + str(pp);
+  std::string flat;
+  for (const std::string& stage : layout) flat += stage;
+  if (flat.empty() || flat.front() != 'E' || layout.front().empty() || layout.front().front() != 'E') {
+    return "must start with the embedding, E, in the first virtual stage";
+  }
+  if (flat.back() != 'L' || layout.back().empty() || layout.back().back() != 'L') {
+    return "must end with the loss, L, in the last virtual stage";
+  }
+  if (count(flat, 'E') != 1 || count(flat, 'L') != 1) return "names E and L once each";
+  if (count(flat, 't') != m.layers) {
+    return "holds " + str(count(flat, 't')) + " transformer layers (t); the model has " + str(m.layers);
+  }
+  if (count(flat, 'm') != m.mtp_layers) {
+    return "holds " + str(count(flat, 'm')) + " MTP layers (m); the model has " + str(m.mtp_layers);
+  }
+  const std::size_t first_mtp = flat.find('m');
+  if (first_mtp != std::string::npos && flat.find('t', first_mtp) != std::string::npos) {
+    return "transformer layers (t) must come before the MTP layers (m)";
+  }
+  if (count(layout.back(), 'm') != m.mtp_layers) {
+    return "MTP layers outside the last virtual stage (a standalone MTP stage) are not modelled";
+  }
+  return {};
+}
 
 std::vector<LayerRange> virtual_stage_layers(const ModelSpec& m, const ParallelSpec& p,
                                              std::string* error) {
   std::string why;
   const int stages = p.pp * p.vp;
   std::vector<int> counts;
-  if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
+  if (!p.pipeline_layout.empty()) {
+    why = pipeline_layout_error(p.pipeline_layout, m, p.pp);
+    if (why.empty() && static_cast<int>(p.pipeline_layout.size()) != stages) {
+      why = "the layout's " + str(static_cast<long long>(p.pipeline_layout.size())) +
+            " virtual stages are not pp*vp = " + str(stages);
+    }
+    for (const std::string& stage : p.pipeline_layout) counts.push_back(count(stage, 't'));
+  } else if (p.first_stage_layers > 0 || p.last_stage_layers > 0) {
     counts = uneven_counts(m, p, why);
   } else {
     // Megatron-core: with account_for_embedding/loss the embedding and the loss take the place

@@ -2,7 +2,8 @@
 // as Megatron-core's get_num_layers_to_build / get_transformer_layer_offset do it: an even split
 // by default; uneven first and last stages (num_layers_in_first/last_pipeline_stage); or the
 // embedding and the loss counted as one layer each (account_for_embedding/loss_in_pipeline_split,
-// which NeMo's Llama 3.1 405B performance recipes use for 126 layers on pp 8 x vp 8).
+// which NeMo's Llama 3.1 405B performance recipes use for 126 layers on pp 8 x vp 8); or an
+// explicit layout (pipeline_layout, Megatron-core's PipelineParallelLayerLayout).
 #pragma once
 
 #include <string>
@@ -18,6 +19,21 @@ struct LayerRange {
   int end = 0;
   int size() const { return end - begin; }
 };
+
+/// Megatron-core's --pipeline-model-parallel-layout string expanded to its virtual stages, in
+/// virtual-stage order (stage v = chunk * pp + rank), each a string of 'E' (embedding), 't'
+/// (transformer layer), 'm' (MTP layer) and 'L' (loss), as PipelineParallelLayerLayout's
+/// parse_str_to_list does it: commas dropped, then "(...)*n" repeated, then "x*n", then split
+/// at '|'. Returns an empty vector and sets `error` for an unknown character, a group left
+/// unexpanded or an expansion beyond 1e6 characters.
+std::vector<std::string> expand_pipeline_layout(const std::string& text, std::string& error);
+
+/// Why an expanded layout (ParallelSpec::pipeline_layout) does not fit `model` on pp stages,
+/// as Megatron-core's validate_layer_layout checks it: a multiple of pp virtual stages, 'E'
+/// once and first (in virtual stage 0), 'L' once and last, model.layers 't's, model.mtp_layers
+/// 'm's after every 't'; and, as modelled here, the MTP layers in the last virtual stage.
+/// Empty when it fits.
+std::string pipeline_layout_error(const std::vector<std::string>& layout, const ModelSpec& model, int pp);
 
 /// Layer ranges of the pp*vp virtual stages, in model order: virtual stage v = chunk * pp +
 /// stage (Megatron's interleaving: chunk c of stage s holds virtual stage c*pp + s).
