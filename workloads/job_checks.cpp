@@ -198,15 +198,17 @@ Found check_zero_bubble(const WorkloadSpec& w) {
 
 Found check_pipeline(const WorkloadSpec& w) {
   const ParallelSpec& p = w.parallel;
+  // A layout states vp through its number of virtual stages.
+  const std::string vp_key = p.pipeline_layout.empty() ? "vp" : "pipeline_layout";
   if (auto v = check_zero_bubble(w)) return v;
   if (p.schedule == "interleaved" && p.vp < 2) {
     return par("schedule", "the interleaved schedule needs vp >= 2 model chunks per stage");
   }
   if (p.vp > 1 && p.schedule != "interleaved") {
-    return par("vp", "vp > 1 runs Megatron's interleaved schedule; schedule '" + p.schedule +
+    return par(vp_key, "vp > 1 runs Megatron's interleaved schedule; schedule '" + p.schedule +
                          "' has one model chunk per stage");
   }
-  if (p.vp > 1 && p.pp < 2) return par("vp", "virtual pipeline stages need pp >= 2");
+  if (p.vp > 1 && p.pp < 2) return par(vp_key, "virtual pipeline stages need pp >= 2");
   const bool uneven = p.first_stage_layers > 0 || p.last_stage_layers > 0;
   if (uneven && p.pp < 2) {
     return par("num_layers_in_first_pipeline_stage", "uneven stages need pp >= 2");

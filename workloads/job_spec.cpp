@@ -119,9 +119,12 @@ void read_pipeline_layout(YamlMap& p, ParallelSpec& s) {
     throw p.error("vp", "contradicts pipeline_layout's " + str(stages) + " virtual stages over pp = " +
                             str(s.pp) + " (vp " + str(stages / s.pp) + ")");
   }
-  for (const char* other : {"num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
-                            "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}) {
+  // Megatron-core's TransformerConfig refuses the uneven stage sizes and a true account_for_*.
+  for (const char* other : {"num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"}) {
     if (p.has(other)) throw p.error(other, "cannot be combined with pipeline_layout");
+  }
+  for (const char* other : {"account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}) {
+    if (p.has(other) && p.get_bool(other)) throw p.error(other, "cannot be combined with pipeline_layout");
   }
   s.vp = static_cast<int>(stages / s.pp);
 }

@@ -65,11 +65,13 @@ bool unroll(std::string& text, bool group, std::string& error) {
       out += text[i++];
       continue;
     }
-    if (digits - star - 1 > 6) {
+    std::size_t first_digit = star + 1;
+    while (first_digit + 1 < digits && text[first_digit] == '0') ++first_digit;  // leading zeros
+    if (digits - first_digit > 6) {
       error = "a repetition count above 999999";
       return false;
     }
-    const std::size_t n = std::stoul(text.substr(star + 1, digits - star - 1));
+    const std::size_t n = std::stoul(text.substr(first_digit, digits - first_digit));
     const std::string body = text.substr(body_begin, body_end - body_begin);
     if (out.size() + n * body.size() > kMaxLength) {
       error = "expands beyond " + std::to_string(kMaxLength) + " characters";
@@ -99,7 +101,9 @@ std::vector<std::string> expand_pipeline_layout(const std::string& text, std::st
     } else if (c == 'E' || c == 't' || c == 'm' || c == 'L') {
       stages.back() += c;
     } else {
-      error = std::string("'") + c + "' is not a layer (E, t, m, L, with '|' between stages, x*n and (...)*n)";
+      const auto byte = static_cast<unsigned char>(c);
+      const std::string shown = std::isprint(byte) != 0 ? std::string(1, c) : "byte " + std::to_string(byte);
+      error = "'" + shown + "' is not a layer (E, t, m, L, with '|' between stages, x*n and (...)*n)";
       return {};
     }
   }
@@ -109,6 +113,13 @@ std::vector<std::string> expand_pipeline_layout(const std::string& text, std::st
 std::string pipeline_layout_error(const std::vector<std::string>& layout, const ModelSpec& m, int pp) {
   const int stages = static_cast<int>(layout.size());
   if (stages % pp != 0) return str(stages) + " virtual stages are not a multiple of pp = " + str(pp);
+  // Each virtual stage of a rank beyond one per layer, MTP layer, embedding and loss would hold
+  // nothing; so many empty stages only slow the simulation down (a layout of 1e6 hangs it).
+  const long long most = m.layers + m.mtp_layers + 2;
+  if (stages / pp > most) {
+    return "gives vp = " + str(stages / pp) + ", more virtual stages per rank than the model's layers, MTP "
+           "layers, embedding and loss (" + str(most) + ")";
+  }
   std::string flat;
   for (const std::string& stage : layout) flat += stage;
   if (flat.empty() || flat.front() != 'E' || layout.front().empty() || layout.front().front() != 'E') {

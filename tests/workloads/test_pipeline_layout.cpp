@@ -32,7 +32,10 @@ TEST(PipelineLayout, ExpandsAsMegatronsParser) {
   EXPECT_EQ(expand("Et(t|tt)*2,L"), (std::vector<std::string>{"Ett", "ttt", "ttL"}));
   EXPECT_EQ(expand("Et*3|t*2L"), (std::vector<std::string>{"Ettt", "ttL"}));
   EXPECT_EQ(expand("E||tL"), (std::vector<std::string>{"E", "", "tL"}));  // an empty stage
+  EXPECT_EQ(expand("Et*0003|L"), (std::vector<std::string>{"Ettt", "L"}));  // \d+ takes leading zeros
   std::string error;
+  EXPECT_TRUE(expand_pipeline_layout("Et\xc3|L", error).empty());
+  EXPECT_NE(error.find("'byte 195'"), std::string::npos) << error;
   EXPECT_TRUE(expand_pipeline_layout("Etx|L", error).empty());
   EXPECT_NE(error.find("'x' is not a layer"), std::string::npos) << error;
   EXPECT_TRUE(expand_pipeline_layout("E(tt|L", error).empty());  // a group never closed
@@ -100,6 +103,18 @@ TEST(PipelineLayout, RefusalsNameTheField) {
   bad("pp: 2, pipeline_layout: \"Ettt|ttttL\"", "pipeline_layout", "holds 7 transformer layers");
   bad("pp: 2, pipeline_layout: \"Etttt|ttttmL\"", "pipeline_layout", "MTP layers");
   bad("pp: 2, pipeline_layout: \"Etttt|tt tt L\"", "pipeline_layout", "is not a layer");
+  // Empty stages are allowed, but not more per rank than there are things to hold (a layout of
+  // a million stages hung the simulator).
+  bad("pp: 2, pipeline_layout: \"E|*100tttttttt|L\"", "pipeline_layout", "gives vp = 51");
+  // The layout's stages give vp: an error about vp names the layout.
+  testing::expect_spec_error(llama("pp: 1, pipeline_layout: \"Etttt|ttttL\""), 1, "parallelism.pipeline_layout",
+                             "need pp >= 2");
+  bad("pp: 2, schedule: 1f1b, pipeline_layout: \"Ett|tt|tt|ttL\"", "pipeline_layout", "interleaved schedule");
+  // Megatron refuses a true account_for_*; false is its default.
+  EXPECT_EQ(testing::parse_job(llama("pp: 2, account_for_loss_in_pipeline_split: false, "
+                                     "pipeline_layout: \"Etttt|ttttL\""), 2).parallel.vp, 1);
+  bad("pp: 2, account_for_loss_in_pipeline_split: true, pipeline_layout: \"Etttt|ttttL\"",
+      "account_for_loss_in_pipeline_split", "cannot be combined");
   testing::expect_spec_error(
       "model: {catalog: deepseek_v3, layers: 4, first_dense_layers: 1, mtp_layers: 1}\n"
       "parallelism: {tp: 1, pp: 2, ep: 2, pipeline_layout: \"Ett|m|tt|L\"}\n"
