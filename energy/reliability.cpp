@@ -81,6 +81,37 @@ struct Plan {
   double tau = 0, write = 0, reload = 0;
 };
 
+// The recovery from a failure at `t` (advanced to the end of the recovery): waiting for a spare
+// where the failed unit needs one, detection, then the restart and the checkpoint's reload, during
+// which the job runs on the whole allocation again and can fail again, which starts another
+// recovery (Daly 2006, doi:10.1016/j.future.2004.11.016, charges failures during restart; the
+// catalog's rates are interruptions per wall-clock hour). Returns the time to the next failure
+// after the recovery.
+double recover(const ReliabilityInputs& in, const Plan& p, std::mt19937_64& rng, SparePool& nodes,
+               SparePool& domains, std::vector<double>& by_mode, double& t, TrialResult& r) {
+  const double start = t;
+  while (true) {
+    r.failures += 1;
+    const double pick = uniform(rng) * p.rate;
+    const auto it = std::upper_bound(p.cumulative_rate.begin(), p.cumulative_rate.end(), pick);
+    const std::size_t m = std::min(static_cast<std::size_t>(it - p.cumulative_rate.begin()), in.modes.size() - 1);
+    by_mode[m] += 1;
+    const FailureMode& mode = in.modes[m];
+    double ready = t;
+    if (mode.recovery == Recovery::ReplaceNode) ready = nodes.replace(t, in.recovery.node_repair_s);
+    if (mode.recovery == Recovery::ReplaceDomain) ready = domains.replace(t, in.recovery.domain_repair_s);
+    t = ready + in.recovery.detection_s;
+    const double restart = in.recovery.restart_s + p.reload;
+    const double ttf = exponential(rng, p.rate);
+    if (ttf >= restart) {
+      t += restart;
+      r.down += t - start;
+      return ttf - restart;
+    }
+    t += ttf;  // failed again while restarting
+  }
+}
+
 // One simulated training run.
 TrialResult run_trial(const ReliabilityInputs& in, const RunShape& shape, const Plan& p,
                       std::mt19937_64& rng, std::vector<double>& by_mode) {
@@ -112,22 +143,7 @@ TrialResult run_trial(const ReliabilityInputs& in, const RunShape& shape, const 
     }
     t += ttf;  // failure: the segment's work is lost
     r.lost += std::min(ttf, seg);
-    r.failures += 1;
-    const double pick = uniform(rng) * p.rate;
-    const auto it = std::upper_bound(p.cumulative_rate.begin(), p.cumulative_rate.end(), pick);
-    const auto index = static_cast<std::size_t>(it - p.cumulative_rate.begin());
-    const std::size_t m = std::min(index, in.modes.size() - 1);
-    by_mode[m] += 1;
-    const FailureMode& mode = in.modes[m];
-    double ready = t;
-    if (mode.recovery == Recovery::ReplaceNode) ready = nodes.replace(t, in.recovery.node_repair_s);
-    if (mode.recovery == Recovery::ReplaceDomain) {
-      ready = domains.replace(t, in.recovery.domain_repair_s);
-    }
-    const double down = (ready - t) + in.recovery.detection_s + in.recovery.restart_s + p.reload;
-    t += down;
-    r.down += down;
-    ttf = exponential(rng, p.rate);
+    ttf = recover(in, p, rng, nodes, domains, by_mode, t, r);
   }
   r.wall = t;
   return r;
@@ -178,16 +194,20 @@ Plan make_plan(const ReliabilityInputs& in, const RunShape& shape) {
     p.tau = p.rate > 0 ? young_daly_interval(p.write, 1.0 / p.rate) : shape.work_s;
   }
   // A segment of tau + write survives with probability exp(-rate (tau + write)), so a run of
-  // ceil(work / tau) segments expects that many times expm1(rate (tau + write)) interruptions.
+  // ceil(work / tau) segments expects that many times expm1(rate (tau + write)) interruptions,
+  // and each recovery, restarted until a restart and reload of R survive, exp(rate R) failures.
   const double segments = std::ceil(shape.work_s / p.tau);
-  const double expected = segments * std::expm1(p.rate * (p.tau + p.write)) * in.trials;
+  const double restart = in.recovery.restart_s + p.reload;
+  const double expected =
+      segments * std::expm1(p.rate * (p.tau + p.write)) * std::exp(p.rate * restart) * in.trials;
   if (!(expected <= kMaxExpectedFailures)) {
     std::ostringstream why;
     why << std::setprecision(3) << "the run barely progresses: a checkpoint interval plus its write ("
-        << p.tau + p.write << " s) against a job MTBF of " << 1.0 / p.rate << " s expects " << expected
-        << " interruptions over the " << in.trials << " trials (at most " << kMaxExpectedFailures
+        << p.tau + p.write << " s) and a restart plus reload (" << restart << " s) against a job MTBF of "
+        << 1.0 / p.rate << " s expect " << expected << " interruptions over the " << in.trials
+        << " trials (at most " << kMaxExpectedFailures
         << " are played); lengthen the MTBFs, raise the storage bandwidth, shorten the checkpoint "
-           "interval, or train fewer tokens";
+           "interval or the restart, or train fewer tokens";
     throw std::invalid_argument(why.str());
   }
   return p;

@@ -40,6 +40,13 @@ energy::ReliabilityInputs reliability_inputs(const Job& job, std::optional<doubl
     }
   }
   const std::optional<double> domain = domain_mtbf_h ? domain_mtbf_h : r.domain_mtbf_h;
+  if (!has_multi_node_domains(job.cluster.platform) && r.domain_mtbf_h) {
+    // A one-node NVLink domain fails with its node (the host and GPU modes); counting it again
+    // as a domain would add a failure per node at the given MTBF, silently.
+    throw reliability_error(job, "domain_mtbf",
+                            "platform '" + job.cluster.platform.name + "' has no NVLink domain beyond "
+                            "one node; domain_mtbf applies to multi-node domains (NVL72 racks)");
+  }
   if (has_multi_node_domains(job.cluster.platform) && !domain) {
     throw reliability_error(job, "domain_mtbf",
                             "platform '" + job.cluster.platform.name + "' has NVLink domains of " +

@@ -97,6 +97,11 @@ TEST(EnergyCli, RunReportsFailuresWhenTheJobHasAReliabilitySection) {
   const auto first = run_cli("run " + data("gb200_no_domain_mtbf_oom.yaml"));
   EXPECT_EQ(first.exit_code, 2) << first.output;
   EXPECT_NE(first.output.find("reliability.domain_mtbf"), std::string::npos) << first.output;
+  // A one-node NVLink domain (HGX) has no domain failure mode: domain_mtbf there is an error
+  // (it once added a failure per node at that MTBF, goodput 96% -> 12%).
+  const auto hgx = run_cli("run " + data("h100_domain_mtbf.yaml"));
+  EXPECT_EQ(hgx.exit_code, 2) << hgx.output;
+  EXPECT_NE(hgx.output.find("h100_domain_mtbf.yaml:8: reliability.domain_mtbf"), std::string::npos) << hgx.output;
   const auto plain = run_cli("run " + std::string(CLUSTERSIM_SOURCE_DIR) +
                              "/tests/tools/data/small_job.yaml --json " + tmp("nf.json"));
   ASSERT_EQ(plain.exit_code, 0) << plain.output;

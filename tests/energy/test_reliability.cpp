@@ -74,10 +74,17 @@ TEST(Reliability, WithoutFailuresTheRunPaysOnlyItsCheckpoints) {
   EXPECT_DOUBLE_EQ(r.checkpointing_s, 1000.0);
 }
 
-// Expected time to get `s` seconds done uninterrupted with failure rate `rate` and a fixed
-// cost `d` after each failure (failures while down do not count): (e^{rate s} - 1)(1/rate + d).
+// Expected time to get `s` seconds done uninterrupted with failure rate `rate` and a mean
+// cost `d` after each failure: (e^{rate s} - 1)(1/rate + d).
 double expected_segment(double s, double rate, double d) {
   return std::expm1(rate * s) * (1.0 / rate + d);
+}
+
+// Mean cost of a failure whose recovery is detection `det` (no failures counted while the hang is
+// detected), then a restart and reload of `r` seconds that a failure sends back to detection:
+// det e^{rate r} + (e^{rate r} - 1) / rate.
+double expected_recovery(double det, double r, double rate) {
+  return det * std::exp(rate * r) + std::expm1(rate * r) / rate;
 }
 
 TEST(Reliability, MonteCarloMatchesTheRenewalFormulaForRestartOnlyFailures) {
@@ -87,7 +94,7 @@ TEST(Reliability, MonteCarloMatchesTheRenewalFormulaForRestartOnlyFailures) {
   const RunShape shape{64, 8, 8, 20 * 3600.0};
   const RunReliability r = simulate_run(in, shape);
   const double rate = 1.0 / (2 * 3600.0);
-  const double d = 60 + 240 + 50;  // detection + restart + reload
+  const double d = expected_recovery(60, 240 + 50, rate);  // detection, restart + reload
   const double exact = 39 * expected_segment(1800 + 100, rate, d) + expected_segment(1800, rate, d);
   EXPECT_NEAR(r.system_mtbf_s, 2 * 3600.0, 1e-6);
   // Dropping any one cost (the 50 s reload over ~12 failures is 0.8%) leaves this interval.
@@ -102,6 +109,25 @@ TEST(Reliability, MonteCarloMatchesTheRenewalFormulaForRestartOnlyFailures) {
 // failures is its failure-free cost / goodput. With a long restart and about one failure per
 // run the trials differ a lot (no failure: ~1; one: ~0.3) and the mean of their ratios lies
 // far above work / mean elapsed.
+// A restart and reload as long as the job's MTBF fail e times per recovery on average, each
+// failure costing its detection again (Daly 2006 charges failures during restart).
+TEST(Reliability, FailuresDuringTheRestartStartTheRecoveryAgain) {
+  ReliabilityInputs in = base_inputs();
+  in.modes = {restart_mode(64.0)};  // 64 GPUs: job MTBF 1 h
+  in.recovery.restart_s = 3550;     // + 50 s reload: 1 h
+  in.checkpoint.interval_s = 1800;
+  const RunShape shape{64, 8, 8, 10 * 3600.0};
+  const RunReliability r = simulate_run(in, shape);
+  const double rate = 1.0 / 3600.0;
+  const double d = expected_recovery(60, 3600, rate);
+  const double exact = 19 * expected_segment(1800 + 100, rate, d) + expected_segment(1800, rate, d);
+  EXPECT_GT(exact, r.wall_s.ci95_low - 0.002 * exact);
+  EXPECT_LT(exact, r.wall_s.ci95_high + 0.002 * exact);
+  // Interruptions: e per failure during training.
+  const double first = 19 * std::expm1(rate * 1900) + std::expm1(rate * 1800);
+  EXPECT_NEAR(r.failures.mean / (first * std::exp(1.0)), 1.0, 0.03);
+}
+
 TEST(Reliability, GoodputIsWorkOverTheMeanElapsedTime) {
   ReliabilityInputs in = base_inputs();
   in.recovery.restart_s = 24 * 3600.0;
@@ -246,9 +272,12 @@ TEST(Reliability, Llama3SixteenThousandGpusOverFiftyFourDays) {
       r.wall_s.mean / 86400, r.failures.mean, r.failures.p05, r.failures.p95, r.goodput.mean,
       r.goodput.ci95_low, r.goodput.ci95_high, r.checkpoint_interval_s / 60);
   EXPECT_NEAR(r.wall_s.mean, 54 * 86400.0, 0.002 * 54 * 86400.0);
-  // Failures only arrive while the job runs: 466 x goodput-ish of the 54 days.
-  const double running = (r.wall_s.mean - r.downtime_s) / (54 * 86400.0);
+  // Failures arrive while the job runs on its allocation: training and restarting, not while
+  // the hang is being detected (spares are unlimited here): 466 x that share of the 54 days.
+  const double running = (r.wall_s.mean - r.failures.mean * in.recovery.detection_s) / (54 * 86400.0);
   EXPECT_NEAR(r.failures.mean, kLlama3Interruptions * running, 0.03 * kLlama3Interruptions);
+  const double training = (r.wall_s.mean - r.downtime_s) / (54 * 86400.0);
+  EXPECT_GT(r.failures.mean, kLlama3Interruptions * training + 0.03 * kLlama3Interruptions);
   EXPECT_GT(r.goodput.mean, 0.8);
   EXPECT_LT(r.goodput.mean, 0.95);
 }
