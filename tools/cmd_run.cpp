@@ -151,7 +151,8 @@ void add_simulation_options(CLI::App& cmd, RunArgs& args) {
   cmd.add_option("--replicas", args.replicas,
                  "full: simulate every rank; identical: simulate one data-parallel replica in "
                  "full and only the data-parallel collectives of the others (docs/engine.md); "
-                 "auto (default): identical above 256 GPUs. Overrides the job's simulation.replicas")
+                 "auto (default): identical above 256 GPUs, full for an expert-parallel job on an "
+                 "oversubscribed fabric. Overrides the job's simulation.replicas")
       ->check(CLI::IsMember({"auto", "full", "identical"}));
   cmd.add_option("--cost", args.cost,
                  "Cost model: measured (default; kernel and NCCL tables measured on H200 in "

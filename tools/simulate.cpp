@@ -113,10 +113,28 @@ sim::StepResult play_step(const Job& job, const std::optional<workloads::SteadyW
   return extend_window(steps[0], steps[1], *window, job.workload.num_microbatches());
 }
 
+// The oversubscription of the fabric's leaf and spine tiers where their uplinks exist for the
+// job: none above a single leaf, none above a single spine group or with 2 tiers (the layout
+// only: a Topology costs no per-GPU work).
+struct TierOversubscription {
+  double leaf = 1.0, spine = 1.0;
+  bool any() const { return leaf > 1.0 || spine > 1.0; }
+};
+TierOversubscription tier_oversubscription(const Job& job) {
+  const auto& f = job.cluster.platform.fabric;
+  const platforms::Topology t(job.cluster.platform, job.cluster.gpus);
+  const auto built = [&](platforms::LinkKind up, double ratio) {
+    return t.link_class(up).count > 0 ? platforms::built_oversubscription(f.switch_radix, ratio) : 1.0;
+  };
+  return {built(platforms::LinkKind::LeafUp, f.oversubscription.leaf),
+          built(platforms::LinkKind::PodUp, f.oversubscription.spine)};
+}
+
 // The engine's options for `workload` from the run's (`--replicas` checked here).
 // @throws std::invalid_argument for a bad replicas value, or identical replicas the workload
 // cannot take.
-sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim::Workload& workload) {
+sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim::Workload& workload,
+                                      bool all_to_alls_on_oversubscribed) {
   sim::EngineOptions engine_options;
   engine_options.record_timeline = options.timeline || options.profile_rank.has_value();
   engine_options.timeline_ranks = options.timeline ? options.timeline_ranks : std::vector<int>{};
@@ -139,33 +157,32 @@ sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim:
     if (options.replicas_at) throw options.replicas_at->error("identical: " + problem);
     throw SpecError("<command line>", 0, "--replicas", "identical: " + problem);
   }
+  // `auto` plays every replica of an expert-parallel job whose fabric has an oversubscribed
+  // tier: the replicas' all-to-alls share its uplinks (0.294 s identical against 0.379 s full
+  // for a 1,024-GPU EP64 job behind 4:1 leaves), and with ep > 1 the expert-data-parallel
+  // replicas are few (dp / ep), so playing them all stays cheap.
+  const bool auto_identical = large && !all_to_alls_on_oversubscribed;
   engine_options.identical_dp_replicas =
-      problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && large));
+      problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && auto_identical));
   return engine_options;
 }
 
-// The identical-replica reduction does not play the other replicas' pipeline and
-// tensor-parallel flows (docs/engine.md). On a fat-tree tier that is oversubscribed they would
+// The identical-replica reduction does not play the other replicas' pipeline, tensor-parallel
+// and expert-parallel flows (docs/engine.md). On a fat-tree tier that is oversubscribed they would
 // share its uplinks with the played flows, so the step can come out fast: a 64-GPU TP4 PP2 DP8
-// job on 8:1 non-rail leaves ran 7% faster identical than full (review, 2026-12-05).
+// job on 8:1 non-rail leaves ran 7% faster identical than full (review, 2026-12-05), a 1,024-GPU
+// EP64 DeepSeek-V3 cut on 4:1 rail leaves 22% (review, 2026-12-07).
 std::string replicas_note(const Job& job, const sim::EngineOptions& engine_options) {
   if (!engine_options.identical_dp_replicas) return "";
-  const auto& f = job.cluster.platform.fabric;
-  // A tier's ratio counts where its uplinks exist: none above a single leaf, none above a single
-  // spine group or with 2 tiers (the layout only: a Topology costs no per-GPU work).
-  const platforms::Topology t(job.cluster.platform, job.cluster.gpus);
-  const auto built = [&](platforms::LinkKind up, double ratio) {
-    return t.link_class(up).count > 0 ? platforms::built_oversubscription(f.switch_radix, ratio) : 1.0;
-  };
-  const double leaf = built(platforms::LinkKind::LeafUp, f.oversubscription.leaf);
-  const double spine = built(platforms::LinkKind::PodUp, f.oversubscription.spine);
-  if (leaf <= 1.0 && spine <= 1.0) return "";
+  const TierOversubscription o = tier_oversubscription(job);
+  if (!o.any()) return "";
+  const double leaf = o.leaf, spine = o.spine;
   std::ostringstream out;
   out << std::setprecision(3) << "the fabric is oversubscribed (leaf " << leaf << ":1";
   if (spine > 1.0) out << ", spine " << spine << ":1";
-  out << "): the identical-replica reduction does not play the other replicas' pipeline and "
-         "tensor-parallel flows, which would share its uplinks, so the step may be short; "
-         "--replicas full plays them";
+  out << "): the identical-replica reduction does not play the other replicas' pipeline, "
+      << (job.workload.parallel.ep > 1 ? "tensor-parallel and expert-parallel (all-to-all)" : "tensor-parallel")
+      << " flows, which would share its uplinks, so the step may be short; --replicas full plays them";
   return out.str();
 }
 
@@ -211,7 +228,8 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   sim::cost_workload(workload, cost);
   const PowerStateSummary power = power_state(workload, cost, options.power_state);
 
-  const sim::EngineOptions engine_options = engine_options_for(options, workload);
+  const sim::EngineOptions engine_options =
+      engine_options_for(options, workload, job.workload.parallel.ep > 1 && tier_oversubscription(job).any());
   if (options.profile_rank) {
     check_profiled_rank(workload, *options.profile_rank, engine_options.identical_dp_replicas);
   }

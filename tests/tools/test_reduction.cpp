@@ -128,5 +128,25 @@ TEST(ReductionNote, SaysWhatTheReductionLeavesOutOnOversubscribedFabrics) {
   EXPECT_NE(note.find("(leaf 1:1, spine 4:1)"), std::string::npos) << note;
 }
 
+// An expert-parallel job's other replicas exchange all-to-alls across the oversubscribed tier:
+// `auto` plays them all there (above 256 GPUs, where it would otherwise reduce), and a forced
+// reduction's note names them.
+TEST(ReductionNote, AutoPlaysEveryReplicaOfAnExpertParallelJobOnAnOversubscribedFabric) {
+  const char* body =
+      "model: {catalog: mixtral_8x7b, layers: 2}\n"
+      "parallelism: {tp: 1, pp: 1, ep: 8}\n"
+      "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 512, precision: bf16}\n";
+  const Job thin = load(Case{"ep_thin", 512, (std::string("cluster: {platform: hgx_h100, gpus: 512, "
+                                                          "overrides: {oversubscription: {leaf: 4}}}\n") + body).c_str()});
+  const Job fat = load(Case{"ep_fat", 512, (std::string("cluster: {platform: hgx_h100, gpus: 512}\n") + body).c_str()});
+  SimulateOptions automatic;
+  EXPECT_EQ(simulate_job(thin, automatic).replicas, "full");
+  EXPECT_EQ(simulate_job(fat, automatic).replicas, "identical");
+  SimulateOptions reduced;
+  reduced.replicas = "identical";
+  const std::string note = simulate_job(thin, reduced).replicas_note;
+  EXPECT_NE(note.find("expert-parallel (all-to-all)"), std::string::npos) << note;
+}
+
 }  // namespace
 }  // namespace clustersim::tools
