@@ -136,7 +136,7 @@ std::string efficiency_and_memory_notes(const std::vector<ScaleRow>& rows) {
 
 std::string table(const std::vector<ScaleRow>& rows) {
   std::ostringstream out;
-  out << std::setw(7) << "gpus" << std::setw(6) << "dp" << std::setw(8) << "gbs" << std::setw(10)
+  out << std::setw(8) << "gpus" << std::setw(8) << "dp" << std::setw(9) << "gbs" << std::setw(10)
       << "step s" << std::setw(8) << "MFU" << std::setw(12) << "tok/s/GPU" << std::setw(8)
       << "eff" << std::setw(10) << "mem GiB" << std::setw(8) << "J/tok" << std::setw(8)
       << "$/Mtok" << std::setw(9) << "goodput"
@@ -147,7 +147,7 @@ std::string table(const std::vector<ScaleRow>& rows) {
   // dp and the batch are 0 for a GPU count that is not a multiple of tp*cp*pp: none, not 0.
   const auto count = [](std::int64_t v) { return v > 0 ? std::to_string(v) : std::string("-"); };
   for (const auto& r : rows) {
-    out << std::setw(7) << r.point.gpus << std::setw(6) << count(r.point.dp) << std::setw(8)
+    out << std::setw(8) << r.point.gpus << std::setw(8) << count(r.point.dp) << std::setw(9)
         << count(r.point.global_batch) << std::fixed;
     if (r.figures) {
       out << std::setw(10) << std::setprecision(3) << r.figures->step_time_s << std::setw(7)

@@ -270,7 +270,7 @@ void register_merge(CLI::App* sweep, int& exit_code) {
   merge->add_option("--csv", args->csv, "Merged CSV output (default sweep.csv)");
   merge->add_option("--top", args->top, "Rows of the table on stdout (default 10)")
       ->check(decimal_integer())
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(CLI::Range(1, 1 << 20));
   merge->callback([args, &exit_code] { exit_code = run_guarded_usage([&] { return merge_command(*args); }); });
 }
 
@@ -285,7 +285,7 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("job", args->job, "Job YAML; its global batch is kept")->check(CLI::ExistingFile);
   cmd->add_option("--gpus", args->gpus, "GPU count of every configuration")
       ->check(decimal_integer())
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--space", args->space,
                   "Dimensions and values: tp=1,2,4,8 pp=1,2 vp=1,2 cp=1,2 ep=1 etp=1 mbs=1,2 "
                   "zero=0,1,2,3 recompute=none,selective,full attention=cudnn,flash2 "
@@ -308,7 +308,7 @@ void register_sweep_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top", args->top, "Rows of the table on stdout (default 10)")
       ->check(decimal_integer())
-      ->check(CLI::Range(1, 1 << 30));
+      ->check(CLI::Range(1, 1 << 20));
   register_merge(cmd, exit_code);
   cmd->callback([cmd, args, &exit_code] {
     if (cmd->got_subcommand("merge")) return;

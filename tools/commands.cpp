@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -11,10 +13,9 @@ namespace clustersim::tools {
 const CLI::Validator& decimal_integer() {
   static const CLI::Validator kDecimal(
       [](std::string& text) -> std::string {
-        const std::size_t digits = !text.empty() && text[0] == '+' ? 1 : 0;
-        bool ok = digits < text.size() && (text[digits] != '0' || text.size() == digits + 1);
-        for (std::size_t i = digits; ok && i < text.size(); ++i) ok = text[i] >= '0' && text[i] <= '9';
-        return ok ? std::string() : "'" + text + "' is not a plain decimal integer (no leading zeros, no 0x)";
+        bool ok = !text.empty() && (text[0] != '0' || text.size() == 1);
+        for (std::size_t i = 0; ok && i < text.size(); ++i) ok = text[i] >= '0' && text[i] <= '9';
+        return ok ? std::string() : "'" + text + "' is not a plain decimal integer (no sign, no leading zeros, no 0x)";
       },
       "DECIMAL");
   return kDecimal;
@@ -54,6 +55,23 @@ bool same_file(const std::string& a, const std::string& b) {
   return ec ? a == b : ca == cb;
 }
 
+// Whether `path` can be written, asked before a simulation that may take minutes: its folder
+// exists and is writable, and the path is not a folder.
+void check_writable(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    throw SpecError("<command line>", 0, option, "'" + path + "' is a folder, not a file");
+  }
+  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw SpecError("<command line>", 0, option, "cannot write '" + path + "': no folder '" + parent.string() + "'");
+  }
+  if (::access(parent.c_str(), W_OK) != 0 || (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0)) {
+    throw SpecError("<command line>", 0, option, "cannot write '" + path + "': permission denied");
+  }
+}
+
 }  // namespace
 
 void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
@@ -61,6 +79,7 @@ void check_output_paths(const std::vector<std::pair<std::string, std::string>>& 
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [option, path] = outputs[i];
     if (path.empty()) continue;
+    check_writable(option, path);
     for (const std::string& input : inputs) {
       std::error_code ec;
       if (!input.empty() && std::filesystem::exists(input, ec) && same_file(path, input)) {
@@ -84,7 +103,7 @@ CLI::Validator decimal_integer_list(std::int64_t min, std::int64_t max) {
           if (item.empty()) return "'" + text + "' has an empty item (separate the values with single commas)";
           const std::string bad = decimal_integer()(item);
           if (!bad.empty()) return bad;
-          const std::string digits = item.front() == '+' ? item.substr(1) : item;
+          const std::string& digits = item;
           // Digits only, no leading zero: longer than max's digits is out of range for sure.
           if (digits.size() > std::to_string(max).size() || std::stoll(digits) < min || std::stoll(digits) > max)
             return "value " + item + " not in range [" + std::to_string(min) + " - " + std::to_string(max) + "]";

@@ -24,15 +24,23 @@ std::string num(double v) {
   return s.str();
 }
 
+// Text for an SVG element or attribute: the markup characters escaped, and the control
+// characters XML 1.0 does not allow (all below 0x20 but tab, line feed and carriage return)
+// shown as '?', so that any title gives a well-formed file.
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
     if (c == '&') {
       out += "&amp;";
     } else if (c == '<') {
       out += "&lt;";
     } else if (c == '>') {
       out += "&gt;";
+    } else if (c == '"') {
+      out += "&quot;";
+    } else if (byte < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+      out += '?';
     } else {
       out += c;
     }

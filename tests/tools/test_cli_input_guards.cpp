@@ -2,6 +2,7 @@
 // pass over every subcommand, 2026-12-06): each is now refused with its place named, or ends.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -38,6 +39,26 @@ TEST(InputGuards, AnOutputThatIsAnInputOrAnotherOutputIsRefusedAndTheFileKept) {
   const auto r = run_cli("scale " + job + " --gpus 16 --csv " + same + " --svg " + same);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--svg: '" + same + "' is also the --csv output"), std::string::npos) << r.output;
+}
+
+// An output that cannot be written is found before simulating (it was found after the whole
+// run, which at 16k GPUs is minutes, and left the other outputs behind).
+TEST(InputGuards, AnUnwritableOutputIsRefusedBeforeSimulating) {
+  const std::string job = data("small_job.yaml");
+  const std::string csv = scratch("guard_written.csv");
+  std::remove(csv.c_str());
+  for (const std::string& args :
+       {"scale " + job + " --gpus 16 --csv " + csv + " --svg /nonexistent-dir/x.svg",
+        "sweep " + job + " --gpus 16 --space tp=1 --csv /nonexistent-dir/x.csv",
+        "run " + job + " --json /tmp",
+        "tco " + job + " " + job + " --json /nonexistent-dir/t.json"}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(r.output.find("no folder '/nonexistent-dir'") != std::string::npos ||
+                r.output.find("is a folder") != std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("step time"), std::string::npos) << "simulated first: " << r.output;
+  }
+  EXPECT_FALSE(std::ifstream(csv).good()) << "nothing written";
 }
 
 TEST(InputGuards, RunOptionsThatWouldBeIgnoredAreRefused) {

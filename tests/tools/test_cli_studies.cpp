@@ -285,7 +285,10 @@ TEST(ScaleCli, AnEmptyGpuCountIsAUsageErrorNamingTheOption) {
   }
   const auto plus = run_cli("scale " + data("small_job.yaml") + " --gpus 16,+16 -j 2 --csv " + tmp("empty.csv"));
   EXPECT_EQ(plus.exit_code, 2) << plus.output;
-  EXPECT_NE(plus.output.find("16 is given twice"), std::string::npos) << plus.output;
+  EXPECT_NE(plus.output.find("'+16' is not a plain decimal integer (no sign"), std::string::npos) << plus.output;
+  const auto twice = run_cli("scale " + data("small_job.yaml") + " --gpus 16,16 -j 2 --csv " + tmp("empty.csv"));
+  EXPECT_EQ(twice.exit_code, 2) << twice.output;
+  EXPECT_NE(twice.output.find("16 is given twice"), std::string::npos) << twice.output;
 }
 
 // With no GPU count simulated there is no plot, and a plot an earlier run left at --svg would

@@ -194,6 +194,10 @@ TEST(ScalePlot, IsWellFormedSvgWithBothCurvesAndMeasuredPoints) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_TRUE(balanced_xml(svg)) << svg;
   EXPECT_NE(svg.find("A &lt;title&gt; &amp; more"), std::string::npos);
+  // Quotes are escaped and control characters XML forbids replaced: the file stays well formed.
+  PlotSpec odd = spec;
+  odd.title = std::string("a\"b\x01" "c");
+  EXPECT_NE(render_svg(odd).find("a&quot;b?c"), std::string::npos);
   // Two polylines (MFU, efficiency) of three points; measured points as hollow squares.
   const std::regex polyline("<polyline[^>]*points=\"([^\"]*)\"");
   int lines = 0;
