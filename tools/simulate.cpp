@@ -13,7 +13,7 @@
 #include "calib/measured_cost_model.hpp"
 #include "sim/cost_corner.hpp"
 #include "platforms/builder.hpp"
-#include "platforms/topology.hpp"
+#include "tools/fabric_notes.hpp"
 #include "tools/steady_window.hpp"
 #include "workloads/generator.hpp"
 
@@ -113,23 +113,6 @@ sim::StepResult play_step(const Job& job, const std::optional<workloads::SteadyW
   return extend_window(steps[0], steps[1], *window, job.workload.num_microbatches());
 }
 
-// The oversubscription of the fabric's leaf and spine tiers where their uplinks exist for the
-// job: none above a single leaf, none above a single spine group or with 2 tiers (the layout
-// only: a Topology costs no per-GPU work).
-struct TierOversubscription {
-  double leaf = 1.0, spine = 1.0;
-  bool any() const { return leaf > 1.0 || spine > 1.0; }
-};
-TierOversubscription tier_oversubscription(const Job& job) {
-  const auto& f = job.cluster.platform.fabric;
-  const platforms::Topology t(job.cluster.platform, job.cluster.gpus);
-  const auto built = [&](platforms::LinkKind up, double ratio) {
-    return t.link_class(up).count > 0 ? platforms::built_oversubscription(f.switch_radix, ratio) : 1.0;
-  };
-  return {built(platforms::LinkKind::LeafUp, f.oversubscription.leaf),
-          built(platforms::LinkKind::PodUp, f.oversubscription.spine)};
-}
-
 // The engine's options for `workload` from the run's (`--replicas` checked here).
 // @throws std::invalid_argument for a bad replicas value, or identical replicas the workload
 // cannot take.
@@ -165,25 +148,6 @@ sim::EngineOptions engine_options_for(const SimulateOptions& options, const sim:
   engine_options.identical_dp_replicas =
       problem.empty() && (options.replicas == "identical" || (options.replicas == "auto" && auto_identical));
   return engine_options;
-}
-
-// The identical-replica reduction does not play the other replicas' pipeline, tensor-parallel
-// and expert-parallel flows (docs/engine.md). On a fat-tree tier that is oversubscribed they would
-// share its uplinks with the played flows, so the step can come out fast: a 64-GPU TP4 PP2 DP8
-// job on 8:1 non-rail leaves ran 7% faster identical than full (review, 2026-12-05), a 1,024-GPU
-// EP64 DeepSeek-V3 cut on 4:1 rail leaves 22% (review, 2026-12-07).
-std::string replicas_note(const Job& job, const sim::EngineOptions& engine_options) {
-  if (!engine_options.identical_dp_replicas) return "";
-  const TierOversubscription o = tier_oversubscription(job);
-  if (!o.any()) return "";
-  const double leaf = o.leaf, spine = o.spine;
-  std::ostringstream out;
-  out << std::setprecision(3) << "the fabric is oversubscribed (leaf " << leaf << ":1";
-  if (spine > 1.0) out << ", spine " << spine << ":1";
-  out << "): the identical-replica reduction does not play the other replicas' pipeline, "
-      << (job.workload.parallel.ep > 1 ? "tensor-parallel and expert-parallel (all-to-all)" : "tensor-parallel")
-      << " flows, which would share its uplinks, so the step may be short; --replicas full plays them";
-  return out.str();
 }
 
 // Step rates of `report` from its step time and the workload's FLOP and token accounting.
@@ -256,7 +220,8 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
     // the memory model rejects a spec the generator accepted: no verdict to report
   }
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
-  report.replicas_note = replicas_note(job, engine_options);
+  report.replicas_note = replicas_note(job, engine_options.identical_dp_replicas);
+  report.fabric_note = fabric_note(job);
   report.interference = engine_options.interference;
   report.power_state = options.power_state;
   report.compute_bound_share = power.share;
@@ -359,6 +324,7 @@ std::string report_json(const RunReport& r) {
   j["cost_model"] = r.cost_model;
   j["replicas"] = r.replicas;
   if (!r.replicas_note.empty()) j["replicas_note"] = r.replicas_note;
+  if (!r.fabric_note.empty()) j["fabric_note"] = r.fabric_note;
   j["interference"] = r.interference;
   j["power_state"] = {{"applied", r.power_state},
                       {"compute_bound_share", r.compute_bound_share},
@@ -446,6 +412,7 @@ std::string report_text(const RunReport& r) {
       << (r.step.tp_estimated ? "estimated" : "played")
       << (r.step.tp_folded ? ", one rank per TP group played" : "") << "\n";
   if (!r.replicas_note.empty()) out << "replicas note " << r.replicas_note << "\n";
+  if (!r.fabric_note.empty()) out << "fabric note   " << r.fabric_note << "\n";
   if (r.microbatches_played.size() == 2) {
     out << "microbatches  " << r.microbatches << " per pipeline, played as steady-state windows of "
         << r.microbatches_played[0] << " and " << r.microbatches_played[1]

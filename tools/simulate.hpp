@@ -26,6 +26,9 @@ struct RunReport {
   /// What the identical-replica reduction leaves out that this platform makes matter (an
   /// oversubscribed fat-tree tier); empty otherwise.
   std::string replicas_note;
+  /// A stated fabric oversubscription with no uplinks to act on at this size (fabric_note);
+  /// empty otherwise.
+  std::string fabric_note;
   bool interference = true;      ///< compute/communication interference was applied
   bool power_state = true;       ///< the power state's clock boost was applied
   /// Rank 0: share of its GPU compute time in GEMMs and attention, each at its sustained time

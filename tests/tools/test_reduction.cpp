@@ -112,7 +112,12 @@ TEST(ReductionNote, SaysWhatTheReductionLeavesOutOnOversubscribedFabrics) {
   // A spine ratio counts with 3 tiers only: 64 GPUs take 2 with tiers: auto, 3 when asked.
   const char* spine = "cluster: {platform: hgx_h100, gpus: 64, overrides: {oversubscription: {spine: 4}";
   const Job two = load(Case{"note_spine2", 64, (std::string(spine) + "}}\n" + body).c_str()});
-  EXPECT_EQ(simulate_job(two, reduced).replicas_note, "");
+  const RunReport spine2 = simulate_job(two, reduced);
+  EXPECT_EQ(spine2.replicas_note, "");
+  // The stated spine ratio is said to have no effect there (it was ignored silently).
+  EXPECT_NE(spine2.fabric_note.find("spine oversubscription 4:1 has no effect"), std::string::npos)
+      << spine2.fabric_note;
+  EXPECT_EQ(a.fabric_note, "");  // 8:1 leaves of 64 GPUs act
   // With 3 tiers the spine's uplinks exist only above two or more spine groups: 64 GPUs on
   // 64-port switches make one (no note); 128 GPUs on 16-port switches two (16 leaves, 8 a group).
   const Job one_group = load(Case{"note_spine3", 64, (std::string(spine) + ", tiers: 3}}\n" + body).c_str()});
