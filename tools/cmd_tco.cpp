@@ -125,7 +125,7 @@ void print_with_failures(std::ostream& out, const Side& a, const Side& b) {
   });
   both("failure-free time (days)",
        [](const Side& s) { return num(s.failures.shape.work_s / 86400, 1); });
-  both("time to train (days) [95%]",
+  both("time to train (days) [95% CI]",
        [](const Side& s) { return interval(s.failures.reliability.wall_s, 1 / 86400.0, 1); });
   both("interruptions",
        [](const Side& s) { return num(s.failures.reliability.failures.mean, 0); });

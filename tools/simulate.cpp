@@ -352,7 +352,7 @@ std::string failures_text(const RunWithFailures& f, const std::optional<EnergyRe
   const auto& r = f.reliability;
   std::ostringstream out;
   out << std::fixed << std::setprecision(2) << "failures      goodput " << 100 * r.goodput.mean
-      << "% [" << 100 * r.goodput.ci95_low << ", " << 100 * r.goodput.ci95_high << "]: "
+      << "% [95% CI of the mean " << 100 * r.goodput.ci95_low << ", " << 100 * r.goodput.ci95_high << "]: "
       << std::setprecision(1) << r.failures.mean << " interruptions, " << r.wall_s.mean / 86400
       << " days (failure-free " << f.shape.work_s / 86400 << "), job MTBF " << r.system_mtbf_s / 3600
       << " h, checkpoint every " << r.checkpoint_interval_s / 60 << " min (write "
