@@ -67,7 +67,10 @@ void check_writable(const std::string& option, const std::string& path) {
   if (!fs::is_directory(parent, ec)) {
     throw SpecError("<command line>", 0, option, "cannot write '" + path + "': no folder '" + parent.string() + "'");
   }
-  if (::access(parent.c_str(), W_OK) != 0 || (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0)) {
+  // An existing file (or device: /dev/null, /dev/stdout) needs its own write permission only; a
+  // new one its folder's.
+  const bool exists = fs::exists(path, ec);
+  if (::access(exists ? path.c_str() : parent.c_str(), W_OK) != 0) {
     throw SpecError("<command line>", 0, option, "cannot write '" + path + "': permission denied");
   }
 }
