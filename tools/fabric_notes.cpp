@@ -29,8 +29,8 @@ std::string replicas_note(const Job& job, bool identical) {
   std::ostringstream out;
   out << std::setprecision(3) << "the fabric is oversubscribed (leaf " << o.leaf << ":1";
   if (o.spine > 1.0) out << ", spine " << o.spine << ":1";
-  out << "): the identical-replica reduction does not play the other replicas' pipeline, "
-      << (job.workload.parallel.ep > 1 ? "tensor-parallel and expert-parallel (all-to-all)" : "tensor-parallel")
+  out << "): the identical-replica reduction does not play the other replicas' pipeline"
+      << (job.workload.parallel.ep > 1 ? ", tensor-parallel and expert-parallel (all-to-all)" : " and tensor-parallel")
       << " flows, which would share its uplinks, so the step may be short; --replicas full plays them";
   return out.str();
 }
