@@ -290,6 +290,13 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
     a.head_dim = f.get_int("head_dim", 1, kMaxDim);
     a.head_dim_v = f.get_int("head_dim_v", 1, kMaxDim);
     a.causal = f.get_bool("causal");
+    if (a.causal && a.seq_q != a.seq_kv) {
+      // Costs and FLOPs take a causal block as square (half its pairs); a rectangular one's
+      // pairs depend on the mask's alignment (top-left or bottom-right), which is not modelled.
+      throw f.error("causal", "a causal attention op needs seq_q == seq_kv (here " + std::to_string(a.seq_q) +
+                                  " x " + std::to_string(a.seq_kv) +
+                                  "); give a rectangular block as a causal square and a non-causal rest");
+    }
     a.backward = f.get_bool("backward");
     a.dtype = f.get_enum("dtype", kDTypes);
     // Version 8: the kernel library (optional; cuDNN without it).

@@ -223,6 +223,13 @@ TEST(TraceIo, AttentionKernelRoundTripsAndIsChecked) {
   const int line = line_of(text, at);
   expect_rejected(text, line, "\"kernel\":\"flash2\"", "\"kernel\":\"flash3\"",
                   op_on_line(line) + ".kernel", "is not one of");
+  // A causal op must be square: a rectangular causal block's pairs depend on the mask's
+  // alignment (it was costed and counted as seq_q x seq_kv / 2, wrong for either alignment).
+  const std::size_t causal = text.find("\"causal\":true");
+  ASSERT_NE(causal, std::string::npos);
+  const int causal_line = line_of(text, causal);
+  expect_rejected(text, causal_line, "\"seq_kv\":", "\"seq_kv\":1", op_on_line(causal_line) + ".causal",
+                  "needs seq_q == seq_kv");
 }
 
 // Version 9: a MoE rank's expert GEMMs are grouped, one GEMM per local expert; the trace keeps
