@@ -183,20 +183,26 @@ TEST(RecomputeModules, ChecksNameTheField) {
                                    training + "}\n",
                                1, "training.recompute_modules" + field, reason);
   };
-  bad("llama3_8b", "recompute_modules: [mlp]", "", "recompute: selective only");
-  bad("llama3_8b", "recompute: full, recompute_modules: [mlp]", "", "recompute: selective only");
-  bad("llama3_8b", "recompute: selective, recompute_modules: []", "", "is empty");
-  bad("llama3_8b", "recompute: selective, recompute_modules: [mlp, attn]", "[1]", "one of");
-  bad("llama3_8b", "recompute: selective, recompute_modules: [mlp, mlp]", "[1]", "twice");
-  bad("llama3_8b", "recompute: selective, recompute_modules: [mla_up_proj]", "", "needs MLA");
-  bad("llama3_8b", "recompute: selective, recompute_modules: [moe_act]", "", "MoE model");
-  bad("llama3_8b", "recompute: selective, recompute_modules: [layernorm]", "", "fuses");
-  bad("mixtral_8x7b", "recompute: selective, recompute_modules: [mlp]", "", "every layer");
-  bad("mixtral_8x7b", "recompute: selective, recompute_modules: [shared_experts]", "", "no shared experts");
-  bad("llama3_8b", "recompute: selective, recompute_modules: [mlp], elementwise: eager", "", "Hugging Face");
-  bad("mixtral_8x7b", "recompute: selective, recompute_modules: [moe_act], precision: fp8", "", "delayed scaling");
-  bad("deepseek_v3", "recompute: selective, recompute_modules: [mla_up_proj], precision: fp8, fp8_attention: true",
-      "", "fp8_attention");
+  struct Case {
+    const char *model, *training, *field, *reason;
+  };
+  const Case cases[] = {
+      {"llama3_8b", "recompute_modules: [mlp]", "", "recompute: selective only"},
+      {"llama3_8b", "recompute: full, recompute_modules: [mlp]", "", "recompute: selective only"},
+      {"llama3_8b", "recompute: selective, recompute_modules: []", "", "is empty"},
+      {"llama3_8b", "recompute: selective, recompute_modules: [mlp, attn]", "[1]", "one of"},
+      {"llama3_8b", "recompute: selective, recompute_modules: [mlp, mlp]", "[1]", "twice"},
+      {"llama3_8b", "recompute: selective, recompute_modules: [mla_up_proj]", "", "needs MLA"},
+      {"llama3_8b", "recompute: selective, recompute_modules: [moe_act]", "", "MoE model"},
+      {"llama3_8b", "recompute: selective, recompute_modules: [layernorm]", "", "fuses"},
+      {"mixtral_8x7b", "recompute: selective, recompute_modules: [mlp]", "", "every layer"},
+      {"mixtral_8x7b", "recompute: selective, recompute_modules: [shared_experts]", "", "no shared experts"},
+      {"llama3_8b", "recompute: selective, recompute_modules: [mlp], elementwise: eager", "", "Hugging Face"},
+      {"mixtral_8x7b", "recompute: selective, recompute_modules: [moe_act], precision: fp8", "", "delayed scaling"},
+      {"deepseek_v3", "recompute: selective, recompute_modules: [mla_up_proj], precision: fp8, fp8_attention: true",
+       "", "fp8_attention"},
+  };
+  for (const Case& c : cases) bad(c.model, c.training, c.field, c.reason);
 }
 
 }  // namespace
