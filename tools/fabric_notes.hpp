@@ -14,6 +14,8 @@ namespace clustersim::tools {
 struct TierOversubscription {
   double leaf = 1.0;   ///< leaf tier, down:up
   double spine = 1.0;  ///< spine tier (3 tiers only), down:up
+  bool leaf_uplinks = false;   ///< the fabric has leaf uplinks at the job's size
+  bool spine_uplinks = false;  ///< it has spine-group uplinks (3 tiers, several groups)
   /// True if either tier is oversubscribed.
   bool any() const { return leaf > 1.0 || spine > 1.0; }
 };
@@ -23,10 +25,10 @@ TierOversubscription tier_oversubscription(const Job& job);
 
 /// With the identical-replica reduction (`identical`) on an oversubscribed fabric: which flows
 /// the reduction leaves out that would share the thin uplinks; empty otherwise.
-std::string replicas_note(const Job& job, bool identical);
+std::string replicas_note(const Job& job, const TierOversubscription& tiers, bool identical);
 
 /// A stated leaf or spine oversubscription that has no uplinks to act on at the job's size (a
 /// spine ratio with 2 tiers, a leaf ratio with a single leaf); empty otherwise.
-std::string fabric_note(const Job& job);
+std::string fabric_note(const Job& job, const TierOversubscription& tiers);
 
 }  // namespace clustersim::tools

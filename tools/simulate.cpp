@@ -192,8 +192,9 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   sim::cost_workload(workload, cost);
   const PowerStateSummary power = power_state(workload, cost, options.power_state);
 
+  const TierOversubscription tiers = tier_oversubscription(job);
   const sim::EngineOptions engine_options =
-      engine_options_for(options, workload, job.workload.parallel.ep > 1 && tier_oversubscription(job).any());
+      engine_options_for(options, workload, job.workload.parallel.ep > 1 && tiers.any());
   if (options.profile_rank) {
     check_profiled_rank(workload, *options.profile_rank, engine_options.identical_dp_replicas);
   }
@@ -220,8 +221,8 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
     // the memory model rejects a spec the generator accepted: no verdict to report
   }
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
-  report.replicas_note = replicas_note(job, engine_options.identical_dp_replicas);
-  report.fabric_note = fabric_note(job);
+  report.replicas_note = replicas_note(job, tiers, engine_options.identical_dp_replicas);
+  report.fabric_note = fabric_note(job, tiers);
   report.interference = engine_options.interference;
   report.power_state = options.power_state;
   report.compute_bound_share = power.share;

@@ -31,6 +31,14 @@ double causal_attention_backward(const ModelSpec& m, double s) {
   return s * s * d(m.heads) * d(3 * m.head_dim + 2 * m.value_head_dim());
 }
 
+// MLA's up projections: the query's (the whole query projection without a query latent) and
+// the key-value's.
+double mla_up_weights(const ModelSpec& m) {
+  const double q_out = d(m.heads) * d(m.head_dim);
+  const double q_up = (m.q_lora_rank > 0 ? d(m.q_lora_rank) : d(m.hidden)) * q_out;
+  return q_up + d(m.kv_lora_rank) * d(m.heads) * d(m.head_dim - m.rope_head_dim + m.value_head_dim());
+}
+
 // GEMM weights of layer `layer` that selective recompute runs again (recompute_modules):
 // mla_up_proj the up projections (the whole query projection without a query latent), mlp a
 // dense layer's MLP, moe a MoE layer's router, experts (at `expert_load`) and shared experts,
@@ -39,11 +47,7 @@ double selective_recompute_weights(const WorkloadSpec& spec, std::int64_t layer,
   const ModelSpec& m = spec.model;
   const TrainingSpec& t = spec.training;
   double w = 0.0;
-  if (t.recomputes(RecomputeModule::MlaUpProj)) {
-    const double q_out = d(m.heads) * d(m.head_dim);
-    w += (m.q_lora_rank > 0 ? d(m.q_lora_rank) : d(m.hidden)) * q_out;
-    w += d(m.kv_lora_rank) * d(m.heads) * d(m.head_dim - m.rope_head_dim + m.value_head_dim());
-  }
+  if (t.recomputes(RecomputeModule::MlaUpProj)) w += mla_up_weights(m);
   if (!m.is_moe_layer(layer)) return w + (t.recomputes(RecomputeModule::Mlp) ? mlp_weights(m, m.ffn) : 0.0);
   if (t.recomputes(RecomputeModule::Moe)) {
     w += router_weights(m, layer) + expert_load * d(m.top_k) * mlp_weights(m, m.expert_ffn) +
@@ -76,11 +80,9 @@ double attention_linear_weights(const ModelSpec& m) {
   if (m.attention == AttentionKind::Gqa) {
     return h * d(m.heads + 2 * m.kv_heads) * d(m.head_dim) + proj;
   }
-  const double q_out = d(m.heads) * d(m.head_dim);
-  const double q = m.q_lora_rank > 0 ? h * d(m.q_lora_rank) + d(m.q_lora_rank) * q_out : h * q_out;
+  const double q_down = m.q_lora_rank > 0 ? h * d(m.q_lora_rank) : 0.0;
   const double kv_down = h * d(m.kv_lora_rank + m.rope_head_dim);
-  const double kv_up = d(m.kv_lora_rank) * d(m.heads) * d(m.head_dim - m.rope_head_dim + m.value_head_dim());
-  return q + kv_down + kv_up + proj;
+  return q_down + kv_down + mla_up_weights(m) + proj;
 }
 
 double mlp_weights(const ModelSpec& m, std::int64_t ffn) { return gated(m) * d(m.hidden) * d(ffn); }

@@ -248,9 +248,7 @@ void TransformerOps::moe_output_forward(bool shared_mlp) {
 void TransformerOps::moe_recompute() {
   const TrainingSpec& t = spec_.training;
   b_.set_recompute(true);
-  if (t.recomputes(RecomputeModule::Layernorm)) {
-    b_.mem("norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden));
-  }
+  if (t.recomputes(RecomputeModule::Layernorm)) norm_forward();
   if (t.recomputes(RecomputeModule::Moe)) moe_forward();
   b_.set_recompute(false);
   if (t.recomputes(RecomputeModule::Layernorm) && s_.shared_ffn > 0 &&

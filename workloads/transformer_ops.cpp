@@ -306,6 +306,11 @@ void TransformerOps::row_backward(const std::string& name, std::int64_t in, std:
   if (sink != nullptr) sink->gradient_ready(group, layer, wgrad);
 }
 
+// Norm forward on the residual stream's sequence shard: read x, write y.
+std::uint32_t TransformerOps::norm_forward(std::vector<std::uint32_t> deps) {
+  return b_.mem("norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden), std::move(deps));
+}
+
 // Norm backward: read input and output gradient, write input gradient.
 std::uint32_t TransformerOps::norm_backward(const std::string& label,
                                             std::vector<std::uint32_t> deps) {
@@ -386,10 +391,10 @@ void TransformerOps::layer_forward_ops(int layer, std::vector<std::uint32_t> par
 void TransformerOps::layer_attention_forward(int layer, std::vector<std::uint32_t> param_deps) {
   b_.set_layer(layer);
   const double x = act_bytes(s_.sp_tokens, s_.hidden);  // one residual-stream tensor on this rank
-  b_.mem("norm", s_.norm_kernel, 2.0 * x, std::move(param_deps));  // read x, write y
+  norm_forward(std::move(param_deps));
   attention_forward();
   b_.mem("residual", MemKernel::Elementwise, 3.0 * x);  // read two tensors, write one
-  b_.mem("norm", s_.norm_kernel, 2.0 * x);
+  norm_forward();
 }
 void TransformerOps::head_forward(std::vector<std::uint32_t> param_deps, const std::string& prefix) {
   if (prefix.empty()) b_.set_layer(-1);
@@ -437,7 +442,7 @@ void TransformerOps::layer_backward(int layer, GradSink* sink, std::vector<std::
       // mlp: the dense MLP (Transformer Engine's fc1 with the pre-MLP norm fused in) re-runs
       // from its checkpointed input, its TP exchanges included (tensor_parallel.checkpoint).
       b_.set_recompute(true);
-      b_.mem("norm", s_.norm_kernel, 2.0 * act_bytes(s_.sp_tokens, s_.hidden));
+      norm_forward();
       mlp_forward("", s_.fc1_out, s_.ffn);
       b_.set_recompute(false);
     }
@@ -465,7 +470,7 @@ void TransformerOps::layer_attention_backward(int layer, GradSink* sink, std::ve
     // layernorm: MLA's input norm (a module of its own) discarded its output after the down
     // projections' forward and re-runs when the attention output's gradient arrives.
     b_.set_recompute(true);
-    b_.mem("norm", s_.norm_kernel, 2.0 * x);
+    norm_forward();
     b_.set_recompute(false);
     // The down projections saved its BF16 output (set_for_recompute_input_layernorm): each
     // weight gradient quantizes it.

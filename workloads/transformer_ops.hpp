@@ -198,6 +198,7 @@ class TransformerOps {
                                 double full);
   void row_backward(const std::string& name, std::int64_t in, std::int64_t out, ParamGroup group,
                     int layer, GradSink* sink);
+  std::uint32_t norm_forward(std::vector<std::uint32_t> deps = {});
   std::uint32_t norm_backward(const std::string& label, std::vector<std::uint32_t> deps);
   /// Bytes of a dense embedding table's gradient of `rows` rows; `summed`: added to another
   /// gradient of the same table instead of into main_grad.
