@@ -174,14 +174,39 @@ void TransformerOps::mla_kv_up_forward(bool gather_rope_key) {
   b_.mem("rope", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));
 }
 
+// GQA's queries and keys between the QKV projection and the core attention: with qk_layernorm
+// their per-head norms (Megatron-core SelfAttention.get_query_key_value_tensors: q_layernorm on
+// the rank's heads, then k_layernorm, each reading and writing its tensor), then RoPE, which
+// rotates both (read and write).
+void TransformerOps::gqa_qk_forward() {
+  const ModelSpec& m = spec_.model;
+  if (m.qk_layernorm) {
+    b_.mem("q_layernorm", s_.norm_kernel, 2.0 * act_bytes(s_.tokens, s_.heads * s_.head_dim));
+    b_.mem("k_layernorm", s_.norm_kernel, 2.0 * act_bytes(s_.tokens, s_.kv_heads * s_.head_dim));
+  }
+  if (m.position == PositionKind::Rope) {
+    b_.mem("rope", s_.rope_kernel, 2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
+  }
+}
+
+// The backward of gqa_qk_forward, in reverse: RoPE's, then the key and query norms' (each reads
+// its input and output gradient and writes the input gradient).
+void TransformerOps::gqa_qk_backward() {
+  const ModelSpec& m = spec_.model;
+  if (m.position == PositionKind::Rope) {
+    b_.mem("rope_bwd", s_.rope_kernel, 2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
+  }
+  if (m.qk_layernorm) {
+    b_.mem("k_layernorm_bwd", s_.norm_kernel, 3.0 * act_bytes(s_.tokens, s_.kv_heads * s_.head_dim));
+    b_.mem("q_layernorm_bwd", s_.norm_kernel, 3.0 * act_bytes(s_.tokens, s_.heads * s_.head_dim));
+  }
+}
+
 void TransformerOps::attention_forward() {
   const ModelSpec& m = spec_.model;
   if (m.attention == AttentionKind::Gqa) {
     linear_in("qkv", s_.qkv_out, s_.hidden, s_.linear_dtype);
-    if (m.position == PositionKind::Rope) {  // rotate q and k: read and write both
-      b_.mem("rope", s_.rope_kernel,
-             2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
-    }
+    gqa_qk_forward();
   } else {
     // MLA (Megatron-core MLASelfAttention): down projections with replicated weights on the
     // rank's sequence shard, norms of the compressed latents, then column-parallel up
@@ -219,10 +244,7 @@ std::vector<std::uint32_t> TransformerOps::attention_backward(int layer, GradSin
   b_.set_recompute(false);
   attention_core_backward();
   if (m.attention == AttentionKind::Gqa) {
-    if (m.position == PositionKind::Rope) {
-      b_.mem("rope_bwd", s_.rope_kernel,
-             2.0 * act_bytes(s_.tokens, (s_.heads + s_.kv_heads) * s_.head_dim));
-    }
+    gqa_qk_backward();
     return column_backward("qkv", s_.hidden, s_.qkv_out, s_.linear_dtype, ParamGroup::Qkv, layer, sink);
   }
   b_.mem("rope_bwd", MemKernel::Rope, 2.0 * act_bytes(s_.tokens, (s_.heads + 1) * s_.rope_dim));

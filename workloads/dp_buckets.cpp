@@ -72,6 +72,12 @@ void add_layer(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer)
   } else {
     add_linear(out, m, ParamGroup::Qkv, layer, (m.heads + 2 * m.kv_heads) * m.head_dim / tp, m.hidden,
                false);
+    // qk_layernorm: Megatron-core's q_layernorm and k_layernorm (TENorm with the config's
+    // sequence_parallel, so their gradients are all-reduced over TP as the other norms').
+    if (m.qk_layernorm) {
+      add_norm(out, m, ParamGroup::Qkv, layer, m.head_dim);
+      add_norm(out, m, ParamGroup::Qkv, layer, m.head_dim);
+    }
   }
   add_linear(out, m, ParamGroup::Proj, layer, m.hidden, m.heads * m.value_head_dim() / tp, true);
   add_norm(out, m, ParamGroup::Norm2, layer, m.hidden);

@@ -115,6 +115,10 @@ struct ModelSpec {
   std::int64_t q_lora_rank = 0;         ///< MLA: query compression rank (0: uncompressed)
   std::int64_t kv_lora_rank = 0;        ///< MLA: key/value compression rank
   std::int64_t rope_head_dim = 0;       ///< MLA: decoupled RoPE part of head_dim (qk_rope_head_dim)
+  /// Per-head norms of the queries and keys after the QKV projection, before RoPE (Megatron-core
+  /// qk_layernorm with GQA: SelfAttention's q_layernorm / k_layernorm over kv_channels, of the
+  /// model's norm kind; Qwen3, OLMo 2). GQA/MHA only: MLA's latent norms are always modelled.
+  bool qk_layernorm = false;
   // Mixture of experts (experts == 0: dense model).
   std::int64_t experts = 0;             ///< routed experts per MoE layer (num_moe_experts)
   std::int64_t top_k = 0;               ///< experts each token is routed to (moe_router_topk)

@@ -48,6 +48,12 @@ double attention_bytes(const WorkloadSpec& spec, const LayerShape& x, Recompute 
   } else {
     bytes += gin * x.tin * x.h;  // QKV GEMM input (the norm output)
     bytes += att * x.t * d((s.heads + 2 * s.kv_heads) * s.head_dim);  // q, k, v
+    // qk_layernorm: each norm keeps its BF16 input and an FP32 1/rms per row (Transformer
+    // Engine's RMSNorm/LayerNorm save the input and rsigma; LayerNorm's mean adds 4 B more).
+    if (spec.model.qk_layernorm) {
+      const double stats = spec.model.norm == NormKind::LayerNorm ? 8.0 : 4.0;
+      bytes += x.t * d(s.heads + s.kv_heads) * (kBf16Bytes * d(s.head_dim) + stats);
+    }
   }
   // Attention output = projection input: one tensor, unless the projection runs in FP8 on a
   // BF16 output, when it keeps its own FP8 copy beside the output attention keeps.
@@ -124,6 +130,11 @@ double eager_extra_bytes(const WorkloadSpec& spec, const LayerShape& x, int laye
   const ModelSpec& m = spec.model;
   const RankShapes& s = x.s;
   double bytes = m.norm == NormKind::RmsNorm ? 2.0 * 4.0 * x.tsp * x.h : 0.0;
+  // Qwen3RMSNorm, the eager query and key norms of transformers' Qwen3 (qk_layernorm): the same
+  // +4 B per element over the heads of the rank.
+  if (m.norm == NormKind::RmsNorm && m.qk_layernorm) {
+    bytes += 4.0 * x.t * d((s.heads + s.kv_heads) * s.head_dim);
+  }
   if (m.activation != Activation::Swiglu) return bytes;
   if (m.is_moe_layer(layer)) {
     bytes += kBf16Bytes * d(s.expert_rows) * d(s.expert_fc1_out) / 2.0;

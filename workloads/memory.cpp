@@ -462,7 +462,10 @@ ParameterCount count_parameters(const ModelSpec& m) {
   c.total += d(m.mtp_layers) * mtp;
   c.active += d(m.mtp_layers) * mtp;
   for (std::int64_t l = 0; l < m.trained_layers(); ++l) {
-    const double common = attention_linear_weights(m) + 2.0 * norm;
+    // qk_layernorm: a query and a key norm of head_dim each (Megatron-core's q/k_layernorm).
+    const double qk_norms =
+        m.qk_layernorm ? 2.0 * d(m.head_dim) * (m.norm == NormKind::LayerNorm ? 2.0 : 1.0) : 0.0;
+    const double common = attention_linear_weights(m) + 2.0 * norm + qk_norms;
     if (m.is_moe_layer(l)) {
       const double router = d(m.hidden) * d(m.experts);
       const double shared = mlp_weights(m, m.shared_expert_ffn);

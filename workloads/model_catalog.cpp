@@ -90,7 +90,8 @@ class ModelReader {
   static void reject_unknown_keys(YamlMap& map, std::initializer_list<const char*> extra) {
     for (const auto& field : kRequiredInts) map.has(field.key);
     for (const auto& field : kOptionalInts) map.has(field.key);
-    for (const char* key : {"activation", "norm", "position", "tied_embeddings", "bias", "attention"}) {
+    for (const char* key :
+         {"activation", "norm", "position", "tied_embeddings", "bias", "attention", "qk_layernorm"}) {
       map.has(key);
     }
     for (const char* key : extra) map.has(key);
@@ -127,6 +128,10 @@ class ModelReader {
     if (map.has("attention")) {
       spec_.attention = read_enum(map, "attention", kAttentionNames);
       note(map, "attention");
+    }
+    if (map.has("qk_layernorm")) {
+      spec_.qk_layernorm = map.get_bool("qk_layernorm");
+      note(map, "qk_layernorm");
     }
     last_.emplace(map);
     ++layer_;
@@ -172,6 +177,11 @@ class ModelReader {
       }
     }
     if (!mla) return;
+    if (spec_.qk_layernorm) {
+      const std::string k = blame({"qk_layernorm", "attention"});
+      throw at(k).error(k, "qk_layernorm is the per-head query and key norm of GQA/MHA attention; MLA's "
+                           "latent norms (Megatron-core's qk_layernorm with MLA) are always modelled");
+    }
     if (spec_.kv_lora_rank == 0 || spec_.rope_head_dim == 0 || origin_.count("head_dim") == 0) {
       throw at("attention").error("attention",
                                   "attention: mla needs head_dim, kv_lora_rank and rope_head_dim");

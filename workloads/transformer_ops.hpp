@@ -225,6 +225,8 @@ class TransformerOps {
   void mla_q_up_forward();
   void moe_recompute();
   void mla_kv_up_forward(bool gather_rope_key);
+  void gqa_qk_forward();
+  void gqa_qk_backward();
   void attention_core_forward();
   void cp_attention_steps(bool backward, double own_bytes, double other_bytes);
   void cp_ring_forward(const std::vector<std::uint32_t>& launch, double full_bytes,

@@ -22,6 +22,9 @@ TEST(CatalogModels, ParameterTotalsMatchThePublishedFigures) {
   // Mixtral paper (arXiv 2401.04088): 46.7B total, 12.9B active; 8x22B: 141B / 39B (Mistral).
   expect_params("mixtral_8x7b", 46.7, 12.9, 0.03);
   expect_params("mixtral_8x22b", 141.0, 39.0, 0.03);
+  // Qwen3 model cards: 235B-A22B 235B total, 22B activated; 30B-A3B 30.5B, 3.3B.
+  expect_params("qwen3_235b_a22b", 235.0, 22.0, 0.03);
+  expect_params("qwen3_30b_a3b", 30.5, 3.3, 0.03);
   // Llama 4 Maverick (Meta model card): 400B total, 17B active.
   expect_params("llama4_maverick", 400.0, 17.0, 0.03);
   // GPT-4-class estimate (SemiAnalysis): ~1.8T total; 2 x 111B + 55B = 277B active + embeddings.

@@ -241,7 +241,8 @@ TEST(ModelCatalog, ListsAndLoadsTheCatalog) {
   ASSERT_EQ(names, (std::vector<std::string>{"deepseek_v3", "gpt3_175b", "gpt4_class_moe",
                                              "llama2_70b", "llama3_405b", "llama3_70b", "llama3_8b",
                                              "llama4_maverick", "mixtral_8x22b", "mixtral_8x7b",
-                                             "nemotron4_15b", "nemotron4_340b"}));
+                                             "nemotron4_15b", "nemotron4_340b", "qwen3_235b_a22b",
+                                             "qwen3_30b_a3b", "qwen3_32b"}));
   const ModelSpec m = load_catalog_model("llama3_405b");
   EXPECT_EQ(m.layers, 126);
   EXPECT_EQ(m.hidden, 16384);
