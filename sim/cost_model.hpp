@@ -29,7 +29,9 @@ struct GpuSpec {
   int gpus_per_host = 0;  ///< GPUs (one rank each) sharing that host
   Bytes host_memory_per_gpu;  ///< host DRAM per GPU (node capacity / GPUs); 0 when not given
 
-  /// Dense peak for a dtype. FP32 maps to peak_fp32.
+  /// Dense peak for a dtype, FLOP/s. FP32 maps to peak_fp32; TF32 to half the BF16 peak (the
+  /// dense TF32 tensor-core rate of the H100, H200 and B200 datasheets: 494.7 of 989.4 TFLOP/s
+  /// on H100 SXM, 1.1 of 2.25 PFLOP/s on B200).
   double peak(DType dtype) const;
 };
 

@@ -9,6 +9,7 @@ double GpuSpec::peak(DType dtype) const {
     case DType::BF16: return peak_bf16.value;
     case DType::FP8: return peak_fp8.value;
     case DType::FP32: return peak_fp32.value;
+    case DType::TF32: return peak_bf16.value / 2.0;
   }
   return peak_bf16.value;
 }

@@ -20,6 +20,7 @@ const char* to_string(DType v) {
     case DType::BF16: return "bf16";
     case DType::FP8: return "fp8";
     case DType::FP32: return "fp32";
+    case DType::TF32: return "tf32";
   }
   return "?";
 }
@@ -168,6 +169,7 @@ double dtype_bytes(DType v) {
     case DType::BF16: return 2.0;
     case DType::FP8: return 1.0;
     case DType::FP32: return 4.0;
+    case DType::TF32: return 4.0;
   }
   return 0.0;
 }

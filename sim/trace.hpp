@@ -13,8 +13,10 @@
 
 namespace clustersim::sim {
 
-/// Element type a kernel computes in.
-enum class DType : std::uint8_t { BF16, FP8, FP32 };
+/// Element type a kernel computes in. FP32: FP32 operands on the CUDA cores (non-tensor); TF32:
+/// FP32 operands on the tensor cores (cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32, which Transformer
+/// Engine's general_gemm uses for FP32 inputs).
+enum class DType : std::uint8_t { BF16, FP8, FP32, TF32 };
 
 /// Execution streams. Ops of one stream run one after another in program order, as kernels
 /// on one CUDA stream do; ops of different streams overlap unless a dependency orders them.

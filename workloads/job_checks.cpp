@@ -123,6 +123,7 @@ Found check_experts(const WorkloadSpec& w) {
     if (t.moe_imbalance != 1.0) return train("moe_imbalance", "needs a MoE model");
     if (t.moe_capacity_factor > 0.0) return train("moe_capacity_factor", "needs a MoE model");
     if (t.moe_permute_fusion) return train("moe_permute_fusion", "needs a MoE model");
+    if (t.moe_router_fp32) return train("moe_router_dtype", "needs a MoE model");
   }
   if (t.moe_pad_to_capacity && p.moe_token_dispatcher == MoeDispatcher::DeepEp) {
     return train("moe_pad_expert_input_to_capacity", "not modelled with DeepEP's token exchange "

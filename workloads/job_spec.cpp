@@ -216,8 +216,9 @@ void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
   // turns it off) and force it off outside the interleaved schedule (arguments.py).
   s.overlap_p2p_comm = p.get_bool_or("overlap_p2p_comm", s.schedule == "interleaved");
   if (s.overlap_p2p_comm && s.schedule != "interleaved") {
-    throw p.error("overlap_p2p_comm", "Megatron overlaps pipeline transfers only in the "
-                                      "interleaved schedule (1f1b batches them)");
+    throw p.error("overlap_p2p_comm", "Megatron overlaps pipeline transfers only in the interleaved "
+                                      "schedule (schedule " + s.schedule + " sends and receives them "
+                                      "blocking, 1f1b batching each pair)");
   }
   s.moe_shared_expert_overlap = p.get_bool_or("moe_shared_expert_overlap", false);
   s.overlap_moe_expert_parallel_comm = p.get_bool_or("overlap_moe_expert_parallel_comm", false);
@@ -361,7 +362,8 @@ TrainingSpec read_training(YamlMap& t, int dp) {
                           "recompute_num_layers", "recompute_modules",
                           "cross_entropy", "elementwise", "mfu_convention", "moe_imbalance",
                           "moe_capacity_factor", "moe_pad_expert_input_to_capacity",
-                          "moe_permute_fusion", "expandable_segments", "offload_modules"});
+                          "moe_permute_fusion", "moe_router_dtype", "expandable_segments",
+                          "offload_modules"});
   TrainingSpec s;
   s.seq_length = t.get_int("seq_length", 1, kMaxSeq);
   s.micro_batch_size = t.get_int("micro_batch_size", 1, kMaxBatch);
@@ -400,6 +402,8 @@ TrainingSpec read_training(YamlMap& t, int dp) {
   }
   s.moe_pad_to_capacity = t.get_bool_or("moe_pad_expert_input_to_capacity", false);
   s.moe_permute_fusion = t.get_bool_or("moe_permute_fusion", false);
+  // Megatron-core's None (the input dtype) is bf16 here; fp64 (FP64 GEMMs) is not modelled.
+  s.moe_router_fp32 = t.get_enum_or("moe_router_dtype", "bf16", {"bf16", "fp32"}) == "fp32";
   if (s.moe_pad_to_capacity && s.moe_capacity_factor <= 0.0) {
     // Megatron-core TransformerConfig: padding to capacity needs a capacity factor.
     throw t.error("moe_pad_expert_input_to_capacity", "needs training.moe_capacity_factor (the capacity to pad to)");

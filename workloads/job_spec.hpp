@@ -284,6 +284,9 @@ struct TrainingSpec {
   /// Megatron-core moe_permute_fusion: Transformer Engine's fused permute and unpermute; the
   /// fused unpermute reads the token copies once and writes the weighted sum per token.
   bool moe_permute_fusion = false;
+  /// Megatron-core moe_router_dtype fp32 (false: None, the input's BF16): the router's forward
+  /// GEMM writes FP32 logits and its backward GEMMs run on FP32 operands (TF32 tensor cores).
+  bool moe_router_fp32 = false;
   bool expandable_segments = false;     ///< PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
                                         ///< (memory model: less fragmentation)
   /// Megatron-core --fine-grained-activation-offloading --offload-modules: the modules whose

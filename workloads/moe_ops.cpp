@@ -73,6 +73,7 @@ void RankShapes::set_moe(const WorkloadSpec& spec, std::int64_t gate) {
   shared_fc1_out = shared_ffn * gate;
   shared_overlap = p.moe_shared_expert_overlap && shared_ffn > 0;
   deepep = p.moe_token_dispatcher == MoeDispatcher::DeepEp;
+  router_fp32 = t.moe_router_fp32;
   delay_wgrad = p.delay_wgrad_compute;
   routing = sim::TokenRouting{static_cast<std::int32_t>(m.experts), static_cast<std::int32_t>(m.top_k),
                               static_cast<std::int32_t>(m.router_groups),
@@ -194,8 +195,11 @@ void TransformerOps::moe_forward() {
 void TransformerOps::moe_route_forward() {
   const std::int64_t copies = s_.moe_tokens * spec_.model.top_k;
   const double logits = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.experts);
-  // Megatron's router GEMM runs in the model dtype (BF16), outside the FP8 autocast.
-  b_.gemm("router", s_.moe_tokens, s_.experts, s_.hidden, sim::DType::BF16, kOutBytes);
+  // Megatron's router GEMM runs in the model dtype (BF16), outside the FP8 autocast; with
+  // moe_router_dtype fp32 on BF16 operands into FP32 logits (RouterGatingLinearFunction:
+  // te_general_gemm(weight, inp, float32)).
+  b_.gemm("router", s_.moe_tokens, s_.experts, s_.hidden, sim::DType::BF16,
+          s_.router_fp32 ? 4.0 : kOutBytes);
   b_.mem("router_topk", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
   b_.mem("permute", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
 }
@@ -345,11 +349,31 @@ void TransformerOps::moe_route_backward(int layer, GradSink* sink) {
   const double logits = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.experts);
   b_.mem("permute_bwd", MemKernel::Copy, 2.0 * act_bytes(copies, s_.hidden));
   b_.mem("router_bwd", MemKernel::Elementwise, kRouterBytesPerLogit * logits);
+  if (s_.router_fp32) {
+    router_fp32_backward(layer, sink);
+    return;
+  }
   b_.gemm("router_dgrad", s_.moe_tokens, s_.hidden, s_.experts, sim::DType::BF16, kOutBytes);
   // The router's weight is a plain parameter (torch linear): its gradient is a new tensor.
   const std::uint32_t wgrad = b_.wgrad("router_wgrad", s_.hidden, s_.experts, s_.moe_tokens,
                                        sim::DType::BF16, sim::GradAccum::None);
   if (sink != nullptr) sink->gradient_ready(ParamGroup::Router, layer, wgrad);
+}
+
+// moe_router_dtype fp32 (Megatron-core RouterGatingLinearFunction.backward): the FP32 logit
+// gradient times the weight cast to FP32 (TF32 GEMM), its FP32 result cast to the input's BF16;
+// the saved BF16 input cast to FP32 for the weight gradient (TF32 GEMM), whose result is cast to
+// the weight's BF16. Each cast reads 2 or 4 B per element and writes 4 or 2.
+void TransformerOps::router_fp32_backward(int layer, GradSink* sink) {
+  const double weight = static_cast<double>(s_.experts) * static_cast<double>(s_.hidden);
+  const double inputs = static_cast<double>(s_.moe_tokens) * static_cast<double>(s_.hidden);
+  b_.mem("router_weight_fp32_cast", MemKernel::Elementwise, 6.0 * weight);
+  b_.gemm("router_dgrad", s_.moe_tokens, s_.hidden, s_.experts, sim::DType::TF32, 4.0);
+  b_.mem("router_dgrad_bf16_cast", MemKernel::Elementwise, 6.0 * inputs);
+  b_.mem("router_input_fp32_cast", MemKernel::Elementwise, 6.0 * inputs);
+  b_.wgrad("router_wgrad", s_.hidden, s_.experts, s_.moe_tokens, sim::DType::TF32, sim::GradAccum::None);
+  const std::uint32_t cast = b_.mem("router_wgrad_bf16_cast", MemKernel::Elementwise, 6.0 * weight);
+  if (sink != nullptr) sink->gradient_ready(ParamGroup::Router, layer, cast);
 }
 
 }  // namespace clustersim::workloads

@@ -23,7 +23,7 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kFormatName = "clustersim-trace";
-constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32};
+constexpr std::array kDTypes{sim::DType::BF16, sim::DType::FP8, sim::DType::FP32, sim::DType::TF32};
 constexpr std::array kGradAccums{sim::GradAccum::F32, sim::GradAccum::BF16};
 constexpr std::array kGroupAxes{sim::GroupAxis::M, sim::GroupAxis::K};
 constexpr std::array kFp8Scalings{sim::Fp8Scaling::Tensor, sim::Fp8Scaling::Block2D1D,

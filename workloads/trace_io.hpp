@@ -24,7 +24,7 @@ namespace clustersim::workloads {
 /// version 10 the ep_comm stream; version 11 the token_exchange collective; version 12 the GEMM
 /// `fp8_scaling`; version 13 the d2h and h2d copy streams (activation offloading); version 14
 /// the ring_shift collective. The reader accepts versions 1 to 14 (version 1: ep = etp = 1).
-inline constexpr int kTraceFormatVersion = 14;
+inline constexpr int kTraceFormatVersion = 15;
 
 /// A trace read back: which rank it was, its layout and its program.
 struct RankTrace {

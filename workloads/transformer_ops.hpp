@@ -51,6 +51,7 @@ struct RankShapes {
   /// moe_shared_expert_overlap: the expert exchanges on the ep_comm stream, the shared experts
   /// beside them.
   bool shared_overlap = false;
+  bool router_fp32 = false;  ///< training.moe_router_dtype fp32
   /// moe_token_dispatcher deepep: each exchange is one token exchange of the rank's tokens
   /// routed as `routing` (sim::CollectiveKind::TokenExchange) instead of an all-to-all of copies.
   bool deepep = false;
@@ -263,6 +264,7 @@ class TransformerOps {
   void moe_experts_backward(int layer, GradSink* sink, ExpertGrads grads);
   /// Backward of the permutation and the router (after the dispatch's backward exchange).
   void moe_route_backward(int layer, GradSink* sink);
+  void router_fp32_backward(int layer, GradSink* sink);
   std::vector<std::uint32_t> expert_exchange(const std::string& label, bool dispatch,
                                              sim::Stream stream,
                                              const std::vector<std::uint32_t>* after = nullptr);

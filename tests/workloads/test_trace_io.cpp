@@ -124,7 +124,7 @@ TEST(TraceIo, Fp8AmaxReductionsRoundTrip) {
 // reader still takes it.
 TEST(TraceIo, ReadsVersion3Headers) {
   std::string text = write(small_workload(), 5);
-  const std::size_t version = text.find("\"version\":14");
+  const std::size_t version = text.find("\"version\":15");
   ASSERT_NE(version, std::string::npos);
   text.replace(version, 12, "\"version\":3");
   const std::size_t amax = text.find(",\"amax\":");
@@ -138,7 +138,7 @@ TEST(TraceIo, HeaderDescribesTheRank) {
   const std::string text = write(small_workload(), 5);
   const std::string header = text.substr(0, text.find('\n'));
   // rank 5 = tp 1, dp 0, pp 1 in tp-cp-dp-pp order with tp 2, dp 2.
-  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":14,\"rank\":5,\"program\":1"),
+  EXPECT_NE(header.find("\"format\":\"clustersim-trace\",\"version\":15,\"rank\":5,\"program\":1"),
             std::string::npos) << header;
   EXPECT_NE(header.find("\"coords\":{\"tp\":1,\"cp\":0,\"dp\":0,\"pp\":1,\"ep\":0,"), std::string::npos)
       << header;
@@ -186,7 +186,7 @@ TEST(TraceIo, MalformedInputIsRejectedWithLineAndField) {
   expect_rejected(text, 3, "\"op\":1", "\"op\":2", "ops[1].op", "expected op index 1");
   expect_rejected(text, 3, "\"flops\":", "\"flops\":-1", "ops[1].flops", "finite number");
   expect_rejected(text, 3, "{", "{{", "", "invalid JSON");
-  expect_rejected(text, 1, "\"version\":14", "\"version\":15", "version", "unsupported version");
+  expect_rejected(text, 1, "\"version\":15", "\"version\":16", "version", "unsupported version");
   // A weight gradient into main_grad (version 7): its target must be f32 or bf16.
   const std::size_t accum = text.find("\"grad_accum\":\"f32\"");
   ASSERT_NE(accum, std::string::npos);
