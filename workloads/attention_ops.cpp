@@ -54,6 +54,15 @@ void TransformerOps::attention_core_forward() {
     b_.attention("attn", core_shape(s_, s_.seq, s_.seq, true, false), full_bytes);
     return;
   }
+  if (s_.cp_a2a) {
+    // Ulysses (Transformer Engine's AttnFuncWithCPAndQKVOA2A): q, k and v exchanged for the
+    // whole sequence of heads / cp heads, the attention, the output exchanged back.
+    const std::int64_t qk = s_.heads * s_.head_dim, kv = s_.kv_heads * s_.head_dim;
+    cp_a2a_exchange("cp_qkv", {qk, kv, s_.kv_heads * s_.v_head_dim});
+    b_.attention("attn", cp_a2a_shape(false), full_bytes);
+    cp_a2a_exchange("cp_out", {s_.heads * s_.v_head_dim});
+    return;
+  }
   const double block = kv_block_bytes();
   std::vector<std::uint32_t> launch = b_.after_last_compute();
   if (s_.cp_all_gather) {
@@ -114,6 +123,15 @@ void TransformerOps::attention_core_backward() {
     b_.attention("attn_bwd", core_shape(s_, s_.seq, s_.seq, true, true), full_bytes);
     return;
   }
+  if (s_.cp_a2a) {
+    // The saved output and its gradient exchanged to the heads layout, the backward kernel, the
+    // q, k, v gradients exchanged back (AttnFuncWithCPAndQKVOA2A.backward).
+    cp_a2a_exchange("cp_out_dout", {s_.heads * s_.v_head_dim, s_.heads * s_.v_head_dim});
+    b_.attention("attn_bwd", cp_a2a_shape(true), full_bytes);
+    cp_a2a_exchange("cp_dqkv", {s_.heads * s_.head_dim, s_.kv_heads * s_.head_dim,
+                                s_.kv_heads * s_.v_head_dim});
+    return;
+  }
   const double block = kv_block_bytes();
   std::vector<std::uint32_t> launch = b_.after_last_compute();
   if (s_.cp_all_gather) {
@@ -147,6 +165,34 @@ void TransformerOps::attention_core_backward() {
   const std::uint32_t last_step = *b_.last_compute();
   b_.defer(b_.collective("cp_dkv", CollectiveKind::RingShift, sim::GroupKind::CP, sim::Stream::CpComm,
                          block, {last_step}));
+}
+
+// The attention of cp_comm_type a2a: the whole sequence (seq_length, causal) for heads / cp
+// query and kv_heads / cp key-value heads of the rank's TP shard.
+sim::AttentionShape TransformerOps::cp_a2a_shape(bool backward) const {
+  const std::int64_t seq = s_.seq * s_.cp;
+  sim::AttentionShape a = core_shape(s_, seq, seq, true, backward);
+  a.heads /= s_.cp;
+  a.kv_heads /= s_.cp;
+  return a;
+}
+
+// One all-to-all over CP per tensor (all_to_all_single of the rank's tokens x `width` columns,
+// BF16), launched after the last compute op on the cp_comm stream, one after another as Transformer
+// Engine's flash_attn_a2a_communicate issues them; the next compute op waits for them. Around
+// each, the layout changes TE makes with copies (movedim + contiguous before the exchange,
+// movedim + contiguous and the load-balancing index_select after it): three passes that read and
+// write the tensor, on the compute stream after the exchanges.
+void TransformerOps::cp_a2a_exchange(const std::string& label, const std::vector<std::int64_t>& widths) {
+  std::vector<std::uint32_t> launch = b_.after_last_compute();
+  double bytes = 0.0;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    const double tensor = act_bytes(s_.tokens, widths[i]);
+    bytes += tensor;
+    b_.defer(b_.collective(label + "_a2a", CollectiveKind::AllToAll, sim::GroupKind::CP,
+                           sim::Stream::CpComm, tensor, i == 0 ? launch : std::vector<std::uint32_t>{}));
+  }
+  b_.mem(label + "_a2a_reorder", MemKernel::Copy, 3.0 * 2.0 * bytes);
 }
 
 // MLA's query path after its down projection: the latent's norm and the up projection (or the

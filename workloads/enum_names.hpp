@@ -53,7 +53,8 @@ inline constexpr Named<ZeroImpl> kZeroImplNames[] = {{"deepspeed", ZeroImpl::Dee
 inline constexpr Named<sim::HostThreads> kHostThreadsNames[] = {
     {"all_cores", sim::HostThreads::AllCores}, {"per_rank", sim::HostThreads::PerRank}};
 inline constexpr Named<CpCommType> kCpCommNames[] = {{"p2p", CpCommType::P2p},
-                                                     {"all_gather", CpCommType::AllGather}};
+                                                     {"all_gather", CpCommType::AllGather},
+                                                     {"a2a", CpCommType::A2a}};
 inline constexpr Named<MoeDispatcher> kMoeDispatcherNames[] = {{"alltoall", MoeDispatcher::AllToAll},
                                                              {"deepep", MoeDispatcher::DeepEp}};
 inline constexpr Named<TpBackwardComm> kTpBackwardCommNames[] = {

@@ -281,6 +281,27 @@ Found check_attention_backend(const WorkloadSpec& w) {
   return std::nullopt;
 }
 
+// cp_comm_type a2a (Transformer Engine's AttnFuncWithCPAndQKVOA2A) splits the rank's heads over
+// the CP group: TE asserts that the query and key-value heads divide by cp.
+Found check_cp_a2a(const WorkloadSpec& w) {
+  const ParallelSpec& p = w.parallel;
+  if (p.cp_comm_type != CpCommType::A2a || p.cp == 1) return std::nullopt;
+  const ModelSpec& m = w.model;
+  if (m.attention == AttentionKind::Mla) {
+    return par("cp_comm_type", "a2a is not modelled with MLA attention (use p2p or all_gather)");
+  }
+  if (w.training.fp8_attention) {
+    return par("cp_comm_type", "a2a is not modelled with fp8_attention (use p2p or all_gather)");
+  }
+  const std::int64_t heads = m.heads / p.tp, kv = m.kv_heads / p.tp;
+  if (heads % p.cp != 0 || kv % p.cp != 0) {
+    return par("cp_comm_type", "a2a splits each rank's heads over cp: heads/tp (" + str(heads) +
+                                   ") and kv_heads/tp (" + str(kv) + ") must be divisible by cp (" +
+                                   str(p.cp) + ")");
+  }
+  return std::nullopt;
+}
+
 Found check_sequence(const WorkloadSpec& w) {
   const ModelSpec& m = w.model;
   const ParallelSpec& p = w.parallel;
@@ -423,6 +444,7 @@ std::optional<SpecViolation> find_violation(const WorkloadSpec& spec) {
   if (auto v = check_tensor_parallel(spec)) return v;
   if (auto v = check_experts(spec)) return v;
   if (auto v = check_sequence(spec)) return v;
+  if (auto v = check_cp_a2a(spec)) return v;
   if (auto v = check_batch(spec)) return v;
   if (auto v = check_pipeline(spec)) return v;
   if (auto v = check_data_parallel(spec)) return v;

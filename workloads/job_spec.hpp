@@ -79,7 +79,7 @@ enum class ZeroImpl : std::uint8_t { DeepSpeed, Fsdp2 };
 /// a ring of point-to-point K/V blocks overlapped with attention (p2p), or an all-gather of the
 /// whole K/V before attention and a reduce-scatter of their gradients after it (all_gather, as
 /// the Llama 3 paper trained long context).
-enum class CpCommType : std::uint8_t { P2p, AllGather };
+enum class CpCommType : std::uint8_t { P2p, AllGather, A2a };
 /// How the backward of a column-parallel linear reduces its input gradient over TP
 /// (tp_backward_comm): overlapped with the weight-gradient GEMM on the TP stream, with sequence
 /// parallelism after re-gathering the input shard during the data-gradient GEMM (Megatron-core's

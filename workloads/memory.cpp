@@ -286,15 +286,21 @@ void add_logits_and_buffers(const WorkloadSpec& spec, int stage, const LayerShap
   }
   double buffers = 0.0;
   if (p.cp > 1) {
-    // Ring attention: the K/V block being received next to the one in use.
     const std::int64_t kv = x.s.q_up_out > 0 ? x.s.heads : x.s.kv_heads;
-    buffers += 2.0 * kBf16 * x.t * d(kv * (x.s.head_dim + x.s.v_head_dim));
+    const double block = kBf16 * x.t * d(kv * (x.s.head_dim + x.s.v_head_dim));
+    if (p.cp_comm_type == CpCommType::AllGather) {
+      buffers += d(p.cp) * block;  // the gathered K/V of the whole sequence
+    } else if (p.cp_comm_type == CpCommType::A2a) {
+      buffers += block + kBf16 * x.t * d(x.s.heads * x.s.head_dim);  // exchanged q, k, v
+    } else {
+      buffers += 2.0 * block;  // ring: the K/V block being received next to the one in use
+    }
   }
   if (p.ep > 1 && stage_has_moe(spec, stage)) {
     // All-to-all send and receive buffers of the routed token copies, on stages that dispatch.
     buffers += 2.0 * kBf16 * d(x.s.moe_tokens * spec.model.top_k) * x.s.expert_load * x.h;
   }
-  out.push_back({"comm_buffers", buffers, "ring-attention K/V receive buffers, MoE all-to-all buffers"});
+  out.push_back({"comm_buffers", buffers, "context-parallel K/V buffers (ring: two blocks; all_gather: the gathered K/V; a2a: the exchanged q, k, v), MoE all-to-all buffers"});
 }
 
 // Activations in flight, the working set of the layer in backward, logits and buffers.

@@ -65,6 +65,7 @@ RankShapes RankShapes::of(const WorkloadSpec& spec) {
   s.sequence_parallel = p.sequence_parallel && tp > 1;
   s.tp_overlap = p.tp_comm_overlap && s.sequence_parallel;
   s.cp_all_gather = p.cp_comm_type == CpCommType::AllGather;
+  s.cp_a2a = p.cp_comm_type == CpCommType::A2a;
   s.tp_backward_blocking = s.tp_comm && p.tp_backward_comm == TpBackwardComm::Blocking;
   if (t.elementwise == Elementwise::Eager) {  // Hugging Face transformers' eager Llama modules
     if (m.norm == NormKind::RmsNorm) s.norm_kernel = sim::MemKernel::RmsNormEager;

@@ -79,6 +79,7 @@ struct RankShapes {
   bool sequence_parallel = false;  ///< sequence parallel and tp > 1
   bool tp_overlap = false;         ///< tp_comm_overlap
   bool cp_all_gather = false;      ///< cp_comm_type all_gather (else the P2P ring)
+  bool cp_a2a = false;             ///< cp_comm_type a2a (Ulysses: heads exchanged for sequence)
   bool tp_backward_blocking = false;  ///< tp_backward_comm: blocking, with tp > 1
   /// training.elementwise eager: the kernels of the layer's RMSNorm, RoPE and SwiGLU (the
   /// Hugging Face modules' unfused chains) and the attention output's transpose copy.
@@ -234,6 +235,8 @@ class TransformerOps {
                        std::int64_t qo_cols);
   std::vector<std::uint32_t> attention_backward(int layer, GradSink* sink);
   void attention_core_backward();
+  void cp_a2a_exchange(const std::string& label, const std::vector<std::int64_t>& widths);
+  sim::AttentionShape cp_a2a_shape(bool backward) const;
   double kv_block_bytes() const;
   // mtp_ops.cpp
   void mtp_projection_forward();
