@@ -90,6 +90,7 @@ const std::vector<SweepDimension>& sweep_dimensions() {
       {"vp", "parallelism", "vp", {}},
       {"schedule", "parallelism", "schedule", workloads::pipeline_schedule_names()},
       {"cp", "parallelism", "cp", {}},
+      {"cp_comm", "parallelism", "cp_comm_type", {"p2p", "all_gather", "a2a"}},
       {"ep", "parallelism", "ep", {}},
       {"etp", "parallelism", "etp", {}},
       {"mbs", "training", "micro_batch_size", {}},

@@ -65,6 +65,18 @@ TEST(SweepSpace, OffloadValuesAreModuleSets) {
   EXPECT_THROW(parse_space({"offload=core_attn+"}), std::invalid_argument);
 }
 
+// Context parallelism's exchange: parallelism.cp_comm_type, one of the three modes.
+TEST(SweepSpace, CpCommWritesTheExchangeType) {
+  const auto axes = parse_space({"cp_comm=p2p,a2a"});
+  EXPECT_EQ(axes[0].dim.section + "." + axes[0].dim.key, "parallelism.cp_comm_type");
+  std::string written = "(absent)";
+  for (const auto& [k, v] : sweep_overrides(axes, {"a2a"}, 8, 8)) {
+    if (k == "parallelism.cp_comm_type") written = v;
+  }
+  EXPECT_EQ(written, "a2a");
+  EXPECT_THROW(parse_space({"cp_comm=ring"}), std::invalid_argument);
+}
+
 // Selective recompute's module sets: names joined by '+', never none (recompute=none says that).
 TEST(SweepSpace, RecomputeModuleValuesAreNonEmptySets) {
   const auto axes = parse_space({"recompute_modules=core_attn,mla_up_proj+mlp"});
