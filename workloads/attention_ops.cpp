@@ -180,9 +180,12 @@ sim::AttentionShape TransformerOps::cp_a2a_shape(bool backward) const {
 // One all-to-all over CP per tensor (all_to_all_single of the rank's tokens x `width` columns,
 // BF16), launched after the last compute op on the cp_comm stream, one after another as Transformer
 // Engine's flash_attn_a2a_communicate issues them; the next compute op waits for them. Around
-// each, the layout changes TE makes with copies (movedim + contiguous before the exchange,
-// movedim + contiguous and the load-balancing index_select after it): three passes that read and
-// write the tensor, on the compute stream after the exchanges.
+// each, the layout changes TE makes with copies: in Megatron's sbhd layout (sequence first) two
+// passes that read and write the tensor (before attention a movedim + contiguous before the
+// exchange and the load-balancing index_select after it; after attention the index_select
+// before and a movedim + contiguous after; the movedims to and from the sequence dimension are
+// no-ops there). Costed on the compute stream after the exchanges, where TE runs some on
+// cp_stream beside the next exchange: a slight overstatement of the exposed time.
 void TransformerOps::cp_a2a_exchange(const std::string& label, const std::vector<std::int64_t>& widths) {
   std::vector<std::uint32_t> launch = b_.after_last_compute();
   double bytes = 0.0;
@@ -192,7 +195,7 @@ void TransformerOps::cp_a2a_exchange(const std::string& label, const std::vector
     b_.defer(b_.collective(label + "_a2a", CollectiveKind::AllToAll, sim::GroupKind::CP,
                            sim::Stream::CpComm, tensor, i == 0 ? launch : std::vector<std::uint32_t>{}));
   }
-  b_.mem(label + "_a2a_reorder", MemKernel::Copy, 3.0 * 2.0 * bytes);
+  b_.mem(label + "_a2a_reorder", MemKernel::Copy, 2.0 * 2.0 * bytes);
 }
 
 // MLA's query path after its down projection: the latent's norm and the up projection (or the

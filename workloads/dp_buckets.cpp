@@ -15,9 +15,9 @@ std::int64_t pad(std::int64_t value, std::int64_t divisor) {
 
 // Adds a norm's parameters: weight, and bias for LayerNorm.
 void add_norm(std::vector<ParamInfo>& out, const ModelSpec& m, ParamGroup group, int layer,
-              std::int64_t width) {
-  out.push_back({group, layer, width, true, false, false});
-  if (m.norm == NormKind::LayerNorm) out.push_back({group, layer, width, true, false, false});
+              std::int64_t width, bool qk_norm = false) {
+  out.push_back({group, layer, width, true, false, false, qk_norm});
+  if (m.norm == NormKind::LayerNorm) out.push_back({group, layer, width, true, false, false, qk_norm});
 }
 
 // Adds a linear layer: weight [out_local, in_local], and a bias when the model has biases
@@ -72,11 +72,11 @@ void add_layer(std::vector<ParamInfo>& out, const WorkloadSpec& spec, int layer)
   } else {
     add_linear(out, m, ParamGroup::Qkv, layer, (m.heads + 2 * m.kv_heads) * m.head_dim / tp, m.hidden,
                false);
-    // qk_layernorm: Megatron-core's q_layernorm and k_layernorm (TENorm with the config's
-    // sequence_parallel, so their gradients are all-reduced over TP as the other norms').
+    // qk_layernorm: Megatron-core's q_layernorm and k_layernorm, replicated over TP; their
+    // gradients are all-reduced over TP by name, with or without SP (tp_allreduced_numel).
     if (m.qk_layernorm) {
-      add_norm(out, m, ParamGroup::Qkv, layer, m.head_dim);
-      add_norm(out, m, ParamGroup::Qkv, layer, m.head_dim);
+      add_norm(out, m, ParamGroup::Qkv, layer, m.head_dim, true);
+      add_norm(out, m, ParamGroup::Qkv, layer, m.head_dim, true);
     }
   }
   add_linear(out, m, ParamGroup::Proj, layer, m.hidden, m.heads * m.value_head_dim() / tp, true);
@@ -118,6 +118,15 @@ void add_mtp(std::vector<ParamInfo>& out, const WorkloadSpec& spec) {
 }
 
 }  // namespace
+
+std::int64_t tp_allreduced_numel(const std::vector<ParamInfo>& params, const ParallelSpec& p) {
+  if (p.tp == 1) return 0;
+  std::int64_t n = 0;
+  for (const auto& param : params) {
+    if (p.sequence_parallel ? param.sp_replicated : param.qk_norm) n += param.numel;
+  }
+  return n;
+}
 
 bool is_linear_weight(const ParamInfo& p) {
   switch (p.group) {

@@ -46,7 +46,14 @@ struct ParamInfo {
                                   ///< embeddings, or the MTP's embedding on the last stage)
   bool expert = false;          ///< routed-expert weight: reduced over the expert-data-parallel
                                 ///< group, held by 1/ep of the ranks
+  bool qk_norm = false;         ///< a qk_layernorm weight or bias: all-reduced over TP by name,
+                                ///< with or without sequence parallelism
 };
+
+/// Elements of `params` whose gradients finalize_model_grads all-reduces over TP
+/// (Megatron-core _allreduce_layernorm_grads): with sequence parallelism every sp_replicated
+/// parameter, without it the qk_layernorm norms alone (matched by name there); none at tp 1.
+std::int64_t tp_allreduced_numel(const std::vector<ParamInfo>& params, const ParallelSpec& p);
 
 /// True for a transformer-layer GEMM weight, what runs in FP8 with precision fp8: the QKV,
 /// projection, MLP, expert and shared-expert linears (biases of row-parallel linears, which are

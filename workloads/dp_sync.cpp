@@ -298,10 +298,9 @@ void DataParallelSync::end_step() {
     if (op) reductions.push_back(*op);
   }
   // finalize_model_grads: with SP, the gradients of TP-replicated norms and row-parallel biases
-  // are all-reduced over TP (_allreduce_non_tensor_model_parallel_grads), after the DP sync.
-  if (parallel_.sequence_parallel && parallel_.tp > 1) {
-    std::int64_t replicated = 0;
-    for (const auto& p : params_) replicated += p.sp_replicated ? p.numel : 0;
+  // are all-reduced over TP (_allreduce_non_tensor_model_parallel_grads), after the DP sync;
+  // without SP those of qk_layernorm's norms (_allreduce_layernorm_grads, by name).
+  if (const std::int64_t replicated = tp_allreduced_numel(params_, parallel_); replicated > 0) {
     reductions.push_back(b_.collective("tp_ar_sp_grads", sim::CollectiveKind::AllReduce,
                                        sim::GroupKind::TP, sim::Stream::Compute,
                                        static_cast<double>(replicated) * grad_bytes(), reductions));

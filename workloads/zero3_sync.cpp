@@ -26,7 +26,6 @@ class ShardedParamSync : public ParamSync {
     for (const auto& p : params_) {
       auto& unit = units_[unit_of(p)];
       (p.expert ? unit.expert : unit.dense) += static_cast<double>(p.numel);
-      if (p.sp_replicated) replicated_ += static_cast<double>(p.numel);
       // Tied embeddings on one stage: the head reads the word embedding, which DeepSpeed's
       // pre-forward and pre-backward hooks of the head module gather again (stage 3 fetches a
       // module's parameters, shared ones included, whenever the module runs).
@@ -68,10 +67,11 @@ class ShardedParamSync : public ParamSync {
     b_.set_context(sim::Phase::Optimizer, -1, -1);
     std::vector<std::uint32_t> deps;
     if (last_reduce_) deps.push_back(*last_reduce_);
-    if (spec_.parallel.sequence_parallel && spec_.parallel.tp > 1) {
+    const double replicated = static_cast<double>(tp_allreduced_numel(params_, spec_.parallel));
+    if (replicated > 0.0) {
       deps.push_back(b_.collective("tp_ar_sp_grads", sim::CollectiveKind::AllReduce,
                                    sim::GroupKind::TP, sim::Stream::Compute,
-                                   replicated_ * grad_bytes() / spec_.dp_cp(), deps));
+                                   replicated * grad_bytes() / spec_.dp_cp(), deps));
     }
     emit_optimizer_step(b_, spec_, shard(), deps, /*grads_on_host=*/offload());
   }
@@ -147,7 +147,6 @@ class ShardedParamSync : public ParamSync {
   std::vector<ParamInfo> params_;
   std::map<int, Unit> units_;
   std::map<int, std::int64_t> backwards_;  ///< backward passes seen per unit
-  double replicated_ = 0.0;
   double tied_head_ = 0.0;  ///< word-embedding elements the head gathers again (tied, one stage)
   std::optional<std::uint32_t> anchor_;
   std::optional<std::uint32_t> last_reduce_;

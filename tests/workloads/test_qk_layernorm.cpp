@@ -118,6 +118,29 @@ TEST(QkLayernorm, TwoNormWeightsOfHeadDimPerLayer) {
   EXPECT_EQ(replicated, 2 * 128);
 }
 
+// Megatron-core's _allreduce_layernorm_grads all-reduces the q/k norms' gradients over TP by
+// name, also without sequence parallelism (where the other norms' are not reduced).
+TEST(QkLayernorm, NormGradientsAreAllReducedOverTpWithoutSequenceParallelism) {
+  const auto tp_reduce_bytes = [](bool qk, bool sp) {
+    const WorkloadSpec spec = testing::parse_job(
+        std::string("model: {catalog: qwen3_32b, layers: 2, qk_layernorm: ") + (qk ? "true" : "false") +
+            "}\nparallelism: {tp: 4, sequence_parallel: " + (sp ? "true" : "false") +
+            "}\ntraining: {seq_length: 4096, micro_batch_size: 1, global_batch_size: 2, "
+            "precision: bf16}\n",
+        8);
+    const sim::Program p = generate_stage_program(spec, 0);
+    double bytes = -1.0;
+    for (const auto& op : p.ops) {
+      if (p.labels[op.label] == "tp_ar_sp_grads") bytes = op.bytes;
+    }
+    return bytes;
+  };
+  // 2 layers x 2 norms x 128, FP32 gradients (grad_reduce_in_fp32 at ZeRO-1).
+  EXPECT_DOUBLE_EQ(tp_reduce_bytes(true, false), 2.0 * 2 * 128 * 4);
+  EXPECT_DOUBLE_EQ(tp_reduce_bytes(false, false), -1.0);  // no such reduction
+  EXPECT_DOUBLE_EQ(tp_reduce_bytes(true, true) - tp_reduce_bytes(false, true), 2.0 * 2 * 128 * 4);
+}
+
 TEST(QkLayernorm, RefusedWithMla) {
   testing::expect_spec_error(
       "model: {catalog: deepseek_v3, layers: 4, qk_layernorm: true}\n"
