@@ -186,14 +186,16 @@ sim::AttentionShape TransformerOps::cp_a2a_shape(bool backward) const {
 // before and a movedim + contiguous after; the movedims to and from the sequence dimension are
 // no-ops there). Costed on the compute stream after the exchanges, where TE runs some on
 // cp_stream beside the next exchange: a slight overstatement of the exposed time.
-void TransformerOps::cp_a2a_exchange(const std::string& label, const std::vector<std::int64_t>& widths) {
+void TransformerOps::cp_a2a_exchange(const std::string& label,
+                                     const std::vector<std::int64_t>& widths) {
   std::vector<std::uint32_t> launch = b_.after_last_compute();
   double bytes = 0.0;
   for (std::size_t i = 0; i < widths.size(); ++i) {
     const double tensor = act_bytes(s_.tokens, widths[i]);
     bytes += tensor;
+    std::vector<std::uint32_t> deps = i == 0 ? launch : std::vector<std::uint32_t>{};
     b_.defer(b_.collective(label + "_a2a", CollectiveKind::AllToAll, sim::GroupKind::CP,
-                           sim::Stream::CpComm, tensor, i == 0 ? launch : std::vector<std::uint32_t>{}));
+                           sim::Stream::CpComm, tensor, std::move(deps)));
   }
   b_.mem(label + "_a2a_reorder", MemKernel::Copy, 2.0 * 2.0 * bytes);
 }

@@ -300,7 +300,9 @@ void add_logits_and_buffers(const WorkloadSpec& spec, int stage, const LayerShap
     // All-to-all send and receive buffers of the routed token copies, on stages that dispatch.
     buffers += 2.0 * kBf16 * d(x.s.moe_tokens * spec.model.top_k) * x.s.expert_load * x.h;
   }
-  out.push_back({"comm_buffers", buffers, "context-parallel K/V buffers (ring: two blocks; all_gather: the gathered K/V; a2a: the exchanged q, k, v), MoE all-to-all buffers"});
+  out.push_back({"comm_buffers", buffers,
+                 "context-parallel K/V buffers (ring: two blocks; all_gather: the gathered K/V; "
+                 "a2a: the exchanged q, k, v), MoE all-to-all buffers"});
 }
 
 // Activations in flight, the working set of the layer in backward, logits and buffers.
