@@ -166,9 +166,10 @@ double MeasuredCostModel::plain_gemm_time(const sim::GemmShape& g, sim::Phase ph
     t *= gpu_.peak_bf16.value / gpu_.peak_fp32.value;
   }
   if (g.dtype == sim::DType::TF32) {
-    // Half the BF16 tensor-core rate and twice the operand bytes: both terms of the BF16 time
-    // double (GpuSpec::peak's datasheet ratio; not measured).
-    note_out_of_grid("GEMM tf32 (no TF32 table): BF16 time x peak_bf16/peak_tf32 = 2 (datasheets)");
+    if (tables_->tf32_ratio().loaded()) return t * tables_->tf32_ratio().ratio(phase);
+    // Without the table: half the BF16 tensor-core rate and twice the operand bytes, so both
+    // terms of the BF16 time double (GpuSpec::peak's datasheet ratio).
+    note_out_of_grid("GEMM tf32 (no gemm_tf32.csv): BF16 time x peak_bf16/peak_tf32 = 2 (datasheets)");
     t *= gpu_.peak_bf16.value / gpu_.peak(sim::DType::TF32);
   }
   return t;

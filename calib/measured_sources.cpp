@@ -1,5 +1,6 @@
 // What MeasuredCostModel tells users about its sources: one line per op class naming the table,
 // whether its numbers are measured or derived, and the model's one-line description.
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -67,6 +68,15 @@ void MeasuredCostModel::add_overlap_sources(std::vector<std::string>& out) const
                   " (time with 128x128 weight / 1x128 activation blocks, or 1x128 both, over the "
                   "per-tensor time of the same run) x the per-tensor split-accumulation GEMM; "
                   "measured on H200" + (rule_.measured ? "" : ", ratios applied unchanged"));
+  }
+  if (const Tf32Ratio& tf32 = tables_->tf32_ratio(); tf32.loaded()) {
+    char medians[96];
+    std::snprintf(medians, sizeof medians, "%.3f forward, %.3f data gradient, %.3f weight gradient",
+                  tf32.layout_median("fwd"), tf32.layout_median("dgrad"), tf32.layout_median("wgrad"));
+    out.push_back("TF32 GEMM (dtype tf32): " + tf32.file() + " (TF32 time over the BF16 time of the "
+                  "same shape, same process; median per layout: " + medians + ", backward GEMMs "
+                  "their geometric mean) x the BF16 GEMM; measured on H100 (the H200's SMs), "
+                  "ratios applied unchanged");
   }
   if (held_sms_.loaded()) {
     std::string files;

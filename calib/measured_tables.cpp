@@ -286,6 +286,9 @@ std::shared_ptr<const MeasuredTables> MeasuredTables::load(const std::string& di
       t->power_boost_.load_state(dir + "/table_state.csv");
     }
   }
+  if (std::ifstream(dir + "/gemm_tf32.csv").good()) {  // run 102
+    t->tf32_ratio_ = Tf32Ratio::load(dir + "/gemm_tf32.csv");
+  }
   t->nccl_ranks_ = read_nccl_ranks(dir + "/nccl_default.csv");
   const std::string choice_file = dir + "/nccl_default_algo_choice.csv";
   t->nccl_choices_ = load_nccl_choices(choice_file, t->nccl_ranks_);

@@ -13,6 +13,7 @@
 #include "calib/copy_delay.hpp"
 #include "calib/power_boost.hpp"
 #include "calib/tables.hpp"
+#include "calib/tf32_ratio.hpp"
 #include "sim/cost_model.hpp"
 
 namespace clustersim::calib {
@@ -24,7 +25,7 @@ class MeasuredTables {
   /// Loads the tables of `dir` (gemm_bf16.csv, gemm_fp8.csv, attention.csv, membound.csv,
   /// nccl_{default,ring_*,tree_*}.csv, gemm_catalog_{bf16,fp8}.csv, interference.csv, host_offload.csv;
   /// optional: gemm_fp8_fastacc.csv, gemm_tp_overlap_{fwd_wgrad,dgrad_fp8}.csv,
-  /// gemm_busy_sms.csv, attention_cp.csv, power_boost.csv with table_state.csv,
+  /// gemm_busy_sms.csv, gemm_tf32.csv, attention_cp.csv, power_boost.csv with table_state.csv,
   /// interference_membound.csv, gemm_long_tokens.csv, attention_long.csv).
   /// @throws SpecError naming file, line and column for a missing or malformed table.
   static std::shared_ptr<const MeasuredTables> load(const std::string& dir);
@@ -52,6 +53,9 @@ class MeasuredTables {
   /// of copy_pace_share.csv, runs 84, 88-91 and 97, when present); empty when the directory has no
   /// copy_interference.csv.
   const CopyDelayTable& copy_delay() const { return copy_delay_; }
+  /// TF32 over BF16 GEMM times (gemm_tf32.csv, run 102); not loaded() when the directory has
+  /// no such file.
+  const Tf32Ratio& tf32_ratio() const { return tf32_ratio_; }
   /// Ranks of the NCCL tables (2 for the H200 data).
   int nccl_ranks() const { return nccl_ranks_; }
   /// The protocol ("ll", "ll128", "simple") NCCL chose for `collective` ("all_reduce",
@@ -82,6 +86,7 @@ class MeasuredTables {
   HostOffloadTable host_offload_;
   PowerBoostTable power_boost_;
   CopyDelayTable copy_delay_;
+  Tf32Ratio tf32_ratio_;
   int nccl_ranks_ = 0;
   std::vector<NcclChoice> nccl_choices_;
 };

@@ -47,9 +47,9 @@ TEST_F(DerivationRules, DerivedGpusFollowTheirStatedRules) {
   EXPECT_NE(h200_.describe().find("measured"), std::string::npos);
   EXPECT_THROW(MeasuredCostModel(gpu("MI300X", 5.3), tables_), std::invalid_argument);
   // One line per op class, offload, interference, GEMMs under TP overlap, beside held SMs and
-  // adding into main_grad, block-scaled FP8, kernels beside host copies (applied on the H100,
-  // not on the B200) and the power state (likewise).
-  EXPECT_EQ(h200_.table_sources().size(), 15u);
+  // adding into main_grad, block-scaled FP8, TF32, kernels beside host copies (applied on the
+  // H100, not on the B200) and the power state (likewise).
+  EXPECT_EQ(h200_.table_sources().size(), 16u);
   const auto copies = [](const MeasuredCostModel& model) {
     return model.table_sources()[model.table_sources().size() - 2];
   };

@@ -97,23 +97,6 @@ TEST_F(MeasuredModel, BackwardGemmIsTheMeanOfDgradAndTransposedWgrad) {
   EXPECT_NEAR(t / std::sqrt(dg * wg), 1.0, 1e-12);
 }
 
-// TF32 (FP32 operands on the tensor cores, the router's backward with moe_router_dtype fp32):
-// the BF16 time of the same shape and phase x 2 (half the datasheet rate, twice the operand
-// bytes), listed as costed outside the tables; the roofline at half the BF16 peak.
-TEST_F(MeasuredModel, Tf32GemmsTakeTwiceTheirBf16Time) {
-  const auto bwd = sim::Phase::Backward;
-  EXPECT_NEAR(h200_.compute_time(gemm(4096, 2048, 8192, sim::DType::TF32, bwd)) /
-                  h200_.compute_time(gemm(4096, 2048, 8192, sim::DType::BF16, bwd)),
-              2.0, 1e-12);
-  const auto notes = h200_.out_of_grid();
-  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(),
-                          [](const OutOfGridOp& n) { return n.what.find("GEMM tf32") != std::string::npos; }));
-  const RooflineCostModel roofline(gpu("H200-SXM", 4.8));
-  EXPECT_NEAR(roofline.compute_time(gemm(16384, 16384, 16384, sim::DType::TF32)) /
-                  roofline.compute_time(gemm(16384, 16384, 16384, sim::DType::BF16)),
-              2.0, 1e-9);
-}
-
 TEST_F(MeasuredModel, GemmTimeGrowsWithEveryDimension) {
   double prev = 0.0;
   for (std::int64_t m = 1024; m <= 65536; m = m * 3 / 2) {  // mostly off-grid sizes

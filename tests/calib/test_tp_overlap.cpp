@@ -250,8 +250,8 @@ TEST_F(TpOverlapCost, WithoutTheTablesAGemmIsCostedPlainAndListed) {
   EXPECT_EQ(older.out_of_grid()[0].what,
             "GEMM under TP overlap: no gemm_tp_overlap table, costed as a plain GEMM");
   EXPECT_EQ(older.out_of_grid()[0].count, 3u);
-  EXPECT_EQ(older.table_sources().size(), 14u);  // still with the held-SM, main_grad, FP8 block and host-copy tables
-  ASSERT_EQ(h200_.table_sources().size(), 15u);
+  EXPECT_EQ(older.table_sources().size(), 15u);  // still with the held-SM, main_grad, FP8 block, TF32 and host-copy tables
+  ASSERT_EQ(h200_.table_sources().size(), 16u);
   EXPECT_NE(h200_.table_sources()[2].find(kDgradFp8), std::string::npos);
   EXPECT_NE(h200_.table_sources()[2].find(kFwdWgrad), std::string::npos);
 }

@@ -267,7 +267,7 @@ TEST(Cli, JobThatFitsCarriesTheMemoryVerdictAndTheCostTables) {
   EXPECT_TRUE(j["memory"]["fits"].get<bool>());
   EXPECT_LT(j["memory"]["peak_gib"].get<double>(), j["memory"]["capacity_gib"].get<double>());
   EXPECT_FALSE(j["memory"].contains("oom"));
-  EXPECT_EQ(j["cost_tables"].size(), 15u);  // GEMMs under TP overlap (run 12), beside held SMs (run 18), into main_grad (run 48), block-scaled FP8 (run 78), beside host copies (runs 80-81), power state
+  EXPECT_EQ(j["cost_tables"].size(), 16u);  // GEMMs under TP overlap (run 12), beside held SMs (run 18), into main_grad (run 48), block-scaled FP8 (run 78), TF32 (run 102), beside host copies (runs 80-81), power state
   EXPECT_TRUE(j["power_state"]["applied"].get<bool>());
 }
 
