@@ -16,6 +16,8 @@
 namespace clustersim::tools::validation {
 namespace {
 
+std::string yaml_scalar(const std::string& v);
+
 void state_int(DraftJob& j, const std::string& section, const std::string& key,
                const std::optional<Stated<std::int64_t>>& v) {
   if (v) j.state(section, key, std::to_string(v->value), v->line);
@@ -84,6 +86,17 @@ void state_case(const ReferenceSet& set, const ReferenceCase& rc, const Measured
   state_text(j, "training", "elementwise", c.elementwise);
   state_text(j, "training", "cross_entropy", c.cross_entropy);
   state_bool(j, "parallelism", "zero_init", c.zero_init);
+  for (const CaseJobKey& k : c.job) {
+    const std::string field = rc.id + ".config.job." + k.section + "." + k.key;
+    if (j.find(k.section, k.key) != nullptr) {
+      throw SpecError(set.file, k.line, field, "also stated by another config key");
+    }
+    std::string value = k.list ? "[" : yaml_scalar(k.items.front());
+    for (std::size_t i = 0; k.list && i < k.items.size(); ++i) {
+      value += (i == 0 ? "" : ", ") + yaml_scalar(k.items[i]);
+    }
+    j.state(k.section, k.key, k.list ? value + "]" : value, k.line);
+  }
 }
 
 // grad_accum: the global batch is micro batch x dp x accumulation; checked against a stated
@@ -109,8 +122,11 @@ void apply_grad_accum(const ReferenceSet& set, const ReferenceCase& rc, std::int
 }
 
 std::string yaml_scalar(const std::string& v) {
-  // A YAML flow mapping (a recipe default such as tp_comm_overlap_cfg) is written as it is.
-  if (v.size() >= 2 && v.front() == '{' && v.back() == '}') return v;
+  // A YAML flow mapping (a recipe default such as tp_comm_overlap_cfg) or sequence (a list a
+  // case states under config.job) is written as it is.
+  if (v.size() >= 2 && ((v.front() == '{' && v.back() == '}') || (v.front() == '[' && v.back() == ']'))) {
+    return v;
+  }
   const bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-' ||
            c == '+' || c == '/';

@@ -94,6 +94,36 @@ std::int64_t parse_key_int(const Block& b, const std::string& key, std::int64_t 
   return v;
 }
 
+// config.job: parallelism and training keys passed to the job as written (a scalar or a list of
+// scalars each); the job's parser checks them, its errors mapped back to these lines.
+std::vector<CaseJobKey> read_job_keys(Block b) {
+  std::vector<CaseJobKey> out;
+  for (const std::string& section : b.map.keys()) {
+    if (section != "parallelism" && section != "training") {
+      throw SpecError(b.map.file(), b.key_line(section), b.field(section),
+                      "only parallelism and training keys (the model comes from models:, the "
+                      "cluster from gpu, platform and gpus)");
+    }
+    Block s = b.child(section);
+    for (const std::string& key : s.map.keys()) {
+      CaseJobKey k{section, key, {}, false, s.key_line(key)};
+      if (s.map.is_scalar(key)) {
+        k.items.push_back(s.map.get_string(key));
+      } else {
+        const YAML::Node v = s.raw(key);
+        if (!v.IsSequence()) throw s.map.error(key, "expected a scalar or a list of scalars");
+        for (const auto& e : v) {
+          if (!e.IsScalar()) throw s.map.error(key, "expected a scalar or a list of scalars");
+          k.items.push_back(e.Scalar());
+        }
+        k.list = true;
+      }
+      out.push_back(std::move(k));
+    }
+  }
+  return out;
+}
+
 CaseConfig read_config(Block c) {
   CaseConfig cfg;
   cfg.line = c.map.line();
@@ -133,6 +163,7 @@ CaseConfig read_config(Block c) {
   cfg.zero_init = opt_bool(c, "zero_init");
   cfg.sequence_parallel = opt_bool(c, "sequence_parallel");
   cfg.tp_comm_overlap = opt_bool(c, "tp_comm_overlap");
+  if (c.map.has("job")) cfg.job = read_job_keys(c.child("job"));
   c.map.finish();
   return cfg;
 }

@@ -35,6 +35,16 @@ struct ReferenceModel {
 
 /// What a case's `config:` states. Absent fields are unstated by the source; the recipe family
 /// of the case supplies documented defaults for them (tools/validation/recipe_families.hpp).
+/// A job key a case states directly (`config.job.<section>.<key>`): any `parallelism` or
+/// `training` key of docs/job-spec.md, checked when the job is parsed.
+struct CaseJobKey {
+  std::string section;             ///< "parallelism" or "training"
+  std::string key;                 ///< the job key, e.g. "moe_token_dispatcher"
+  std::vector<std::string> items;  ///< the scalar, or the elements of a list
+  bool list = false;               ///< written as a YAML sequence
+  int line = 0;                    ///< of the key in the reference file
+};
+
 struct CaseConfig {
   int line = 0;
   Stated<std::string> model;
@@ -52,6 +62,7 @@ struct CaseConfig {
   std::optional<Stated<std::string>> cross_entropy;      ///< unfused | fused | chunked | eager
   std::optional<Stated<bool>> sequence_parallel, tp_comm_overlap;
   std::optional<Stated<bool>> zero_init;                 ///< ZeRO-3 parameters built sharded
+  std::vector<CaseJobKey> job;  ///< further job keys, in file order (config.job)
 };
 
 /// The metric a point compares.

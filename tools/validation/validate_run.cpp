@@ -298,17 +298,24 @@ std::string band_cell(const PointOutcome& o) {
   return c.str();
 }
 
+// Width of the case column: the longest point id, at least 30 characters.
+int id_width(const ValidationSummary& s) {
+  std::size_t w = 30;
+  for (const auto& o : s.points) w = std::max(w, o.id.size() + 1);
+  return static_cast<int>(w);
+}
+
 // The header of validate's tables: case, gpus, job, `label` (metric or part), measured,
 // simulated, error (no newline).
-void table_header(std::ostream& out, const char* label) {
-  out << std::left << std::setw(30) << "case" << std::right << std::setw(6) << "gpus" << "  "
+void table_header(std::ostream& out, int width, const char* label) {
+  out << std::left << std::setw(width) << "case" << std::right << std::setw(6) << "gpus" << "  "
       << std::left << std::setw(22) << "job" << std::setw(15) << label << std::right
       << std::setw(9) << "measured" << std::setw(11) << "simulated" << std::setw(9) << "error";
 }
 
 // A table row's first four cells; the stream is left right-aligned for the figures.
-void row_head(std::ostream& out, const PointOutcome& o, const std::string& label) {
-  out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
+void row_head(std::ostream& out, int width, const PointOutcome& o, const std::string& label) {
+  out << std::left << std::setw(width) << o.id << std::right << std::setw(6) << o.gpus << "  "
       << std::left << std::setw(22) << point_detail(o) << std::setw(15) << label << std::right;
 }
 
@@ -325,6 +332,7 @@ std::array<BucketPart, 2> bucket_parts(const PointOutcome& o) {
 
 // The simulated step decompositions beside the source's (MeasuredPoint::buckets).
 void decomposition_text(const ValidationSummary& s, std::ostream& out) {
+  const int width = id_width(s);
   bool header = false;
   for (const auto& o : s.points) {
     if (!o.measured_buckets || (!o.simulated_split && o.split_error.empty())) continue;
@@ -332,22 +340,22 @@ void decomposition_text(const ValidationSummary& s, std::ostream& out) {
       out << "\nStep decomposition, as the source splits its step (rank 0: the step divided by the "
              "attention kernels' share of the kernel time, communication left out; each part's model "
              "FLOPs over its time; docs/validation.md), TFLOP/s, not in the mean:\n";
-      table_header(out, "part");
+      table_header(out, width, "part");
       out << "\n";
       header = true;
     }
     if (!o.simulated_split) {
-      out << std::left << std::setw(30) << o.id << std::right << std::setw(6) << o.gpus << "  "
+      out << std::left << std::setw(width) << o.id << std::right << std::setw(6) << o.gpus << "  "
           << point_detail(o) << ": not split: " << o.split_error << "\n";
       continue;
     }
     for (const BucketPart& p : bucket_parts(o)) {
-      row_head(out, o, p.name);
+      row_head(out, width, o, p.name);
       out << std::fixed << std::setprecision(1) << std::setw(9) << p.measured << std::setw(11)
           << p.simulated << std::setw(8) << std::showpos
           << 100.0 * (p.simulated - p.measured) / p.measured << std::noshowpos << "%\n";
     }
-    out << std::setw(30 + 6 + 2) << "" << "attention kernels " << std::setprecision(1)
+    out << std::setw(width + 6 + 2) << "" << "attention kernels " << std::setprecision(1)
         << 100.0 * o.simulated_split->attention_kernel_share << "% of the simulated kernel time\n";
   }
 }
@@ -375,11 +383,12 @@ std::string validation_text(const ValidationSummary& s) {
     out << "\n";
   }
   out << "\n";
-  table_header(out, "metric");
+  const int width = id_width(s);
+  table_header(out, width, "metric");
   out << (s.band_points > 0 ? "  band (fast..slow end)" : "") << "\n";
   for (const auto& o : s.points) {
     if (!o.simulated) continue;
-    row_head(out, o, to_string(o.metric));
+    row_head(out, width, o, to_string(o.metric));
     out << std::setw(9) << fmt_metric(o.metric, o.measured) << std::setw(11)
         << fmt_metric(o.metric, o.simulated_value) << std::setw(8) << std::showpos << std::fixed
         << std::setprecision(1) << 100.0 * o.rel_error << std::noshowpos << "%"
@@ -413,8 +422,17 @@ std::string validation_text(const ValidationSummary& s) {
   for (const auto& [id, items] : s.not_compared) {
     for (const auto& item : items) out << "  " << id << ": " << item << "\n";
   }
-  out << "\nSources of the defaults:\n";
-  for (const auto& c : citations()) out << "  [" << c.tag << "] " << c.text << "\n";
+  // The citations the defaults above carry ("key=value [TAG]"), in the list's order.
+  std::string used;
+  for (const auto& [id, lines] : s.defaults) {
+    for (const auto& l : lines) used += l + "\n";
+  }
+  bool any = false;
+  for (const auto& c : citations()) {
+    if (used.find("[" + c.tag + "]") == std::string::npos) continue;
+    out << (any ? "" : "\nSources of the defaults:\n") << "  [" << c.tag << "] " << c.text << "\n";
+    any = true;
+  }
   return out.str();
 }
 
