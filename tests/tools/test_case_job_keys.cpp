@@ -1,5 +1,6 @@
 // config.job of the reference-set reader (any parallelism or training key passed to a case's
-// job) and the MoE file that uses it (tests/validation/megatron_moe_modelzoo.yaml).
+// job), the MoE file that uses it (tests/validation/megatron_moe_modelzoo.yaml), and validate's
+// table layout.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,6 +8,7 @@
 #include "sim/spec_error.hpp"
 #include "tools/validation/case_job.hpp"
 #include "tools/validation/reference_set.hpp"
+#include "tools/validation/validate_run.hpp"
 
 namespace clustersim::tools::validation {
 namespace {
@@ -76,7 +78,46 @@ TEST(CaseJob, JobKeysReachTheJobAndTheirErrorsTheirLine) {
   EXPECT_EQ(e.line(), 19) << e.what();
   const auto twice = parse_reference_set(
       head + "        parallelism: {tp: 2}\n    measured: {step_s: 1.0}\n", "ref.yaml");
-  EXPECT_THROW(build_case_job(twice, twice.cases[0], twice.cases[0].points[0]), SpecError);
+  try {
+    build_case_job(twice, twice.cases[0], twice.cases[0].points[0]);
+    FAIL() << "tp stated twice accepted";
+  } catch (const SpecError& x) {
+    EXPECT_EQ(x.line(), 19) << x.what();
+    EXPECT_EQ(x.field(), "moe.config.job.parallelism.tp") << x.what();
+  }
+}
+
+// Values reach the job parser as the file writes them: a quoted string keeps its spaces and
+// is not a boolean or a list; plain numbers and booleans stay such.
+TEST(CaseJob, JobKeyValuesKeepTheirQuoting) {
+  const std::string head =
+      "models:\n"
+      "  tiny: {catalog: llama3_8b, layers: 2}\n"
+      "cases:\n"
+      "  - id: q\n"
+      "    source: mine\n"
+      "    recipe: none\n"
+      "    config:\n"
+      "      model: tiny\n"
+      "      platform: hgx_h100\n"
+      "      gpus: 8\n"
+      "      job:\n";
+  const auto job_of = [&](const std::string& keys) {
+    const auto set = parse_reference_set(head + keys + "    measured: {step_s: 1.0}\n", "ref.yaml");
+    return build_case_job(set, set.cases[0], set.cases[0].points[0]).yaml;
+  };
+  EXPECT_NE(job_of("        training: {attention_backend: \"x y\"}\n").find("  attention_backend: \"x y\"\n"),
+            std::string::npos);
+  EXPECT_NE(job_of("        training: {expandable_segments: \"true\"}\n").find("expandable_segments: \"true\"\n"),
+            std::string::npos);
+  EXPECT_NE(job_of("        training: {attention_backend: \"[cudnn]\"}\n").find("attention_backend: \"[cudnn]\"\n"),
+            std::string::npos);
+  EXPECT_NE(job_of("        training: {micro_batch_size: 2, expandable_segments: true}\n")
+                .find("  micro_batch_size: 2\n  expandable_segments: true\n"),
+            std::string::npos);
+  EXPECT_NE(job_of("        training: {recompute_modules: [core_attn, \"a, b\"]}\n")
+                .find("  recompute_modules: [core_attn, \"a, b\"]\n"),
+            std::string::npos);
 }
 
 // The MoE file beside the reference set (Megatron-MoE-ModelZoo's Qwen3-235B steps on 256 H100):
@@ -92,6 +133,38 @@ TEST(ReferenceSet, TheMoeModelZooFileBuildsEveryJob) {
     EXPECT_EQ(parsed.workload.parallel.etp, 1) << rc.id;
     EXPECT_EQ(parsed.cluster.gpus, 256) << rc.id;
   }
+}
+
+// validate's table: the case column as wide as the longest id (rows stay aligned); the sources
+// list only the citations the applied defaults carry, and is left out when none was applied.
+TEST(ValidationText, CaseColumnFitsTheLongestIdAndOnlyUsedSourcesAreListed) {
+  ValidationSummary s;
+  s.reference = "ref.yaml";
+  const std::string long_id(45, 'x');
+  for (const std::string& id : {std::string("short"), long_id}) {
+    PointOutcome o;
+    o.id = id;
+    o.gpus = 256;
+    o.metric = Metric::StepTime;
+    o.measured = 2.0;
+    o.simulated = true;
+    o.simulated_value = 1.0;
+    o.rel_error = -0.5;
+    s.points.push_back(o);
+  }
+  s.simulated = 2;
+  std::string text = validation_text(s);
+  const auto row = [&](const std::string& id) {
+    const auto at = text.find("\n" + id + " ");
+    return text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_EQ(row("short").size(), row(long_id).size()) << text;
+  EXPECT_EQ(row("short").find("256"), row(long_id).find("256")) << text;
+  EXPECT_EQ(text.find("Sources of the defaults"), std::string::npos) << text;
+  s.defaults.push_back({"short", {"platform=hgx_h100 [GPU-CATALOG]"}});
+  text = validation_text(s);
+  EXPECT_NE(text.find("[GPU-CATALOG]"), std::string::npos);
+  EXPECT_EQ(text.find("[DGXC-70B]"), std::string::npos) << "an unused citation listed";
 }
 
 }  // namespace

@@ -91,11 +91,7 @@ void state_case(const ReferenceSet& set, const ReferenceCase& rc, const Measured
     if (j.find(k.section, k.key) != nullptr) {
       throw SpecError(set.file, k.line, field, "also stated by another config key");
     }
-    std::string value = k.list ? "[" : yaml_scalar(k.items.front());
-    for (std::size_t i = 0; k.list && i < k.items.size(); ++i) {
-      value += (i == 0 ? "" : ", ") + yaml_scalar(k.items[i]);
-    }
-    j.state(k.section, k.key, k.list ? value + "]" : value, k.line);
+    j.state_yaml(k.section, k.key, k.yaml, k.line);
   }
 }
 
@@ -122,11 +118,8 @@ void apply_grad_accum(const ReferenceSet& set, const ReferenceCase& rc, std::int
 }
 
 std::string yaml_scalar(const std::string& v) {
-  // A YAML flow mapping (a recipe default such as tp_comm_overlap_cfg) or sequence (a list a
-  // case states under config.job) is written as it is.
-  if (v.size() >= 2 && ((v.front() == '{' && v.back() == '}') || (v.front() == '[' && v.back() == ']'))) {
-    return v;
-  }
+  // A YAML flow mapping (a recipe default such as tp_comm_overlap_cfg) is written as it is.
+  if (v.size() >= 2 && v.front() == '{' && v.back() == '}') return v;
   const bool plain = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-' ||
            c == '+' || c == '/';
@@ -140,6 +133,11 @@ std::string yaml_scalar(const std::string& v) {
   return out + "\"";
 }
 
+// A job field's line: `key: value`, the value quoted as a YAML scalar unless it is YAML text.
+std::string field_line(const JobField& f) {
+  return "  " + f.key + ": " + (f.yaml ? f.value : yaml_scalar(f.value));
+}
+
 void emit_line(CaseJob& job, const std::string& text, int line) {
   job.yaml += text + "\n";
   job.line_map.push_back(line);
@@ -148,7 +146,7 @@ void emit_line(CaseJob& job, const std::string& text, int line) {
 void emit(const ReferenceCase& rc, const ReferenceModel& model, CaseJob& job) {
   emit_line(job, "model:", model.line);
   for (const auto& f : job.fields) {
-    if (f.section == "model") emit_line(job, "  " + f.key + ": " + yaml_scalar(f.value), f.line);
+    if (f.section == "model") emit_line(job, field_line(f), f.line);
   }
   for (const auto& f : model.fields) emit_line(job, "  " + f.key + ": " + yaml_scalar(f.value), f.line);
   for (const char* section : {"cluster", "parallelism", "training"}) {
@@ -156,7 +154,7 @@ void emit(const ReferenceCase& rc, const ReferenceModel& model, CaseJob& job) {
                                  [&](const JobField& f) { return f.section == section; });
     emit_line(job, std::string(section) + (any ? ":" : ": {}"), rc.line);
     for (const auto& f : job.fields) {
-      if (f.section == section) emit_line(job, "  " + f.key + ": " + yaml_scalar(f.value), f.line);
+      if (f.section == section) emit_line(job, field_line(f), f.line);
     }
   }
 }
@@ -166,6 +164,11 @@ void emit(const ReferenceCase& rc, const ReferenceModel& model, CaseJob& job) {
 void DraftJob::state(const std::string& section, const std::string& key, const std::string& value,
                      int line) {
   fields_.push_back({section, key, value, line, ""});
+}
+
+void DraftJob::state_yaml(const std::string& section, const std::string& key,
+                          const std::string& yaml, int line) {
+  fields_.push_back({section, key, yaml, line, "", true});
 }
 
 bool DraftJob::fill(const std::string& section, const std::string& key, const std::string& value,

@@ -21,6 +21,7 @@ struct JobField {
   std::string value;    ///< YAML scalar text
   int line = 0;         ///< reference-file line of a stated value; the case's line for defaults
   std::string cite;     ///< citation tag of a recipe default; empty when the case states it
+  bool yaml = false;    ///< `value` is YAML text written as it is (config.job), not a scalar
 };
 
 /// The job fields of one point while they are being assembled: first what the case states,
@@ -30,6 +31,9 @@ class DraftJob {
   /// Sets a field the case states (replacing nothing: each key is stated once).
   void state(const std::string& section, const std::string& key, const std::string& value,
              int line);
+  /// Sets a field the case states as YAML text (config.job), written into the job as it is.
+  void state_yaml(const std::string& section, const std::string& key, const std::string& yaml,
+                  int line);
   /// Sets a recipe default unless the field is already set. Returns true if it was applied.
   bool fill(const std::string& section, const std::string& key, const std::string& value,
             const std::string& cite, int line);

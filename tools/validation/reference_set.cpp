@@ -94,8 +94,28 @@ std::int64_t parse_key_int(const Block& b, const std::string& key, std::int64_t 
   return v;
 }
 
-// config.job: parallelism and training keys passed to the job as written (a scalar or a list of
-// scalars each); the job's parser checks them, its errors mapped back to these lines.
+// A scalar as YAML text that reads back as the same scalar: double-quoted where the file quotes
+// it (yaml-cpp's non-specific tag "!") or where it holds a flow indicator, a comment or quote
+// character, or surrounding blanks; as written otherwise (so numbers and booleans stay such).
+std::string scalar_yaml(const YAML::Node& n) {
+  const std::string& v = n.Scalar();
+  const bool special = v.empty() || v.find_first_of(",[]{}#:\"'\n\\") != std::string::npos ||
+                       v.front() == ' ' || v.back() == ' ';
+  if (n.Tag() != "!" && !special) return v;
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// config.job: parallelism and training keys passed to the job (a scalar or a list of scalars
+// each); the job's parser checks them, its errors mapped back to these lines.
 std::vector<CaseJobKey> read_job_keys(Block b) {
   std::vector<CaseJobKey> out;
   for (const std::string& section : b.map.keys()) {
@@ -106,17 +126,17 @@ std::vector<CaseJobKey> read_job_keys(Block b) {
     }
     Block s = b.child(section);
     for (const std::string& key : s.map.keys()) {
-      CaseJobKey k{section, key, {}, false, s.key_line(key)};
+      CaseJobKey k{section, key, "", s.key_line(key)};
+      const YAML::Node v = s.raw(key);
       if (s.map.is_scalar(key)) {
-        k.items.push_back(s.map.get_string(key));
+        k.yaml = scalar_yaml(v);
       } else {
-        const YAML::Node v = s.raw(key);
         if (!v.IsSequence()) throw s.map.error(key, "expected a scalar or a list of scalars");
         for (const auto& e : v) {
           if (!e.IsScalar()) throw s.map.error(key, "expected a scalar or a list of scalars");
-          k.items.push_back(e.Scalar());
+          k.yaml += (k.yaml.empty() ? "[" : ", ") + scalar_yaml(e);
         }
-        k.list = true;
+        k.yaml = k.yaml.empty() ? "[]" : k.yaml + "]";
       }
       out.push_back(std::move(k));
     }

@@ -33,18 +33,19 @@ struct ReferenceModel {
   std::vector<ModelField> fields;
 };
 
-/// What a case's `config:` states. Absent fields are unstated by the source; the recipe family
-/// of the case supplies documented defaults for them (tools/validation/recipe_families.hpp).
 /// A job key a case states directly (`config.job.<section>.<key>`): any `parallelism` or
 /// `training` key of docs/job-spec.md, checked when the job is parsed.
 struct CaseJobKey {
-  std::string section;             ///< "parallelism" or "training"
-  std::string key;                 ///< the job key, e.g. "moe_token_dispatcher"
-  std::vector<std::string> items;  ///< the scalar, or the elements of a list
-  bool list = false;               ///< written as a YAML sequence
-  int line = 0;                    ///< of the key in the reference file
+  std::string section;  ///< "parallelism" or "training"
+  std::string key;      ///< the job key, e.g. "moe_token_dispatcher"
+  /// The value as YAML text that reads back as written: a scalar (quoted where the file quotes
+  /// it or where it holds a flow indicator) or a flow sequence of such scalars.
+  std::string yaml;
+  int line = 0;  ///< of the key in the reference file
 };
 
+/// What a case's `config:` states. Absent fields are unstated by the source; the recipe family
+/// of the case supplies documented defaults for them (tools/validation/recipe_families.hpp).
 struct CaseConfig {
   int line = 0;
   Stated<std::string> model;

@@ -372,6 +372,21 @@ nlohmann::ordered_json buckets_json(const PointOutcome& o) {
   return j;
 }
 
+// The citations the defaults carry ("key=value [TAG]"), in the list's order; nothing when no
+// default was applied.
+void sources_text(const ValidationSummary& s, std::ostream& out) {
+  std::string used;
+  for (const auto& [id, lines] : s.defaults) {
+    for (const auto& l : lines) used += l + "\n";
+  }
+  bool any = false;
+  for (const auto& c : citations()) {
+    if (used.find("[" + c.tag + "]") == std::string::npos) continue;
+    out << (any ? "" : "\nSources of the defaults:\n") << "  [" << c.tag << "] " << c.text << "\n";
+    any = true;
+  }
+}
+
 std::string validation_text(const ValidationSummary& s) {
   std::ostringstream out;
   out << "reference set: " << s.reference << "\n\n";
@@ -422,17 +437,7 @@ std::string validation_text(const ValidationSummary& s) {
   for (const auto& [id, items] : s.not_compared) {
     for (const auto& item : items) out << "  " << id << ": " << item << "\n";
   }
-  // The citations the defaults above carry ("key=value [TAG]"), in the list's order.
-  std::string used;
-  for (const auto& [id, lines] : s.defaults) {
-    for (const auto& l : lines) used += l + "\n";
-  }
-  bool any = false;
-  for (const auto& c : citations()) {
-    if (used.find("[" + c.tag + "]") == std::string::npos) continue;
-    out << (any ? "" : "\nSources of the defaults:\n") << "  [" << c.tag << "] " << c.text << "\n";
-    any = true;
-  }
+  sources_text(s, out);
   return out.str();
 }
 
