@@ -11,7 +11,9 @@
 
 #include "sim/spec_error.hpp"
 #include "sim/yaml_spec.hpp"
+#include "tools/validation/job_keys.hpp"
 #include "tools/validation/recipe_families.hpp"
+#include "tools/validation/yaml_block.hpp"
 
 namespace clustersim::tools::validation {
 namespace {
@@ -24,33 +26,6 @@ const std::vector<std::string>& gpu_tags() {
   static const std::vector<std::string> kTags = {"h100", "h200", "b200", "gb200", "b300", "gb300"};
   return kTags;
 }
-
-int node_line(const YAML::Node& node) {
-  const auto mark = node.Mark();
-  return mark.line >= 0 ? mark.line + 1 : 0;
-}
-
-// A mapping read strictly (YamlMap) together with its raw node, for the few values YamlMap has
-// no accessor for (lists of numbers, key lines). The raw node never leaves this file.
-struct Block {
-  YamlMap map;
-  YAML::Node node;
-
-  int key_line(const std::string& key) const {
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      if (it->first.Scalar() == key) return node_line(it->first);
-    }
-    return node_line(node);
-  }
-  YAML::Node raw(const std::string& key) const {
-    const YAML::Node& self = node;
-    return self[key];
-  }
-  Block child(const std::string& key) { return Block{map.get_map(key), raw(key)}; }
-  std::string field(const std::string& key) const {
-    return map.path().empty() ? key : map.path() + "." + key;
-  }
-};
 
 template <typename T>
 std::optional<Stated<T>> stated(Block& b, const std::string& key, T value) {
@@ -92,56 +67,6 @@ std::int64_t parse_key_int(const Block& b, const std::string& key, std::int64_t 
                     "expected a positive integer key, got '" + key + "'");
   }
   return v;
-}
-
-// A scalar as YAML text that reads back as the same scalar: double-quoted where the file quotes
-// it (yaml-cpp's non-specific tag "!") or where it holds a flow indicator, a comment or quote
-// character, or surrounding blanks; as written otherwise (so numbers and booleans stay such).
-std::string scalar_yaml(const YAML::Node& n) {
-  const std::string& v = n.Scalar();
-  const bool special = v.empty() || v.find_first_of(",[]{}#:\"'\n\\") != std::string::npos ||
-                       v.front() == ' ' || v.back() == ' ';
-  if (n.Tag() != "!" && !special) return v;
-  std::string out = "\"";
-  for (char c : v) {
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-// config.job: parallelism and training keys passed to the job (a scalar or a list of scalars
-// each); the job's parser checks them, its errors mapped back to these lines.
-std::vector<CaseJobKey> read_job_keys(Block b) {
-  std::vector<CaseJobKey> out;
-  for (const std::string& section : b.map.keys()) {
-    if (section != "parallelism" && section != "training") {
-      throw SpecError(b.map.file(), b.key_line(section), b.field(section),
-                      "only parallelism and training keys (the model comes from models:, the "
-                      "cluster from gpu, platform and gpus)");
-    }
-    Block s = b.child(section);
-    for (const std::string& key : s.map.keys()) {
-      CaseJobKey k{section, key, "", s.key_line(key)};
-      const YAML::Node v = s.raw(key);
-      if (s.map.is_scalar(key)) {
-        k.yaml = scalar_yaml(v);
-      } else {
-        if (!v.IsSequence()) throw s.map.error(key, "expected a scalar or a list of scalars");
-        for (const auto& e : v) {
-          if (!e.IsScalar()) throw s.map.error(key, "expected a scalar or a list of scalars");
-          k.yaml += (k.yaml.empty() ? "[" : ", ") + scalar_yaml(e);
-        }
-        k.yaml = k.yaml.empty() ? "[]" : k.yaml + "]";
-      }
-      out.push_back(std::move(k));
-    }
-  }
-  return out;
 }
 
 CaseConfig read_config(Block c) {
