@@ -13,6 +13,7 @@
 #include "calib/measured_cost_model.hpp"
 #include "sim/cost_corner.hpp"
 #include "platforms/builder.hpp"
+#include "tools/accuracy_notes.hpp"
 #include "tools/fabric_notes.hpp"
 #include "tools/steady_window.hpp"
 #include "workloads/generator.hpp"
@@ -223,6 +224,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
   report.replicas_note = replicas_note(job, tiers, engine_options.identical_dp_replicas);
   report.fabric_note = fabric_note(job, tiers);
+  report.accuracy_notes = accuracy_notes(job.workload);
   report.interference = engine_options.interference;
   report.power_state = options.power_state;
   report.compute_bound_share = power.share;
@@ -334,6 +336,7 @@ std::string report_json(const RunReport& r) {
   j["tp_ranks_played"] = r.step.tp_folded ? "one per group" : "all";
   j["nccl_algo_fallbacks"] = r.step.algorithm_fallbacks;
   j["cost_notes"] = r.cost_notes;
+  j["accuracy_notes"] = r.accuracy_notes;
   j["cost_tables"] = r.cost_tables;
   if (r.memory) j["memory"] = memory_json(*r.memory);
   nlohmann::ordered_json played = "all";
@@ -370,6 +373,29 @@ std::string failures_text(const RunWithFailures& f, const std::optional<EnergyRe
 void add_failures(RunReport& report, const Job& job) {
   report.failures = run_with_failures(job, report.tokens_per_s_per_gpu);
 }
+
+namespace {
+// The report's note lines: the replica reduction's and the fabric's caveats, the model's known
+// limits for the job, and how the step's microbatches were played.
+std::string notes_text(const RunReport& r) {
+  std::ostringstream out;
+  if (!r.replicas_note.empty()) out << "replicas note " << r.replicas_note << "\n";
+  if (!r.fabric_note.empty()) out << "fabric note   " << r.fabric_note << "\n";
+  for (std::size_t i = 0; i < r.accuracy_notes.size(); ++i) {
+    out << (i == 0 ? "accuracy      " : "              ") << r.accuracy_notes[i] << "\n";
+  }
+  if (r.microbatches_played.size() == 2) {
+    out << "microbatches  " << r.microbatches << " per pipeline, played as steady-state windows of "
+        << r.microbatches_played[0] << " and " << r.microbatches_played[1]
+        << " extended linearly (docs/engine.md; simulation.microbatches: all plays every one)\n";
+  } else if (r.microbatches_window.size() == 2) {
+    out << "microbatches  " << r.microbatches << " per pipeline, all played (--microbatches auto "
+        << "would play steady-state windows of " << r.microbatches_window[0] << " and "
+        << r.microbatches_window[1] << ", docs/engine.md)\n";
+  }
+  return out.str();
+}
+}  // namespace
 
 std::string report_text(const RunReport& r) {
   std::ostringstream out;
@@ -412,17 +438,7 @@ std::string report_text(const RunReport& r) {
       << (r.interference ? "on" : "off") << ", TP collectives "
       << (r.step.tp_estimated ? "estimated" : "played")
       << (r.step.tp_folded ? ", one rank per TP group played" : "") << "\n";
-  if (!r.replicas_note.empty()) out << "replicas note " << r.replicas_note << "\n";
-  if (!r.fabric_note.empty()) out << "fabric note   " << r.fabric_note << "\n";
-  if (r.microbatches_played.size() == 2) {
-    out << "microbatches  " << r.microbatches << " per pipeline, played as steady-state windows of "
-        << r.microbatches_played[0] << " and " << r.microbatches_played[1]
-        << " extended linearly (docs/engine.md; simulation.microbatches: all plays every one)\n";
-  } else if (r.microbatches_window.size() == 2) {
-    out << "microbatches  " << r.microbatches << " per pipeline, all played (--microbatches auto "
-        << "would play steady-state windows of " << r.microbatches_window[0] << " and "
-        << r.microbatches_window[1] << ", docs/engine.md)\n";
-  }
+  out << notes_text(r);
   out << "power state   " << (r.power_state ? "on" : "off") << ": GEMMs and attention "
       << std::fixed << std::setprecision(1) << r.compute_bound_share * 100.0
       << "% of rank 0's GPU compute in their sustained state, run " << std::setprecision(3)

@@ -38,6 +38,8 @@ struct RunReport {
   double compute_bound_share = 0.0;
   double compute_bound_boost = 1.0;
   std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
+  /// Known limits of the model for this job (tools/accuracy_notes.hpp); empty when none applies.
+  std::vector<std::string> accuracy_notes;
   /// Which table (or rule) served each op class, one line each; empty for the roofline model.
   std::vector<std::string> cost_tables;
   int gpus = 0;

@@ -1,6 +1,6 @@
 // config.job of the reference-set reader (any parallelism or training key passed to a case's
-// job), the MoE file that uses it (tests/validation/megatron_moe_modelzoo.yaml), and validate's
-// table layout.
+// job), the MoE files that use it (tests/validation/megatron_moe_modelzoo.yaml,
+// megatron_bridge_moe.yaml), and validate's table layout.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -132,6 +132,27 @@ TEST(ReferenceSet, TheMoeModelZooFileBuildsEveryJob) {
     const Job parsed = load_case_job(set, rc, job);
     EXPECT_EQ(parsed.workload.parallel.etp, 1) << rc.id;
     EXPECT_EQ(parsed.cluster.gpus, 256) << rc.id;
+  }
+}
+
+// The balanced-routing MoE file (Megatron-Bridge's H100 Qwen3-235B rows): both points become jobs
+// with the settings its sources state: FP8 current scaling, the combined 1F1B, BF16 gradient
+// reduction, TP communication overlap only in the 25.11 row.
+TEST(ReferenceSet, TheMoeBridgeFileBuildsEveryJob) {
+  const ReferenceSet set = load_reference_set(MOE_BRIDGE_REFERENCE_FILE);
+  ASSERT_EQ(set.cases.size(), 2u);
+  for (const auto& rc : set.cases) {
+    ASSERT_EQ(rc.points.size(), 1u) << rc.id;
+    EXPECT_EQ(rc.points[0].metric, Metric::StepTime) << rc.id;
+    const CaseJob job = build_case_job(set, rc, rc.points[0]);
+    const Job parsed = load_case_job(set, rc, job);
+    const auto& par = parsed.workload.parallel;
+    EXPECT_EQ(parsed.cluster.gpus, 256) << rc.id;
+    EXPECT_EQ(par.ep, 32) << rc.id;
+    EXPECT_TRUE(par.overlap_moe_expert_parallel_comm) << rc.id;
+    EXPECT_FALSE(par.grad_reduce_in_fp32) << rc.id;
+    EXPECT_EQ(parsed.workload.training.fp8_recipe, workloads::Fp8Recipe::Tensorwise) << rc.id;
+    EXPECT_EQ(par.tp_comm_overlap, rc.id.rfind("mbr2511", 0) == 0) << rc.id;
   }
 }
 
