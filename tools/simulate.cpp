@@ -175,6 +175,15 @@ void keep_profile(RunReport& report, const sim::Workload& workload, const Simula
   std::erase_if(report.step.timeline, [rank](const sim::TimelineEvent& e) { return e.rank == rank; });
 }
 
+// The replica reduction used and the report's caveats: the reduction's and the fabric's notes and
+// the model's known limits for the job.
+void add_notes(RunReport& report, const Job& job, const TierOversubscription& tiers, bool identical) {
+  report.replicas = identical ? "identical" : "full";
+  report.replicas_note = replicas_note(job, tiers, identical);
+  report.fabric_note = fabric_note(job, tiers);
+  report.accuracy_notes = accuracy_notes(job.workload);
+}
+
 }  // namespace
 
 RunReport simulate_job(const Job& job, const SimulateOptions& options) {
@@ -221,10 +230,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   } catch (const std::invalid_argument&) {
     // the memory model rejects a spec the generator accepted: no verdict to report
   }
-  report.replicas = engine_options.identical_dp_replicas ? "identical" : "full";
-  report.replicas_note = replicas_note(job, tiers, engine_options.identical_dp_replicas);
-  report.fabric_note = fabric_note(job, tiers);
-  report.accuracy_notes = accuracy_notes(job.workload);
+  add_notes(report, job, tiers, engine_options.identical_dp_replicas);
   report.interference = engine_options.interference;
   report.power_state = options.power_state;
   report.compute_bound_share = power.share;

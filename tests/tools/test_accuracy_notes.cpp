@@ -41,13 +41,21 @@ TEST(AccuracyNotes, ReachTheTextAndTheJsonOfARun) {
                          "parallelism: {tp: 1, pp: 1, ep: 8}\n"
                          "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
                          "precision: bf16}\n";
-  const RunReport r = simulate_job(load_job(path), SimulateOptions{});
+  RunReport r = simulate_job(load_job(path), SimulateOptions{});
   ASSERT_EQ(r.accuracy_notes.size(), 1u);
   EXPECT_NE(report_text(r).find("accuracy      MoE: "), std::string::npos);
   const auto j = nlohmann::json::parse(report_json(r));
   ASSERT_TRUE(j.contains("accuracy_notes"));
   EXPECT_EQ(j["accuracy_notes"].size(), 1u);
   EXPECT_EQ(j["accuracy_notes"][0].get<std::string>(), r.accuracy_notes[0]);
+  // A second note continues under the first, aligned with the other report lines' values.
+  r.accuracy_notes.push_back("second");
+  EXPECT_NE(report_text(r).find("\n              second\n"), std::string::npos);
+  // A dense job's JSON holds the key, empty.
+  r.accuracy_notes.clear();
+  const auto dense = nlohmann::json::parse(report_json(r));
+  ASSERT_TRUE(dense.contains("accuracy_notes"));
+  EXPECT_TRUE(dense["accuracy_notes"].empty());
 }
 
 }  // namespace

@@ -148,8 +148,14 @@ TEST(ReferenceSet, TheMoeBridgeFileBuildsEveryJob) {
     const Job parsed = load_case_job(set, rc, job);
     const auto& par = parsed.workload.parallel;
     EXPECT_EQ(parsed.cluster.gpus, 256) << rc.id;
+    EXPECT_EQ(par.tp, 2) << rc.id;
+    EXPECT_EQ(par.pp, 8) << rc.id;
+    EXPECT_EQ(par.vp, 4) << rc.id;
     EXPECT_EQ(par.ep, 32) << rc.id;
     EXPECT_TRUE(par.overlap_moe_expert_parallel_comm) << rc.id;
+    EXPECT_TRUE(par.delay_wgrad_compute) << rc.id;
+    EXPECT_EQ(parsed.workload.training.global_batch_size,
+              rc.id.rfind("mbr2602", 0) == 0 ? 8192 : 2048) << rc.id;
     EXPECT_FALSE(par.grad_reduce_in_fp32) << rc.id;
     EXPECT_EQ(parsed.workload.training.fp8_recipe, workloads::Fp8Recipe::Tensorwise) << rc.id;
     EXPECT_EQ(par.tp_comm_overlap, rc.id.rfind("mbr2511", 0) == 0) << rc.id;
