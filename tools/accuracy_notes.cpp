@@ -16,8 +16,8 @@ std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec) {
   if (spec.parallel.overlap_moe_expert_parallel_comm) {
     notes.emplace_back(
         "combined 1F1B (overlap_moe_expert_parallel_comm): the simulated gain over the same job "
-        "without it is larger than the held-out measured steps allow; read it as an upper bound "
-        "(docs/validation.md, \"MoE steps beside the reference set\")");
+        "without it exceeds the gain of the held-out measured before/after pair; read it as an "
+        "upper bound (docs/validation.md, \"MoE steps beside the reference set\")");
   }
   return notes;
 }
