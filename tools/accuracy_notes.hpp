@@ -12,8 +12,8 @@ namespace clustersim::tools {
 
 /// One line per known limit that applies to `spec`, each naming the held-out comparison that
 /// shows it: a MoE model (every held-out Megatron MoE step ran slower than simulated), and on top
-/// the combined 1F1B (`overlap_moe_expert_parallel_comm`), whose simulated gain exceeds what those
-/// steps allow. Empty for other jobs. Never throws.
+/// the combined 1F1B (`overlap_moe_expert_parallel_comm`), whose simulated gain exceeds that of
+/// the held-out measured before/after pair. Empty for other jobs. Never throws.
 std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec);
 
 }  // namespace clustersim::tools

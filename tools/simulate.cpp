@@ -381,15 +381,23 @@ void add_failures(RunReport& report, const Job& job) {
 }
 
 namespace {
+// One report line per entry: the first after `first` (the 14-column label and any lead-in), the
+// others under it, indented to the values' column; nothing for no entries.
+std::string labelled_lines(const std::string& first, const std::vector<std::string>& lines) {
+  std::string out;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    out += (i == 0 ? first : std::string(14, ' ')) + lines[i] + "\n";
+  }
+  return out;
+}
+
 // The report's note lines: the replica reduction's and the fabric's caveats, the model's known
 // limits for the job, and how the step's microbatches were played.
 std::string notes_text(const RunReport& r) {
   std::ostringstream out;
   if (!r.replicas_note.empty()) out << "replicas note " << r.replicas_note << "\n";
   if (!r.fabric_note.empty()) out << "fabric note   " << r.fabric_note << "\n";
-  for (std::size_t i = 0; i < r.accuracy_notes.size(); ++i) {
-    out << (i == 0 ? "accuracy      " : "              ") << r.accuracy_notes[i] << "\n";
-  }
+  out << labelled_lines("accuracy      ", r.accuracy_notes);
   if (r.microbatches_played.size() == 2) {
     out << "microbatches  " << r.microbatches << " per pipeline, played as steady-state windows of "
         << r.microbatches_played[0] << " and " << r.microbatches_played[1]
@@ -427,17 +435,12 @@ std::string report_text(const RunReport& r) {
   if (const std::string parts = exposed_parts_text(b); !parts.empty()) {
     out << "exposed by    " << parts << " (communicator the compute stream waited for)\n";
   }
-  for (std::size_t i = 0; i < r.step.algorithm_fallbacks.size(); ++i) {
-    out << (i == 0 ? "forced algo   not applicable, fell back: " : "              ")
-        << r.step.algorithm_fallbacks[i] << "\n";
-  }
+  out << labelled_lines("forced algo   not applicable, fell back: ", r.step.algorithm_fallbacks);
   if (!r.cost_notes.empty()) {
     out << "cost notes    " << r.cost_notes.size()
         << " op classes costed outside the measured tables (listed in --json cost_notes)\n";
   }
-  for (std::size_t i = 0; i < r.cost_tables.size(); ++i) {
-    out << (i == 0 ? "cost tables   " : "              ") << r.cost_tables[i] << "\n";
-  }
+  out << labelled_lines("cost tables   ", r.cost_tables);
   if (r.memory) out << memory_text(*r.memory);
   out << "simulator     " << std::setprecision(2) << r.step.sim_wall_s << " s wall, "
       << r.step.events << " events, replicas " << r.replicas << ", interference "

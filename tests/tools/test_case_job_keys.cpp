@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/spec_error.hpp"
 #include "tools/validation/case_job.hpp"
@@ -120,18 +122,26 @@ TEST(CaseJob, JobKeyValuesKeepTheirQuoting) {
             std::string::npos);
 }
 
+// The parsed job of every case of a held-out step-time file (one point per case), by case id.
+std::vector<std::pair<std::string, Job>> step_time_jobs(const std::string& file) {
+  const ReferenceSet set = load_reference_set(file);
+  std::vector<std::pair<std::string, Job>> jobs;
+  for (const auto& rc : set.cases) {
+    EXPECT_EQ(rc.points.size(), 1u) << rc.id;
+    EXPECT_EQ(rc.points.at(0).metric, Metric::StepTime) << rc.id;
+    jobs.emplace_back(rc.id, load_case_job(set, rc, build_case_job(set, rc, rc.points.at(0))));
+  }
+  return jobs;
+}
+
 // The MoE file beside the reference set (Megatron-MoE-ModelZoo's Qwen3-235B steps on 256 H100):
 // every point becomes a job the parser accepts, with the settings its scripts state.
 TEST(ReferenceSet, TheMoeModelZooFileBuildsEveryJob) {
-  const ReferenceSet set = load_reference_set(MOE_REFERENCE_FILE);
-  ASSERT_EQ(set.cases.size(), 4u);
-  for (const auto& rc : set.cases) {
-    ASSERT_EQ(rc.points.size(), 1u) << rc.id;
-    EXPECT_EQ(rc.points[0].metric, Metric::StepTime) << rc.id;
-    const CaseJob job = build_case_job(set, rc, rc.points[0]);
-    const Job parsed = load_case_job(set, rc, job);
-    EXPECT_EQ(parsed.workload.parallel.etp, 1) << rc.id;
-    EXPECT_EQ(parsed.cluster.gpus, 256) << rc.id;
+  const auto jobs = step_time_jobs(MOE_REFERENCE_FILE);
+  ASSERT_EQ(jobs.size(), 4u);
+  for (const auto& [id, parsed] : jobs) {
+    EXPECT_EQ(parsed.workload.parallel.etp, 1) << id;
+    EXPECT_EQ(parsed.cluster.gpus, 256) << id;
   }
 }
 
@@ -139,26 +149,22 @@ TEST(ReferenceSet, TheMoeModelZooFileBuildsEveryJob) {
 // with the settings its sources state: FP8 current scaling, the combined 1F1B, BF16 gradient
 // reduction, TP communication overlap only in the 25.11 row.
 TEST(ReferenceSet, TheMoeBridgeFileBuildsEveryJob) {
-  const ReferenceSet set = load_reference_set(MOE_BRIDGE_REFERENCE_FILE);
-  ASSERT_EQ(set.cases.size(), 2u);
-  for (const auto& rc : set.cases) {
-    ASSERT_EQ(rc.points.size(), 1u) << rc.id;
-    EXPECT_EQ(rc.points[0].metric, Metric::StepTime) << rc.id;
-    const CaseJob job = build_case_job(set, rc, rc.points[0]);
-    const Job parsed = load_case_job(set, rc, job);
+  const auto jobs = step_time_jobs(MOE_BRIDGE_REFERENCE_FILE);
+  ASSERT_EQ(jobs.size(), 2u);
+  for (const auto& [id, parsed] : jobs) {
     const auto& par = parsed.workload.parallel;
-    EXPECT_EQ(parsed.cluster.gpus, 256) << rc.id;
-    EXPECT_EQ(par.tp, 2) << rc.id;
-    EXPECT_EQ(par.pp, 8) << rc.id;
-    EXPECT_EQ(par.vp, 4) << rc.id;
-    EXPECT_EQ(par.ep, 32) << rc.id;
-    EXPECT_TRUE(par.overlap_moe_expert_parallel_comm) << rc.id;
-    EXPECT_TRUE(par.delay_wgrad_compute) << rc.id;
+    EXPECT_EQ(parsed.cluster.gpus, 256) << id;
+    EXPECT_EQ(par.tp, 2) << id;
+    EXPECT_EQ(par.pp, 8) << id;
+    EXPECT_EQ(par.vp, 4) << id;
+    EXPECT_EQ(par.ep, 32) << id;
+    EXPECT_TRUE(par.overlap_moe_expert_parallel_comm) << id;
+    EXPECT_TRUE(par.delay_wgrad_compute) << id;
     EXPECT_EQ(parsed.workload.training.global_batch_size,
-              rc.id.rfind("mbr2602", 0) == 0 ? 8192 : 2048) << rc.id;
-    EXPECT_FALSE(par.grad_reduce_in_fp32) << rc.id;
-    EXPECT_EQ(parsed.workload.training.fp8_recipe, workloads::Fp8Recipe::Tensorwise) << rc.id;
-    EXPECT_EQ(par.tp_comm_overlap, rc.id.rfind("mbr2511", 0) == 0) << rc.id;
+              id.rfind("mbr2602", 0) == 0 ? 8192 : 2048) << id;
+    EXPECT_FALSE(par.grad_reduce_in_fp32) << id;
+    EXPECT_EQ(parsed.workload.training.fp8_recipe, workloads::Fp8Recipe::Tensorwise) << id;
+    EXPECT_EQ(par.tp_comm_overlap, id.rfind("mbr2511", 0) == 0) << id;
   }
 }
 
