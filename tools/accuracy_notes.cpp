@@ -1,16 +1,35 @@
 #include "tools/accuracy_notes.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "calib/measured_tables.hpp"
+
 namespace clustersim::tools {
 namespace {
 constexpr const char* kWhere = " (docs/validation.md, \"MoE steps beside the reference set\")";
+constexpr const char* kBlackwellWhere = " (docs/validation.md, \"Dense steps on Blackwell GPUs\")";
 }  // namespace
 
-// The comparisons behind these lines are docs/validation.md, "MoE steps beside the reference
+// The comparisons behind the MoE lines are docs/validation.md, "MoE steps beside the reference
 // set": Megatron-MoE-ModelZoo's and Megatron-Bridge's Qwen3-235B steps on 256 H100
 // (tests/validation/megatron_moe_modelzoo.yaml, megatron_bridge_moe.yaml). The lines carry no
 // figures, so that they stay true when the model or the files change; the docs hold the figures.
-std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec) {
+// The derived-GPU line rests on docs/validation.md, "Dense steps on Blackwell GPUs":
+// Megatron-Bridge's Llama FP8 steps on B200, GB200 and GB300 (tests/validation/
+// megatron_bridge_dense.yaml), those on B200 and GB200 beyond the slow end of the rule's
+// stated uncertainty.
+std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec, bool cross_architecture) {
   std::vector<std::string> notes;
+  if (cross_architecture) {
+    notes.emplace_back(
+        "derived GPU: kernel times scaled from the H200's tables by MAMF ratios; every held-out "
+        "Megatron-Bridge FP8 Llama step on B200 and GB200 ran slower than simulated, beyond the "
+        "slow end of --uncertainty (the GB300 step close to simulated); read B200 and GB200 step "
+        "times as optimistic" +
+        std::string(kBlackwellWhere));
+  }
   if (spec.model.experts == 0) return notes;
   notes.emplace_back(
       "MoE: every held-out Megatron MoE step (Qwen3-235B on 256 H100, DeepEP and all-to-all "
@@ -25,6 +44,37 @@ std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec) {
         std::string(kWhere));
   }
   return notes;
+}
+
+bool cross_architecture_tables(const std::string& gpu_name, const std::string& cost) {
+  if (cost != "measured") return false;
+  try {
+    return calib::derivation_rule(gpu_name).cross_architecture();
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+std::string accuracy_summary(const std::vector<std::vector<std::string>>& runs) {
+  std::vector<std::pair<std::string, std::size_t>> seen;  // note, runs carrying it
+  for (const auto& notes : runs) {
+    for (const auto& note : notes) {
+      const auto at = std::find_if(seen.begin(), seen.end(), [&](const auto& s) { return s.first == note; });
+      if (at == seen.end()) {
+        seen.emplace_back(note, 1);
+      } else {
+        ++at->second;
+      }
+    }
+  }
+  std::string out;
+  for (const auto& [note, count] : seen) {
+    const std::string share = count == runs.size() ? std::string()
+                                                    : "(" + std::to_string(count) + " of " +
+                                                          std::to_string(runs.size()) + " runs) ";
+    out += "accuracy      " + share + note + "\n";
+  }
+  return out;
 }
 
 }  // namespace clustersim::tools

@@ -12,6 +12,7 @@
 #include "platforms/topology.hpp"
 #include "sim/spec_error.hpp"
 #include "sim/units.hpp"
+#include "tools/accuracy_notes.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
 #include "tools/reliability_report.hpp"
@@ -249,6 +250,15 @@ std::string missing_figure_notes(const std::vector<ScaleRow>& rows, const Job& j
   return notes;
 }
 
+// The accuracy notes of the simulated points, for accuracy_summary.
+std::vector<std::vector<std::string>> point_notes(const std::vector<ScaleRow>& rows) {
+  std::vector<std::vector<std::string>> notes;
+  for (const auto& r : rows) {
+    if (r.figures) notes.push_back(r.figures->accuracy_notes);
+  }
+  return notes;
+}
+
 int scale_command(const ScaleArgs& args) {
   if (args.job.empty() || args.gpus.empty()) throw std::invalid_argument("scale needs JOB.yaml and --gpus");
   std::set<std::int64_t> seen;
@@ -267,7 +277,10 @@ int scale_command(const ScaleArgs& args) {
             << (mode == ScaleMode::Weak ? "batch per data-parallel replica kept" : "global batch kept")
             << ")\n" << table(rows);
   const bool simulated = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.figures.has_value(); });
-  if (simulated) std::cout << efficiency_and_memory_notes(rows) << missing_figure_notes(rows, tmpl.base());
+  if (simulated) {
+    std::cout << efficiency_and_memory_notes(rows) << missing_figure_notes(rows, tmpl.base())
+              << accuracy_summary(point_notes(rows));
+  }
   write_text_file(args.csv, to_csv(scale_csv(rows)));
   std::cout << "wrote " << args.csv << "\n";
   if (!simulated) {

@@ -11,6 +11,7 @@
 
 #include "platforms/topology.hpp"
 #include "sim/spec_error.hpp"
+#include "tools/accuracy_notes.hpp"
 #include "tools/commands.hpp"
 #include "tools/progress.hpp"
 #include "tools/step_figures.hpp"
@@ -207,6 +208,7 @@ int sweep_command(const SweepArgs& args) {
   const int jobs = args.jobs > 0 ? args.jobs : default_worker_count();
   const auto results = run_in_workers(tasks, jobs, [&bar](std::size_t d, std::size_t) { bar.update(d); });
   bar.finish();
+  std::vector<std::vector<std::string>> notes;  // of the simulated configurations
   for (std::size_t t = 0; t < results.size(); ++t) {
     auto& row = table.rows[task_row[t]];
     if (!results[t].ok) {
@@ -215,6 +217,7 @@ int sweep_command(const SweepArgs& args) {
       continue;
     }
     const StepFigures f = parse_figures(results[t].output);
+    notes.push_back(f.accuracy_notes);
     set(table, row, "status", kSweepOk);
     set(table, row, "tokens_per_s_per_gpu", csv_number(f.tokens_per_s_per_gpu, 1));
     set(table, row, "mfu", csv_number(f.mfu, 4));
@@ -229,7 +232,8 @@ int sweep_command(const SweepArgs& args) {
   rank_sweep_table(table);
   write_text_file(args.csv, to_csv(table));
   report_pruning(table, space_size(axes), args);
-  std::cout << "\ntop " << args.top << " by tokens/s/GPU:\n" << top_table(table, args.top);
+  std::cout << "\ntop " << args.top << " by tokens/s/GPU:\n" << top_table(table, args.top)
+            << accuracy_summary(notes);
   std::cout << "wrote " << args.csv << "\n";
   // A shard may hold only pruned configurations (its siblings simulate the rest); a whole sweep
   // that simulated none answers nothing, so it fails as scale does.

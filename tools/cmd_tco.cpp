@@ -259,6 +259,9 @@ int tco_command(const TcoArgs& args) {
   print_with_failures(out, a, b);
   nlohmann::ordered_json cmp;
   const BreakEven even = print_break_even(out, a, b, cmp);
+  for (const auto& [side, label] : {std::pair{&a, "A"}, std::pair{&b, "B"}}) {
+    for (const auto& note : side->run.accuracy_notes) out << "accuracy " << label << "    " << note << "\n";
+  }
   if (args.uncertainty) print_speed_band(out, a, b, args.replicas, even, cmp);
   print_domain_sweep(out, a, b, cmp);
   std::cout << out.str();

@@ -177,11 +177,12 @@ void keep_profile(RunReport& report, const sim::Workload& workload, const Simula
 
 // The replica reduction used and the report's caveats: the reduction's and the fabric's notes and
 // the model's known limits for the job.
-void add_notes(RunReport& report, const Job& job, const TierOversubscription& tiers, bool identical) {
+void add_notes(RunReport& report, const Job& job, const TierOversubscription& tiers, bool identical,
+               const std::string& cost) {
   report.replicas = identical ? "identical" : "full";
   report.replicas_note = replicas_note(job, tiers, identical);
   report.fabric_note = fabric_note(job, tiers);
-  report.accuracy_notes = accuracy_notes(job.workload);
+  report.accuracy_notes = accuracy_notes(job.workload, cross_architecture_tables(job.cluster.platform.gpu.name, cost));
 }
 
 }  // namespace
@@ -230,7 +231,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   } catch (const std::invalid_argument&) {
     // the memory model rejects a spec the generator accepted: no verdict to report
   }
-  add_notes(report, job, tiers, engine_options.identical_dp_replicas);
+  add_notes(report, job, tiers, engine_options.identical_dp_replicas, options.cost);
   report.interference = engine_options.interference;
   report.power_state = options.power_state;
   report.compute_bound_share = power.share;

@@ -123,7 +123,8 @@ std::string simulate_figures(const Job& job, const std::string& replicas, bool u
                       {"compute_s", b.compute_s},
                       {"exposed_comm_s", b.exposed_comm_s},
                       {"bubble_s", b.bubble_s},
-                      {"replicas", r.replicas}};
+                      {"replicas", r.replicas},
+                      {"accuracy_notes", r.accuracy_notes}};
   StepFigures f;
   add_energy_and_failures(f, r, job);
   for (const auto& c : kFigureColumns) {
@@ -151,6 +152,7 @@ StepFigures parse_figures(const std::string& text) {
     f.exposed_comm_s = j.at("exposed_comm_s").get<double>();
     f.bubble_s = j.at("bubble_s").get<double>();
     f.replicas = j.at("replicas").get<std::string>();
+    f.accuracy_notes = j.at("accuracy_notes").get<std::vector<std::string>>();
     for (const auto& c : kFigureColumns) read_json_column(c, j, f);
     for (const auto& c : kBandColumns) read_json_column(c, j, f);
     return f;

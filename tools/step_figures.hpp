@@ -20,6 +20,7 @@ struct StepFigures {
   double exposed_comm_s = 0.0;
   double bubble_s = 0.0;
   std::string replicas;               ///< reduction used: "full" or "identical"
+  std::vector<std::string> accuracy_notes;  ///< RunReport::accuracy_notes (tools/accuracy_notes.hpp)
   // Energy and cost of the step (docs/energy.md, the `energy` and `cost` keys of
   // docs/outputs.md): absent when the platform states no power figures (energy) or no price
   // is known for the job (cost).

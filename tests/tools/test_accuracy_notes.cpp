@@ -1,6 +1,8 @@
 // The report's accuracy notes (tools/accuracy_notes.hpp, docs/outputs.md): a MoE job is told that
 // held-out MoE steps ran slower than simulated, a combined-1F1B job also that the overlap's gain
-// is an upper bound; a dense job gets no note. They reach the text report and the JSON.
+// is an upper bound, a job on a Blackwell GPU under the measured model that held-out steps there
+// ran slower than simulated; a dense Hopper job gets no note. They reach the text report and the
+// JSON.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -11,6 +13,7 @@
 #include "tools/accuracy_notes.hpp"
 #include "tools/job.hpp"
 #include "tools/simulate.hpp"
+#include "tools/step_figures.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -32,6 +35,64 @@ TEST(AccuracyNotes, OnlyMoeJobsGetThemAndTheCombined1f1bOneMore) {
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0], one[0]);
   EXPECT_NE(two[1].find("upper bound"), std::string::npos) << two[1];
+}
+
+TEST(AccuracyNotes, BlackwellJobsUnderTheMeasuredModelGetTheDerivedGpuLineFirst) {
+  for (const char* gpu : {"B200", "GB200", "B300", "GB300"}) {
+    EXPECT_TRUE(cross_architecture_tables(gpu, "measured")) << gpu;
+    EXPECT_FALSE(cross_architecture_tables(gpu, "roofline")) << gpu;  // not derived from H200 tables
+  }
+  EXPECT_FALSE(cross_architecture_tables("H200-SXM", "measured"));  // measured
+  EXPECT_FALSE(cross_architecture_tables("H100-SXM", "measured"));  // the measured die
+  EXPECT_FALSE(cross_architecture_tables("MI300X", "measured"));    // no rule: the cost model says so
+
+  workloads::WorkloadSpec dense;
+  const auto derived = accuracy_notes(dense, true);
+  ASSERT_EQ(derived.size(), 1u);
+  EXPECT_EQ(derived[0].rfind("derived GPU: ", 0), 0u) << derived[0];
+  EXPECT_NE(derived[0].find("Dense steps on Blackwell GPUs"), std::string::npos) << derived[0];
+  workloads::WorkloadSpec moe;
+  moe.model.experts = 8;
+  const auto both = accuracy_notes(moe, true);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0], derived[0]);
+  EXPECT_EQ(both[1], accuracy_notes(moe)[0]);
+
+  const std::string path = ::testing::TempDir() + "/accuracy_notes_b200.yaml";
+  std::ofstream(path) << "cluster: {platform: hgx_b200, gpus: 8}\n"
+                         "model: {catalog: llama3_8b, layers: 2}\n"
+                         "parallelism: {tp: 1, pp: 1}\n"
+                         "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
+                         "precision: bf16}\n";
+  const Job job = load_job(path);
+  EXPECT_NE(report_text(simulate_job(job, SimulateOptions{})).find("accuracy      derived GPU: "),
+            std::string::npos);
+  SimulateOptions roofline;
+  roofline.cost = "roofline";
+  EXPECT_TRUE(simulate_job(job, roofline).accuracy_notes.empty());
+}
+
+TEST(AccuracyNotes, SummaryOfManyRunsSaysHowManyCarryEachNote) {
+  EXPECT_EQ(accuracy_summary({}), "");
+  EXPECT_EQ(accuracy_summary({{}, {}}), "");
+  EXPECT_EQ(accuracy_summary({{"a"}, {"a"}}), "accuracy      a\n");
+  EXPECT_EQ(accuracy_summary({{"a"}, {"b", "a"}, {}}),
+            "accuracy      (2 of 3 runs) a\naccuracy      (1 of 3 runs) b\n");
+}
+
+// Scale and sweep take each point's notes from its worker's figures (simulate_figures' JSON).
+TEST(AccuracyNotes, TravelWithTheFiguresOfAWorker) {
+  const std::string path = ::testing::TempDir() + "/accuracy_notes_figures.yaml";
+  std::ofstream(path) << "cluster: {platform: gb200_nvl72, gpus: 8}\n"
+                         "model: {catalog: mixtral_8x7b, layers: 2}\n"
+                         "parallelism: {tp: 1, pp: 1, ep: 8}\n"
+                         "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
+                         "precision: bf16}\n";
+  const Job job = load_job(path);
+  const StepFigures f = parse_figures(simulate_figures(job, ""));
+  const RunReport r = simulate_job(job, options_from_job(job));
+  ASSERT_EQ(r.accuracy_notes.size(), 2u);  // derived GPU, MoE
+  EXPECT_EQ(f.accuracy_notes, r.accuracy_notes);
 }
 
 TEST(AccuracyNotes, ReachTheTextAndTheJsonOfARun) {
