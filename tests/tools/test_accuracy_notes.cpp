@@ -18,6 +18,19 @@
 namespace clustersim::tools {
 namespace {
 
+// A small 8-GPU job (2 layers, seq 1024, global batch 8, BF16) on `platform` of `model` laid out
+// as `parallelism`, loaded from a file named `name` in the test's temporary folder.
+Job small_job(const std::string& name, const std::string& platform, const std::string& model,
+              const std::string& parallelism) {
+  const std::string path = ::testing::TempDir() + "/" + name + ".yaml";
+  std::ofstream(path) << "cluster: {platform: " << platform << ", gpus: 8}\n"
+                      << "model: {catalog: " << model << ", layers: 2}\n"
+                      << "parallelism: {" << parallelism << "}\n"
+                      << "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
+                         "precision: bf16}\n";
+  return load_job(path);
+}
+
 TEST(AccuracyNotes, OnlyMoeJobsGetThemAndTheCombined1f1bOneMore) {
   workloads::WorkloadSpec dense;
   EXPECT_TRUE(accuracy_notes(dense).empty());
@@ -58,13 +71,7 @@ TEST(AccuracyNotes, BlackwellJobsUnderTheMeasuredModelGetTheDerivedGpuLineFirst)
   EXPECT_EQ(both[0], derived[0]);
   EXPECT_EQ(both[1], accuracy_notes(moe)[0]);
 
-  const std::string path = ::testing::TempDir() + "/accuracy_notes_b200.yaml";
-  std::ofstream(path) << "cluster: {platform: hgx_b200, gpus: 8}\n"
-                         "model: {catalog: llama3_8b, layers: 2}\n"
-                         "parallelism: {tp: 1, pp: 1}\n"
-                         "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
-                         "precision: bf16}\n";
-  const Job job = load_job(path);
+  const Job job = small_job("accuracy_notes_b200", "hgx_b200", "llama3_8b", "tp: 1, pp: 1");
   EXPECT_NE(report_text(simulate_job(job, SimulateOptions{})).find("accuracy      derived GPU: "),
             std::string::npos);
   SimulateOptions roofline;
@@ -82,13 +89,7 @@ TEST(AccuracyNotes, SummaryOfManyRunsSaysHowManyCarryEachNote) {
 
 // Scale and sweep take each point's notes from its worker's figures (simulate_figures' JSON).
 TEST(AccuracyNotes, TravelWithTheFiguresOfAWorker) {
-  const std::string path = ::testing::TempDir() + "/accuracy_notes_figures.yaml";
-  std::ofstream(path) << "cluster: {platform: gb200_nvl72, gpus: 8}\n"
-                         "model: {catalog: mixtral_8x7b, layers: 2}\n"
-                         "parallelism: {tp: 1, pp: 1, ep: 8}\n"
-                         "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
-                         "precision: bf16}\n";
-  const Job job = load_job(path);
+  const Job job = small_job("accuracy_notes_figures", "gb200_nvl72", "mixtral_8x7b", "tp: 1, pp: 1, ep: 8");
   const StepFigures f = parse_figures(simulate_figures(job, ""));
   const RunReport r = simulate_job(job, options_from_job(job));
   ASSERT_EQ(r.accuracy_notes.size(), 2u);  // derived GPU, MoE
@@ -96,13 +97,8 @@ TEST(AccuracyNotes, TravelWithTheFiguresOfAWorker) {
 }
 
 TEST(AccuracyNotes, ReachTheTextAndTheJsonOfARun) {
-  const std::string path = ::testing::TempDir() + "/accuracy_notes_moe.yaml";
-  std::ofstream(path) << "cluster: {platform: hgx_h100, gpus: 8}\n"
-                         "model: {catalog: mixtral_8x7b, layers: 2}\n"
-                         "parallelism: {tp: 1, pp: 1, ep: 8}\n"
-                         "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
-                         "precision: bf16}\n";
-  RunReport r = simulate_job(load_job(path), SimulateOptions{});
+  RunReport r = simulate_job(small_job("accuracy_notes_moe", "hgx_h100", "mixtral_8x7b", "tp: 1, pp: 1, ep: 8"),
+                             SimulateOptions{});
   ASSERT_EQ(r.accuracy_notes.size(), 1u);
   EXPECT_NE(report_text(r).find("accuracy      MoE: "), std::string::npos);
   const auto j = nlohmann::json::parse(report_json(r));
