@@ -181,7 +181,7 @@ const std::map<std::string, DerivationRule>& rules() {
                "attention: kernel maturity differs; memory-bound: HBM ratio, not measured; "
                "network: the cited 46-48 GB/s per NIC"),
         false,
-        2250.0, 4500.0, 7.7, 1000.0, false, false, {}}},
+        2250.0, 4500.0, 7.7, 1000.0, false, false, {}, true}},
       {"GB200",
        {"GB200", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
         "H200 times / MAMF ratio (GB200 BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 TFLOP/s); "
@@ -190,7 +190,7 @@ const std::map<std::string, DerivationRule>& rules() {
                "as B200's rule: MAMF ratios, attention and HBM assumed; network: the cited "
                "46-48 GB/s per NIC"),
         false, 2500.0, 5000.0, 8.0, 1200.0,
-        false, false, {}}},
+        false, false, {}, true}},
       // Blackwell Ultra (platforms/catalog/hgx_b300.yaml, gb300_nvl72.yaml): the same dense BF16
       // and FP8 datasheet peaks as B200 / GB200 and no published MAMF, so their GEMM ratios.
       // NVIDIA doubles the SFU's exponential rate over Blackwell ("Making Softmax More Efficient
@@ -208,7 +208,7 @@ const std::map<std::string, DerivationRule>& rules() {
                "attention-forward throughput from the SFU change, not measured; network: the "
                "cited 46-48 GB/s per NIC"),
         false, 2250.0, 4500.0, 7.7, 1100.0,
-        false, false, {}}},
+        false, false, {}, true}},
       {"GB300",
        {"GB300", false, kGb200Bf16, kGb200Fp8, kGb200Bf16, 8.0 / 4.8,
         "GB200's rule: H200 times / GB200 MAMF ratio (BF16 1822 vs 794.5, FP8 3615.6 vs 1453.4 "
@@ -219,7 +219,7 @@ const std::map<std::string, DerivationRule>& rules() {
                "as B300's rule (the SFU change, not measured); network: the cited 46-48 GB/s "
                "per NIC"),
         false, 2500.0, 5000.0, 8.0,
-        1400.0, false, false, {}}},
+        1400.0, false, false, {}, true}},
   };
   return kRules;
 }

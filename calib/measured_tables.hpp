@@ -147,10 +147,10 @@ struct DerivationRule {
   /// the repository's tables, against which they were measured; with another data directory
   /// the rule's `memory` applies to all.
   std::vector<std::string> own_membound;
-  /// Whether this GPU's kernel times come from another architecture's measurements: neither
-  /// measured nor of the measured die (FlashAttention-2's tables and the power state hold only
-  /// there), i.e. the Blackwell GPUs, derived from the H200's Hopper tables by MAMF ratios.
-  bool cross_architecture() const { return !measured && !flash2; }
+  /// This GPU's kernel times come from another architecture's measurements: the Blackwell GPUs,
+  /// derived from the H200's Hopper tables by MAMF and HBM ratios (the H100 shares the H200's
+  /// die; the H200 is measured).
+  bool cross_architecture = false;
 };
 
 /// The rule's speed-ups scaled to a platform's own GPU figures: rule ratio x platform figure /

@@ -1,10 +1,7 @@
 #include "tools/accuracy_notes.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <utility>
-
-#include "calib/measured_tables.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -20,14 +17,15 @@ constexpr const char* kBlackwellWhere = " (docs/validation.md, \"Dense steps on 
 // Megatron-Bridge's Llama FP8 steps on B200, GB200 and GB300 (tests/validation/
 // megatron_bridge_dense.yaml), those on B200 and GB200 beyond the slow end of the rule's
 // stated uncertainty.
-std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec, bool cross_architecture) {
+std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec, const std::string& derived_gpu) {
   std::vector<std::string> notes;
-  if (cross_architecture) {
+  if (!derived_gpu.empty()) {
     notes.emplace_back(
-        "derived GPU: kernel times scaled from the H200's tables by MAMF ratios; every held-out "
-        "Megatron-Bridge FP8 Llama step on B200 and GB200 ran slower than simulated, beyond the "
-        "slow end of --uncertainty (the GB300 step close to simulated); read B200 and GB200 step "
-        "times as optimistic" +
+        "derived GPU (" + derived_gpu +
+        "): compute-bound kernel times scaled from the H200's tables by MAMF ratios, memory-bound "
+        "ones by the HBM ratio; held out, every Megatron-Bridge FP8 Llama step on B200 and GB200 "
+        "ran slower than simulated, beyond the slow end of --uncertainty (the one GB300 step close "
+        "to simulated); this step time may be optimistic by more than --uncertainty says" +
         std::string(kBlackwellWhere));
   }
   if (spec.model.experts == 0) return notes;
@@ -44,15 +42,6 @@ std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec, boo
         std::string(kWhere));
   }
   return notes;
-}
-
-bool cross_architecture_tables(const std::string& gpu_name, const std::string& cost) {
-  if (cost != "measured") return false;
-  try {
-    return calib::derivation_rule(gpu_name).cross_architecture();
-  } catch (const std::invalid_argument&) {
-    return false;
-  }
 }
 
 std::string accuracy_summary(const std::vector<std::vector<std::string>>& runs) {

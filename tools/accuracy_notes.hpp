@@ -11,22 +11,17 @@
 namespace clustersim::tools {
 
 /// One line per known limit that applies to `spec`, each naming the held-out comparison that
-/// shows it: a MoE model (every held-out Megatron MoE step ran slower than simulated), and on top
-/// the combined 1F1B (`overlap_moe_expert_parallel_comm`), whose simulated gain exceeds that of
-/// the held-out measured before/after pair; and `cross_architecture` (the job's kernel times are
-/// derived from another architecture's tables: the measured cost model on a Blackwell GPU,
-/// calib::DerivationRule::cross_architecture), whose held-out Megatron-Bridge steps on B200 and
-/// GB200 ran slower than simulated. Empty for other jobs. Never throws.
-std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec, bool cross_architecture = false);
+/// shows it: `derived_gpu` (the name of the job's GPU when its kernel times are derived from
+/// another architecture's tables, tools/cost_models.hpp derives_across_architectures; empty
+/// otherwise), whose held-out Megatron-Bridge steps on B200 and GB200 ran slower than simulated;
+/// a MoE model (every held-out Megatron MoE step ran slower than simulated), and on top the
+/// combined 1F1B (`overlap_moe_expert_parallel_comm`), whose simulated gain exceeds that of the
+/// held-out measured before/after pair. Empty for other jobs. Never throws.
+std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec,
+                                        const std::string& derived_gpu = "");
 
-/// Whether a job on the GPU named `gpu_name` (platform GPU name) costed by the cost model `cost`
-/// ("measured" or "roofline") takes kernel times derived from another architecture's tables:
-/// the measured model and a cross-architecture derivation rule. False for a GPU without a rule
-/// (the cost model reports that). Never throws.
-bool cross_architecture_tables(const std::string& gpu_name, const std::string& cost);
-
-/// The accuracy notes of several simulated runs (scale's points, sweep's configurations, tco's
-/// two jobs) as report lines "accuracy      NOTE", each note once in first-seen order, prefixed
+/// The accuracy notes of several simulated runs (scale's points, sweep's configurations) as
+/// report lines "accuracy      NOTE", each note once in first-seen order, prefixed
 /// "(K of N runs) " when only K of the N runs carry it. Empty when none carries any. Never throws.
 std::string accuracy_summary(const std::vector<std::vector<std::string>>& runs);
 

@@ -19,7 +19,18 @@ namespace {
 struct CostModelKind {
   std::vector<std::string> (*gpus)();
   std::unique_ptr<sim::CostModel> (*make)(const sim::GpuSpec&);
+  bool (*across_architectures)(const std::string& gpu);  // derives_across_architectures
 };
+
+// The measured model's GPUs whose derivation rule is cross-architecture; false for a GPU without
+// a rule (building the model reports that).
+bool measured_across_architectures(const std::string& gpu) {
+  try {
+    return calib::derivation_rule(gpu).cross_architecture;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
 
 const CostModelKind& cost_model_kind(const std::string& name) {
   static const std::map<std::string, CostModelKind> kKinds = {
@@ -28,12 +39,14 @@ const CostModelKind& cost_model_kind(const std::string& name) {
         [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
           return std::make_unique<calib::MeasuredCostModel>(
               gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
-        }}},
+        },
+        measured_across_architectures}},
       {"roofline",
        {calib::roofline_gpus,
         [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
           return std::make_unique<calib::RooflineCostModel>(gpu);
-        }}},
+        },
+        [](const std::string&) { return false; }}},  // datasheet peaks x efficiencies per GPU
   };
   const auto it = kKinds.find(name);
   if (it == kKinds.end()) {
@@ -43,6 +56,10 @@ const CostModelKind& cost_model_kind(const std::string& name) {
 }
 
 }  // namespace
+
+bool derives_across_architectures(const std::string& name, const std::string& gpu) {
+  return cost_model_kind(name).across_architectures(gpu);
+}
 
 std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu) {
   return cost_model_kind(name).make(gpu);

@@ -12,6 +12,12 @@
 
 namespace clustersim::tools {
 
+/// Whether the cost model named `name` costs the GPU named `gpu` from another architecture's
+/// measurements (the measured model on a Blackwell GPU: calib::DerivationRule::
+/// cross_architecture); false for a GPU the model does not know.
+/// @throws std::invalid_argument for another model name.
+bool derives_across_architectures(const std::string& name, const std::string& gpu);
+
 /// The cost model named `name` ("measured" or "roofline") for `gpu`.
 /// @throws std::invalid_argument for another name or a GPU the model cannot cost.
 std::unique_ptr<sim::CostModel> make_cost_model(const std::string& name, const sim::GpuSpec& gpu);

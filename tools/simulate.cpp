@@ -182,7 +182,10 @@ void add_notes(RunReport& report, const Job& job, const TierOversubscription& ti
   report.replicas = identical ? "identical" : "full";
   report.replicas_note = replicas_note(job, tiers, identical);
   report.fabric_note = fabric_note(job, tiers);
-  report.accuracy_notes = accuracy_notes(job.workload, cross_architecture_tables(job.cluster.platform.gpu.name, cost));
+  report.accuracy_notes = accuracy_notes(
+      job.workload, derives_across_architectures(cost, job.cluster.platform.gpu.name)
+                        ? job.cluster.platform.gpu.name
+                        : std::string());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -119,6 +120,12 @@ TEST(EnergyCli, TcoBreakEvenSaysWhetherBWins) {
   EXPECT_EQ(b_wins, loses.output.find("B does not win per TCO here") != std::string::npos)
       << wins.output << loses.output;
   EXPECT_NE(b_wins, wins.output.find("B does not win per TCO here") != std::string::npos);
+  // The GB200 side's accuracy line (its kernel times derived from the H200's), the H100's none.
+  for (const auto& [r, derived, hopper] : {std::tuple{&wins, "accuracy B    derived GPU (GB200)", "accuracy A"},
+                                           std::tuple{&loses, "accuracy A    derived GPU (GB200)", "accuracy B"}}) {
+    EXPECT_NE(r->output.find(derived), std::string::npos) << r->output;
+    EXPECT_EQ(r->output.find(hopper), std::string::npos) << r->output;
+  }
 }
 
 // tco states each job's peak memory per GPU and marks one that does not fit.

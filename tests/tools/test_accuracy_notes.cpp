@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "tools/accuracy_notes.hpp"
+#include "tools/cost_models.hpp"
 #include "tools/job.hpp"
 #include "tools/simulate.hpp"
 #include "tools/step_figures.hpp"
@@ -52,27 +54,28 @@ TEST(AccuracyNotes, OnlyMoeJobsGetThemAndTheCombined1f1bOneMore) {
 
 TEST(AccuracyNotes, BlackwellJobsUnderTheMeasuredModelGetTheDerivedGpuLineFirst) {
   for (const char* gpu : {"B200", "GB200", "B300", "GB300"}) {
-    EXPECT_TRUE(cross_architecture_tables(gpu, "measured")) << gpu;
-    EXPECT_FALSE(cross_architecture_tables(gpu, "roofline")) << gpu;  // not derived from H200 tables
+    EXPECT_TRUE(derives_across_architectures("measured", gpu)) << gpu;
+    EXPECT_FALSE(derives_across_architectures("roofline", gpu)) << gpu;  // not from H200 tables
   }
-  EXPECT_FALSE(cross_architecture_tables("H200-SXM", "measured"));  // measured
-  EXPECT_FALSE(cross_architecture_tables("H100-SXM", "measured"));  // the measured die
-  EXPECT_FALSE(cross_architecture_tables("MI300X", "measured"));    // no rule: the cost model says so
+  EXPECT_FALSE(derives_across_architectures("measured", "H200-SXM"));  // measured
+  EXPECT_FALSE(derives_across_architectures("measured", "H100-SXM"));  // the measured die
+  EXPECT_FALSE(derives_across_architectures("measured", "MI300X"));    // no rule: the model says so
+  EXPECT_THROW(derives_across_architectures("analytic", "B200"), std::invalid_argument);
 
   workloads::WorkloadSpec dense;
-  const auto derived = accuracy_notes(dense, true);
+  const auto derived = accuracy_notes(dense, "GB300");
   ASSERT_EQ(derived.size(), 1u);
-  EXPECT_EQ(derived[0].rfind("derived GPU: ", 0), 0u) << derived[0];
+  EXPECT_EQ(derived[0].rfind("derived GPU (GB300): ", 0), 0u) << derived[0];
   EXPECT_NE(derived[0].find("Dense steps on Blackwell GPUs"), std::string::npos) << derived[0];
   workloads::WorkloadSpec moe;
   moe.model.experts = 8;
-  const auto both = accuracy_notes(moe, true);
+  const auto both = accuracy_notes(moe, "GB300");
   ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(both[0], derived[0]);
   EXPECT_EQ(both[1], accuracy_notes(moe)[0]);
 
   const Job job = small_job("accuracy_notes_b200", "hgx_b200", "llama3_8b", "tp: 1, pp: 1");
-  EXPECT_NE(report_text(simulate_job(job, SimulateOptions{})).find("accuracy      derived GPU: "),
+  EXPECT_NE(report_text(simulate_job(job, SimulateOptions{})).find("accuracy      derived GPU (B200): "),
             std::string::npos);
   SimulateOptions roofline;
   roofline.cost = "roofline";

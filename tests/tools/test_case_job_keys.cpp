@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -170,28 +169,43 @@ TEST(ReferenceSet, TheMoeBridgeFileBuildsEveryJob) {
 }
 
 // The dense Megatron-Bridge file (Llama steps on H100, B200, GB200 NVL72 and GB300 NVL72): every
-// row becomes a job on its GPU's platform with the tables' layout and gradient accumulation and
+// row becomes a job on its GPU's platform with the tables' GPUs, layout and batch and
 // the settings the performance scripts state: FP8 current scaling with FP8 parameter gather, BF16
 // gradient reduction, no recompute, TP overlap and sequence parallelism exactly where TP > 1, the
 // 405B's embedding and loss counted in the pipeline split.
 TEST(ReferenceSet, TheDenseBridgeFileBuildsEveryJob) {
   const auto jobs = step_time_jobs(DENSE_BRIDGE_REFERENCE_FILE);
   ASSERT_EQ(jobs.size(), 10u);
-  // id fragment -> platform, gradient accumulation steps of the table (26.02 rows: GBS / (mbs dp))
-  const std::vector<std::tuple<std::string, std::string, int>> expected = {
-      {"mbr2511_gb200_llama31_405b", "gb200_nvl72", 384}, {"mbr2602_gb200_llama31_405b", "gb200_nvl72", 384},
-      {"mbr2602_gb300_llama31_405b", "gb300_nvl72", 192}, {"mbr2511_b200_llama31_405b", "hgx_b200", 32},
-      {"mbr2511_gb200_llama3_8b", "gb200_nvl72", 8},      {"mbr2511_b200_llama3_8b", "hgx_b200", 8},
-      {"mbr2511_h100_llama3_70b", "hgx_h100", 64},        {"mbr2602_h100_llama3_70b", "hgx_h100", 128},
-      {"mbr2511_h100_llama31_405b", "hgx_h100", 64},      {"mbr2602_h100_llama31_405b", "hgx_h100", 192}};
+  // The tables' rows: id prefix, platform, GPUs, TP, PP, CP, VP, micro batch, global batch.
+  struct Row {
+    std::string prefix, platform;
+    int gpus, tp, pp, cp, vp, mbs, gbs;
+  };
+  const std::vector<Row> rows = {
+      {"mbr2511_gb200_llama31_405b", "gb200_nvl72", 256, 4, 16, 1, 4, 1, 1536},
+      {"mbr2602_gb200_llama31_405b", "gb200_nvl72", 256, 4, 16, 1, 4, 1, 1536},
+      {"mbr2602_gb300_llama31_405b", "gb300_nvl72", 256, 4, 8, 1, 4, 1, 1536},
+      {"mbr2511_b200_llama31_405b", "hgx_b200", 128, 4, 8, 2, 8, 1, 64},
+      {"mbr2511_gb200_llama3_8b", "gb200_nvl72", 8, 1, 1, 1, 1, 2, 128},
+      {"mbr2511_b200_llama3_8b", "hgx_b200", 8, 1, 1, 1, 1, 2, 128},
+      {"mbr2511_h100_llama3_70b", "hgx_h100", 64, 4, 8, 1, 5, 1, 128},
+      {"mbr2602_h100_llama3_70b", "hgx_h100", 64, 4, 8, 1, 5, 1, 256},
+      {"mbr2511_h100_llama31_405b", "hgx_h100", 1024, 8, 8, 2, 8, 1, 512},
+      {"mbr2602_h100_llama31_405b", "hgx_h100", 1024, 8, 8, 2, 8, 1, 1536}};
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const auto& [id, parsed] = jobs[i];
-    const auto& [prefix, platform, accumulation] = expected[i];
-    EXPECT_EQ(id.rfind(prefix, 0), 0u) << id;
-    EXPECT_EQ(parsed.cluster.platform.name, platform) << id;
+    const Row& row = rows[i];
+    EXPECT_EQ(id.rfind(row.prefix, 0), 0u) << id;
+    EXPECT_EQ(parsed.cluster.platform.name, row.platform) << id;
     const auto& par = parsed.workload.parallel;
     const auto& tr = parsed.workload.training;
-    EXPECT_EQ(tr.global_batch_size / (tr.micro_batch_size * par.dp), accumulation) << id;
+    EXPECT_EQ(parsed.cluster.gpus, row.gpus) << id;
+    EXPECT_EQ(par.tp, row.tp) << id;
+    EXPECT_EQ(par.pp, row.pp) << id;
+    EXPECT_EQ(par.cp, row.cp) << id;
+    EXPECT_EQ(par.vp, row.vp) << id;
+    EXPECT_EQ(tr.micro_batch_size, row.mbs) << id;
+    EXPECT_EQ(tr.global_batch_size, row.gbs) << id;
     EXPECT_EQ(tr.seq_length, 8192) << id;
     EXPECT_EQ(tr.fp8_recipe, workloads::Fp8Recipe::Tensorwise) << id;
     EXPECT_TRUE(par.fp8_param_gather) << id;
@@ -200,7 +214,8 @@ TEST(ReferenceSet, TheDenseBridgeFileBuildsEveryJob) {
     EXPECT_EQ(par.tp_comm_overlap, par.tp > 1) << id;
     EXPECT_EQ(par.sequence_parallel, par.tp > 1) << id;
     const bool l405 = id.find("405b") != std::string::npos;
-    EXPECT_EQ(par.account_for_embedding && par.account_for_loss, l405) << id;
+    EXPECT_EQ(par.account_for_embedding, l405) << id;
+    EXPECT_EQ(par.account_for_loss, l405) << id;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <unistd.h>
 
@@ -280,6 +281,30 @@ TEST(Cli, DefaultJobFitsInMemory) {
 }
 
 // Issue 5: `calib check` over the committed H200 tables.
+// scale and sweep print their runs' accuracy lines once, below their tables: a B200 job's
+// derived-GPU line (its kernel times derived from the H200's), an H100 job's none.
+TEST(Cli, ScaleAndSweepPrintTheirRunsAccuracyLinesOnce) {
+  const std::string b200 = tmp("accuracy_b200.yaml"), h100 = tmp("accuracy_h100.yaml");
+  const std::string body = "model: {catalog: llama3_8b, layers: 2}\nparallelism: {tp: 2}\n"
+                           "training: {seq_length: 1024, micro_batch_size: 1, global_batch_size: 8, "
+                           "precision: bf16}\n";
+  std::ofstream(b200) << "cluster: {platform: hgx_b200, gpus: 16}\n" << body;
+  std::ofstream(h100) << "cluster: {platform: hgx_h100, gpus: 16}\n" << body;
+  const std::string line = "\naccuracy      derived GPU (B200): ";
+  for (const auto& [job, expected] : {std::pair{b200, 1}, std::pair{h100, 0}}) {
+    const auto scale = run_cli("scale " + job + " --gpus 16,32 --mode weak --csv " + tmp("acc.csv") +
+                               " --svg " + tmp("acc.svg"));
+    const auto sweep = run_cli("sweep " + job + " --gpus 16 --space tp=1,2 -j 1 --csv " + tmp("acc_sweep.csv"));
+    for (const Result* r : {&scale, &sweep}) {
+      ASSERT_EQ(r->exit_code, 0) << r->output;
+      std::size_t count = 0;
+      for (auto at = r->output.find(line); at != std::string::npos; at = r->output.find(line, at + 1)) ++count;
+      EXPECT_EQ(count, static_cast<std::size_t>(expected)) << r->output;  // all runs carry it: no "(K of N"
+      EXPECT_EQ(r->output.find("accuracy      ("), std::string::npos) << r->output;
+    }
+  }
+}
+
 TEST(Cli, CalibCheckReportsEveryTableAndWritesJson) {
   const auto r = run_cli("calib check --json " + tmp("calib.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
