@@ -158,7 +158,7 @@ void add_simulation_options(CLI::App& cmd, RunArgs& args) {
                  "Cost model: measured (default; kernel and NCCL tables measured on H200 in "
                  "calib/data, derived for other GPUs, docs/calibration.md) or roofline (datasheet "
                  "peaks x cited efficiencies, docs/cost-model.md)")
-      ->check(CLI::IsMember({"measured", "roofline"}));
+      ->check(CLI::IsMember(cost_model_names()));
   cmd.add_option("--nccl-algo", args.nccl_algo,
                  "Force one collective algorithm for all collectives, as NCCL_ALGO does (ring, "
                  "tree, hierarchical, nvls); collectives it cannot run use ring (pairwise for "
@@ -173,7 +173,7 @@ void add_simulation_options(CLI::App& cmd, RunArgs& args) {
                  "NCCL protocol of collectives over NVLink, as NCCL_PROTO forces it (LL, LL128, "
                  "Simple), or auto: the fastest measured protocol at each size; default: the one "
                  "NCCL chose on the calibration machine. Overrides the job's simulation.nccl_proto")
-      ->check(CLI::IsMember({"LL", "LL128", "Simple", "auto"}));
+      ->check(CLI::IsMember(nccl_protocol_names()));
   cmd.add_flag("--no-interference", args.no_interference,
                "Let compute and communication overlap without slowing each other (default: the "
                "cost model's measured interference, docs/engine.md); overrides the job's "

@@ -20,6 +20,8 @@ struct CostModelKind {
   std::vector<std::string> (*gpus)();
   std::unique_ptr<sim::CostModel> (*make)(const sim::GpuSpec&);
   bool (*across_architectures)(const std::string& gpu);  // derives_across_architectures
+  // Holds FlashAttention-2's kernels (the measured tables do, calibration runs 52-53).
+  bool costs_flash2;
 };
 
 // The measured model's GPUs whose derivation rule is cross-architecture; false for a GPU without
@@ -40,13 +42,14 @@ const CostModelKind& cost_model_kind(const std::string& name) {
           return std::make_unique<calib::MeasuredCostModel>(
               gpu, calib::MeasuredTables::load(calib::default_measured_dir()));
         },
-        measured_across_architectures}},
+        measured_across_architectures, true}},
       {"roofline",
        {calib::roofline_gpus,
         [](const sim::GpuSpec& gpu) -> std::unique_ptr<sim::CostModel> {
           return std::make_unique<calib::RooflineCostModel>(gpu);
         },
-        [](const std::string&) { return false; }}},  // datasheet peaks x efficiencies per GPU
+        [](const std::string&) { return false; },  // datasheet peaks x efficiencies per GPU
+        false}},  // FlashAttention-3's published rates only
   };
   const auto it = kKinds.find(name);
   if (it == kKinds.end()) {
@@ -56,6 +59,26 @@ const CostModelKind& cost_model_kind(const std::string& name) {
 }
 
 }  // namespace
+
+std::vector<std::string> cost_model_names() { return {"measured", "roofline"}; }
+
+bool costs_flash2(const std::string& name) { return cost_model_kind(name).costs_flash2; }
+
+const std::vector<std::string>& nccl_protocol_names() {
+  static const std::vector<std::string> kNames = {"LL", "LL128", "Simple", "auto"};
+  return kNames;
+}
+
+sim::NcclProtocol nccl_protocol(const std::string& name) {
+  using P = sim::NcclProtocol;
+  static const std::map<std::string, P> kProtocols = {
+      {"", P::Default}, {"LL", P::LL}, {"LL128", P::LL128}, {"Simple", P::Simple}, {"auto", P::Auto}};
+  const auto it = kProtocols.find(name);
+  if (it == kProtocols.end()) {
+    throw std::invalid_argument("nccl_proto must be LL, LL128, Simple or auto, not '" + name + "'");
+  }
+  return it->second;
+}
 
 bool derives_across_architectures(const std::string& name, const std::string& gpu) {
   return cost_model_kind(name).across_architectures(gpu);

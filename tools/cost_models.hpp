@@ -5,12 +5,29 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "platforms/platform_spec.hpp"
 #include "sim/cost_corner.hpp"
 #include "sim/cost_model.hpp"
 
 namespace clustersim::tools {
+
+/// The cost models' names (`simulation.cost_model`, `--cost`), the default first.
+std::vector<std::string> cost_model_names();
+
+/// Whether the cost model named `name` holds FlashAttention-2's kernels (`attention_backend:
+/// flash2`): the measured model does; the roofline holds FlashAttention-3's published rates only.
+/// @throws std::invalid_argument for another model name.
+bool costs_flash2(const std::string& name);
+
+/// The names of NCCL protocols a job may force (`simulation.nccl_proto`, `--nccl-proto`): LL,
+/// LL128 and Simple as NCCL_PROTO forces them, auto for the fastest measured at each size.
+const std::vector<std::string>& nccl_protocol_names();
+
+/// The protocol named `name`; the empty name is NCCL's own choice (sim::NcclProtocol::Default).
+/// @throws std::invalid_argument for another name.
+sim::NcclProtocol nccl_protocol(const std::string& name);
 
 /// Whether the cost model named `name` costs the GPU named `gpu` from another architecture's
 /// measurements (the measured model on a Blackwell GPU: calib::DerivationRule::

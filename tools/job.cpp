@@ -4,6 +4,7 @@
 
 #include "calib/measured_tables.hpp"
 #include "sim/yaml_spec.hpp"
+#include "tools/cost_models.hpp"
 
 namespace clustersim::tools {
 namespace {
@@ -44,7 +45,7 @@ Job parse_job(YamlMap root) {
   if (auto sim = root.get_map_opt("simulation")) {
     job.simulation.replicas = sim->get_enum_or("replicas", "auto", {"auto", "full", "identical"});
     if (sim->has("replicas")) job.simulation.replicas_at = sim->location("replicas");
-    job.simulation.cost = sim->get_enum_or("cost_model", "measured", {"measured", "roofline"});
+    job.simulation.cost = sim->get_enum_or("cost_model", "measured", cost_model_names());
     job.simulation.nccl_algo =
         sim->get_enum_or("nccl_algo", "", {"", "ring", "tree", "hierarchical", "nvls"});
     job.simulation.interference = sim->get_bool_or("interference", true);
@@ -52,8 +53,9 @@ Job parse_job(YamlMap root) {
     job.simulation.fold_tp = sim->get_bool_or("fold_tp", true);
     job.simulation.power_state = sim->get_bool_or("power_state", true);
     job.simulation.microbatches = sim->get_enum_or("microbatches", "all", {"all", "auto"});
-    job.simulation.nccl_proto =
-        sim->get_enum_or("nccl_proto", "", {"", "LL", "LL128", "Simple", "auto"});
+    std::vector<std::string> protocols = {""};
+    protocols.insert(protocols.end(), nccl_protocol_names().begin(), nccl_protocol_names().end());
+    job.simulation.nccl_proto = sim->get_enum_or("nccl_proto", "", protocols);
     sim->finish();
   }
   root.finish();

@@ -66,14 +66,4 @@ Job JobTemplate::derive(const std::vector<Override>& overrides) const {
   return parse_job(YamlMap(root, impl_->file, ""));
 }
 
-std::string describe_overrides(const std::vector<Override>& overrides) {
-  std::string out;
-  for (const auto& [path, value] : overrides) {
-    const auto dot = path.find('.');
-    const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
-    out += (out.empty() ? "" : " ") + key + "=" + (value.empty() ? "(derived)" : value);
-  }
-  return out;
-}
-
 }  // namespace clustersim::tools

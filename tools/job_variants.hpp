@@ -41,7 +41,4 @@ class JobTemplate {
   std::shared_ptr<const Impl> impl_;
 };
 
-/// "key=value, key=value" of a list of overrides, for messages and CSV rows.
-std::string describe_overrides(const std::vector<Override>& overrides);
-
 }  // namespace clustersim::tools

@@ -20,15 +20,6 @@
 
 namespace clustersim::tools {
 
-sim::NcclProtocol nccl_protocol(const std::string& name) {
-  if (name.empty()) return sim::NcclProtocol::Default;
-  if (name == "LL") return sim::NcclProtocol::LL;
-  if (name == "LL128") return sim::NcclProtocol::LL128;
-  if (name == "Simple") return sim::NcclProtocol::Simple;
-  if (name == "auto") return sim::NcclProtocol::Auto;
-  throw std::invalid_argument("nccl_proto must be LL, LL128, Simple or auto, not '" + name + "'");
-}
-
 void override_replicas(SimulateOptions& options, const std::string& replicas) {
   options.replicas = replicas;
   options.replicas_at.reset();
@@ -195,7 +186,7 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   sim::Workload workload = workloads::generate_workload(job.workload);
   const sim::DType dtype = workloads::compute_dtype(job.workload);
   workload.accounting.peak_flops_per_gpu = platform->gpu().peak(dtype);
-  if (options.cost == "roofline" &&
+  if (!costs_flash2(options.cost) &&
       job.workload.training.attention_backend == sim::AttentionKernel::Flash2) {
     throw job.attention_backend_at.error(
         "flash2 needs the measured cost model (the default): the roofline model holds "

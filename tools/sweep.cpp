@@ -87,14 +87,15 @@ const std::vector<SweepDimension>& sweep_dimensions() {
   static const std::vector<SweepDimension> kDims = {
       {"tp", "parallelism", "tp", {}},
       {"pp", "parallelism", "pp", {}},
-      {"vp", "parallelism", "vp", {}},
+      {"vp", "parallelism", "vp", {}, false, true, {"parallelism.schedule"}},
       {"schedule", "parallelism", "schedule", workloads::pipeline_schedule_names()},
       {"cp", "parallelism", "cp", {}},
       {"cp_comm", "parallelism", "cp_comm_type", {"p2p", "all_gather", "a2a"}},
       {"ep", "parallelism", "ep", {}},
       {"etp", "parallelism", "etp", {}},
       {"mbs", "training", "micro_batch_size", {}},
-      {"zero", "parallelism", "zero_stage", {"0", "1", "2", "3"}},
+      {"zero", "parallelism", "zero_stage", {"0", "1", "2", "3"}, false, true,
+       {"parallelism.fsdp", "parallelism.distributed_optimizer"}},
       {"recompute", "training", "recompute", {"none", "selective", "full"}},
       {"recompute_method", "training", "recompute_method", {"uniform", "block"}},
       {"recompute_layers", "training", "recompute_num_layers", {}},
@@ -108,7 +109,8 @@ const std::vector<SweepDimension>& sweep_dimensions() {
        {"qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"}, true},
       {"recompute_modules", "training", "recompute_modules",
        {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"}, true, false},
-      {"platform", "cluster", "platform", platforms::catalog_platforms()},
+      {"platform", "cluster", "platform", platforms::catalog_platforms(), false, true,
+       {"cluster.overrides"}},
   };
   return kDims;
 }
@@ -203,19 +205,12 @@ std::vector<Override> sweep_overrides(const std::vector<SweepAxis>& axes,
                              {"parallelism.dp", ""},
                              {"training.gradient_accumulation_steps", ""},
                              {"training.global_batch_size", std::to_string(global_batch)}};
-  // vp picks its schedule unless the space sets the schedule itself.
-  const bool schedule_swept = std::any_of(axes.begin(), axes.end(), [](const SweepAxis& a) {
-    return a.dim.name == "schedule";
-  });
+  // Every dimension's clears first, so that a swept key one of them clears is set after.
+  for (const auto& axis : axes) {
+    for (const auto& key : axis.dim.clears) o.emplace_back(key, "");
+  }
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const auto& d = axes[i].dim;
-    if (d.name == "vp" && !schedule_swept) o.emplace_back("parallelism.schedule", "");
-    // Another platform: the job's figures overridden for its own do not carry over.
-    if (d.name == "platform") o.emplace_back("cluster.overrides", "");
-    if (d.name == "zero") {
-      o.emplace_back("parallelism.fsdp", "");
-      o.emplace_back("parallelism.distributed_optimizer", "");
-    }
     o.emplace_back(d.section + "." + d.key, d.set_valued ? set_value_yaml(values[i]) : values[i]);
   }
   return o;

@@ -24,9 +24,15 @@ struct SweepDimension {
   bool set_valued = false;
   /// For set values: whether `none` (the empty list) is a value.
   bool none_allowed = true;
+  /// Job keys ("section.key") removed before the sweep sets any value, so that a setting the
+  /// job tied to its own value does not carry over: vp clears the schedule it implies (a swept
+  /// schedule is set after), zero the FSDP and distributed-optimizer flags, platform the job's
+  /// overrides of its own platform's figures.
+  std::vector<std::string> clears = {};
 };
 
-/// The registry of sweepable dimensions: tp, pp, vp, cp, ep, etp, mbs, zero, recompute.
+/// The registry of sweepable dimensions (tp, pp, vp, schedule, cp, ep, mbs, zero, recompute,
+/// platform, ...; docs/scaling-and-sweeps.md lists them all).
 const std::vector<SweepDimension>& sweep_dimensions();
 
 /// One dimension of a space with the values to try, in the order given.

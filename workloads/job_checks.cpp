@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "workloads/stage_layout.hpp"
+#include "workloads/schedule.hpp"
 
 namespace clustersim::workloads {
 namespace {
@@ -89,7 +90,7 @@ Found check_ep_overlap(const WorkloadSpec& w) {
   if (w.model.experts == 0 || p.ep < 2) {
     return par(key, "needs a MoE model with ep > 1 (it overlaps the expert-parallel exchanges)");
   }
-  if (p.pp > 1 && p.schedule != "interleaved") {
+  if (p.pp > 1 && !schedule_traits(p.schedule).model_chunks) {
     return par(key, "with pp > 1 needs the interleaved schedule (vp >= 2): Megatron-core extends "
                     "it, not 1f1b, to pair forwards and backwards");
   }
@@ -172,7 +173,7 @@ Found check_experts(const WorkloadSpec& w) {
 // WeightGradStore defers the weight gradients of Megatron's own linear layers and grouped GEMMs.
 Found check_zero_bubble(const WorkloadSpec& w) {
   const ParallelSpec& p = w.parallel;
-  if (p.schedule != "zb_h1") return std::nullopt;
+  if (!schedule_traits(p.schedule).defers_weight_grads) return std::nullopt;
   if (p.tp_comm_overlap) {
     return par("tp_comm_overlap", "is not modelled with schedule zb_h1: Transformer Engine's userbuffer "
                                   "overlap pairs each weight-gradient GEMM with a communication of "
@@ -202,10 +203,11 @@ Found check_pipeline(const WorkloadSpec& w) {
   // A layout states vp through its number of virtual stages.
   const std::string vp_key = p.pipeline_layout.empty() ? "vp" : "pipeline_layout";
   if (auto v = check_zero_bubble(w)) return v;
-  if (p.schedule == "interleaved" && p.vp < 2) {
+  const bool chunks = schedule_traits(p.schedule).model_chunks;
+  if (chunks && p.vp < 2) {
     return par("schedule", "the interleaved schedule needs vp >= 2 model chunks per stage");
   }
-  if (p.vp > 1 && p.schedule != "interleaved") {
+  if (p.vp > 1 && !chunks) {
     return par(vp_key, "vp > 1 runs Megatron's interleaved schedule; schedule '" + p.schedule +
                          "' has one model chunk per stage");
   }

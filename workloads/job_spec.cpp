@@ -214,8 +214,9 @@ void read_overlap_and_offload(YamlMap& p, ParallelSpec& s) {
   }
   // Megatron-LM's training arguments overlap P2P by default (--no-overlap-p2p-communication
   // turns it off) and force it off outside the interleaved schedule (arguments.py).
-  s.overlap_p2p_comm = p.get_bool_or("overlap_p2p_comm", s.schedule == "interleaved");
-  if (s.overlap_p2p_comm && s.schedule != "interleaved") {
+  const bool chunks = schedule_traits(s.schedule).model_chunks;
+  s.overlap_p2p_comm = p.get_bool_or("overlap_p2p_comm", chunks);
+  if (s.overlap_p2p_comm && !chunks) {
     throw p.error("overlap_p2p_comm", "Megatron overlaps pipeline transfers only in the interleaved "
                                       "schedule (schedule " + s.schedule + " sends and receives them "
                                       "blocking, 1f1b batching each pair)");

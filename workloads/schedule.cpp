@@ -242,15 +242,18 @@ struct Entry {
   PipelineSchedule steps;
   SteadyWindow (*window)(int pp, int vp);
   PipelineSchedule combined;  ///< the schedule as Megatron-core's combined 1F1B runs it
+  ScheduleTraits traits;
 };
 
 const std::map<std::string, Entry>& registry() {
   static const std::map<std::string, Entry> kSchedules = {
-      {"1f1b", {one_f_one_b, one_f_one_b_window, combined_no_pipelining}},
-      {"interleaved", {interleaved, interleaved_window, interleaved_combined}},
+      {"1f1b", {one_f_one_b, one_f_one_b_window, combined_no_pipelining, {}}},
+      {"interleaved",
+       {interleaved, interleaved_window, interleaved_combined, {.model_chunks = true}}},
       // Steady state as 1F1B's: from m = pp on every stage runs its split iterations and each
       // further microbatch adds one unsplit forward-backward pair.
-      {"zb_h1", {zb_h1, one_f_one_b_window, combined_no_pipelining}},
+      {"zb_h1",
+       {zb_h1, one_f_one_b_window, combined_no_pipelining, {.defers_weight_grads = true}}},
   };
   return kSchedules;
 }
@@ -277,6 +280,13 @@ SteadyWindow steady_state_window(const std::string& name, int pp, int vp) {
   auto it = schedules.find(name);
   if (it == schedules.end()) throw std::invalid_argument("unknown pipeline schedule '" + name + "'");
   return it->second.window(pp, vp);
+}
+
+const ScheduleTraits& schedule_traits(const std::string& name) {
+  const auto& schedules = registry();
+  auto it = schedules.find(name);
+  if (it == schedules.end()) throw std::invalid_argument("unknown pipeline schedule '" + name + "'");
+  return it->second.traits;
 }
 
 std::vector<std::string> pipeline_schedule_names() {

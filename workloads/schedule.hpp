@@ -93,6 +93,21 @@ struct SteadyWindow {
 /// @throws std::invalid_argument for a schedule that is not registered.
 SteadyWindow steady_state_window(const std::string& name, int pp, int vp);
 
+/// What a job's checks need to know of a schedule beside its steps.
+struct ScheduleTraits {
+  /// Runs vp >= 2 model chunks per stage (Megatron's interleaved schedule): the only one that
+  /// takes vp > 1, overlaps its pipeline transfers, and pairs forwards with backwards for the
+  /// combined 1F1B at pp > 1.
+  bool model_chunks = false;
+  /// Defers weight gradients past the input gradients (zero-bubble ZB-H1, the authors' patch of
+  /// Megatron's 1F1B), which rules out the features that pair with an undeferred W.
+  bool defers_weight_grads = false;
+};
+
+/// The traits of schedule `name`.
+/// @throws std::invalid_argument for a schedule that is not registered.
+const ScheduleTraits& schedule_traits(const std::string& name);
+
 /// Registered schedule names, sorted (for error messages and docs).
 std::vector<std::string> pipeline_schedule_names();
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <istream>
 #include <limits>
+#include <map>
 #include <ostream>
 #include <set>
 #include <stdexcept>
@@ -254,64 +255,80 @@ sim::CollectiveSpec read_collective(JsonFields& f) {
   return c;
 }
 
+sim::OpShape read_gemm(JsonFields& f) {
+  sim::GemmShape g{f.get_int("m", 1, kMaxDim), f.get_int("n", 1, kMaxDim),
+                   f.get_int("k", 1, kMaxDim), f.get_enum("dtype", kDTypes)};
+  // Version 3: how TE's TP overlap runs the GEMM (optional; a plain GEMM without them).
+  if (f.has("splits")) g.splits = static_cast<std::int32_t>(f.get_int("splits", 1, g.m));
+  if (f.has("sm_margin")) g.sm_margin = static_cast<std::int32_t>(f.get_int("sm_margin", 0, 1024));
+  // Version 5: SMs held by the overlapping communication kernel (optional; none without it).
+  if (f.has("busy_sms")) g.busy_sms = static_cast<std::int32_t>(f.get_int("busy_sms", 0, 1024));
+  // Version 7: a weight gradient accumulated into main_grad (optional; written otherwise).
+  if (f.has("grad_accum")) g.grad_accum = f.get_enum("grad_accum", kGradAccums);
+  // Version 9: grouped expert GEMMs (optional, both or neither; one GEMM without them).
+  if (f.has("groups") || f.has("group_axis")) {
+    g.group_axis = f.get_enum("group_axis", kGroupAxes);
+    const std::int64_t split = g.group_axis == sim::GroupAxis::K ? g.k : g.m;
+    g.groups = static_cast<std::int32_t>(f.get_int("groups", 1, split));
+  }
+  // Version 12: block-scaled FP8 operands (optional; per-tensor scales without it).
+  if (f.has("fp8_scaling")) {
+    g.fp8_scaling = f.get_enum("fp8_scaling", kFp8Scalings);
+    if (g.fp8_scaling != sim::Fp8Scaling::Tensor && g.dtype != sim::DType::FP8) {
+      throw f.error("fp8_scaling", "block scaling needs dtype fp8");
+    }
+  }
+  return g;
+}
+
+sim::OpShape read_attention(JsonFields& f) {
+  sim::AttentionShape a;
+  a.batch = f.get_int("batch", 1, kMaxDim);
+  a.heads = f.get_int("heads", 1, kMaxDim);
+  a.kv_heads = f.get_int("kv_heads", 1, kMaxDim);
+  a.seq_q = f.get_int("seq_q", 1, kMaxDim);
+  a.seq_kv = f.get_int("seq_kv", 1, kMaxDim);
+  a.head_dim = f.get_int("head_dim", 1, kMaxDim);
+  a.head_dim_v = f.get_int("head_dim_v", 1, kMaxDim);
+  a.causal = f.get_bool("causal");
+  if (a.causal && a.seq_q != a.seq_kv) {
+    // Costs and FLOPs take a causal block as square (half its pairs); a rectangular one's
+    // pairs depend on the mask's alignment (top-left or bottom-right), which is not modelled.
+    throw f.error("causal", "a causal attention op needs seq_q == seq_kv (here " + std::to_string(a.seq_q) +
+                                " x " + std::to_string(a.seq_kv) +
+                                "); give a rectangular block as a causal square and a non-causal rest");
+  }
+  a.backward = f.get_bool("backward");
+  a.dtype = f.get_enum("dtype", kDTypes);
+  // Version 8: the kernel library (optional; cuDNN without it).
+  if (f.has("kernel")) a.kernel = f.get_enum("kernel", kAttentionKernels);
+  return a;
+}
+
+sim::OpShape read_mem(JsonFields& f) {
+  sim::MemBoundShape m{f.get_enum("kernel", kMemKernels)};
+  // Version 6: the threads of a host kernel's rank (optional; per_rank without it).
+  if (f.has("host_threads")) m.host_threads = f.get_enum("host_threads", kHostThreads);
+  return m;
+}
+
+sim::OpShape read_p2p(JsonFields& f) {
+  return sim::P2PSpec{f.get_enum("send_to", kPeers), f.get_enum("recv_from", kPeers)};
+}
+
+sim::OpShape read_collective_shape(JsonFields& f) { return read_collective(f); }
+
+// An op's shape by its `kind` (docs/trace-format.md).
 sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
-  if (kind == "gemm") {
-    sim::GemmShape g{f.get_int("m", 1, kMaxDim), f.get_int("n", 1, kMaxDim),
-                     f.get_int("k", 1, kMaxDim), f.get_enum("dtype", kDTypes)};
-    // Version 3: how TE's TP overlap runs the GEMM (optional; a plain GEMM without them).
-    if (f.has("splits")) g.splits = static_cast<std::int32_t>(f.get_int("splits", 1, g.m));
-    if (f.has("sm_margin")) g.sm_margin = static_cast<std::int32_t>(f.get_int("sm_margin", 0, 1024));
-    // Version 5: SMs held by the overlapping communication kernel (optional; none without it).
-    if (f.has("busy_sms")) g.busy_sms = static_cast<std::int32_t>(f.get_int("busy_sms", 0, 1024));
-    // Version 7: a weight gradient accumulated into main_grad (optional; written otherwise).
-    if (f.has("grad_accum")) g.grad_accum = f.get_enum("grad_accum", kGradAccums);
-    // Version 9: grouped expert GEMMs (optional, both or neither; one GEMM without them).
-    if (f.has("groups") || f.has("group_axis")) {
-      g.group_axis = f.get_enum("group_axis", kGroupAxes);
-      const std::int64_t split = g.group_axis == sim::GroupAxis::K ? g.k : g.m;
-      g.groups = static_cast<std::int32_t>(f.get_int("groups", 1, split));
-    }
-    // Version 12: block-scaled FP8 operands (optional; per-tensor scales without it).
-    if (f.has("fp8_scaling")) {
-      g.fp8_scaling = f.get_enum("fp8_scaling", kFp8Scalings);
-      if (g.fp8_scaling != sim::Fp8Scaling::Tensor && g.dtype != sim::DType::FP8) {
-        throw f.error("fp8_scaling", "block scaling needs dtype fp8");
-      }
-    }
-    return g;
+  using Reader = sim::OpShape (*)(JsonFields&);
+  static const std::map<std::string, Reader> kReaders = {
+      {"gemm", read_gemm}, {"attention", read_attention}, {"mem", read_mem},
+      {"collective", read_collective_shape}, {"p2p", read_p2p}};
+  const auto it = kReaders.find(kind);
+  if (it == kReaders.end()) {
+    throw f.error("kind", "'" + kind + "' is not one of: gemm, attention, mem, collective, p2p");
   }
-  if (kind == "attention") {
-    sim::AttentionShape a;
-    a.batch = f.get_int("batch", 1, kMaxDim);
-    a.heads = f.get_int("heads", 1, kMaxDim);
-    a.kv_heads = f.get_int("kv_heads", 1, kMaxDim);
-    a.seq_q = f.get_int("seq_q", 1, kMaxDim);
-    a.seq_kv = f.get_int("seq_kv", 1, kMaxDim);
-    a.head_dim = f.get_int("head_dim", 1, kMaxDim);
-    a.head_dim_v = f.get_int("head_dim_v", 1, kMaxDim);
-    a.causal = f.get_bool("causal");
-    if (a.causal && a.seq_q != a.seq_kv) {
-      // Costs and FLOPs take a causal block as square (half its pairs); a rectangular one's
-      // pairs depend on the mask's alignment (top-left or bottom-right), which is not modelled.
-      throw f.error("causal", "a causal attention op needs seq_q == seq_kv (here " + std::to_string(a.seq_q) +
-                                  " x " + std::to_string(a.seq_kv) +
-                                  "); give a rectangular block as a causal square and a non-causal rest");
-    }
-    a.backward = f.get_bool("backward");
-    a.dtype = f.get_enum("dtype", kDTypes);
-    // Version 8: the kernel library (optional; cuDNN without it).
-    if (f.has("kernel")) a.kernel = f.get_enum("kernel", kAttentionKernels);
-    return a;
-  }
-  if (kind == "mem") {
-    sim::MemBoundShape m{f.get_enum("kernel", kMemKernels)};
-    // Version 6: the threads of a host kernel's rank (optional; per_rank without it).
-    if (f.has("host_threads")) m.host_threads = f.get_enum("host_threads", kHostThreads);
-    return m;
-  }
-  if (kind == "collective") return read_collective(f);
-  if (kind == "p2p") return sim::P2PSpec{f.get_enum("send_to", kPeers), f.get_enum("recv_from", kPeers)};
-  throw f.error("kind", "'" + kind + "' is not one of: gemm, attention, mem, collective, p2p");
+  return it->second(f);
 }
 
 std::vector<std::uint32_t> read_deps(JsonFields& f, std::size_t index) {

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <string>
 #include <utility>
+#include <stdexcept>
 #include <vector>
 
 #include "workloads/generator.hpp"
@@ -29,6 +30,18 @@ const std::vector<std::pair<int, int>> kShapes = {{1, 4}, {2, 1}, {4, 8}, {4, 2}
 TEST(OneFOneB, RegistryKnowsItByName) {
   EXPECT_EQ(pipeline_schedule_names(), (std::vector<std::string>{"1f1b", "interleaved", "zb_h1"}));
   EXPECT_EQ(find_pipeline_schedule("gpipe"), nullptr);
+}
+
+// The job checks ask the registry, not the name: only the interleaved schedule runs model
+// chunks, only ZB-H1 defers weight gradients.
+TEST(OneFOneB, RegistryStatesWhichScheduleRunsChunksAndWhichDefersWeightGradients) {
+  EXPECT_FALSE(schedule_traits("1f1b").model_chunks);
+  EXPECT_FALSE(schedule_traits("1f1b").defers_weight_grads);
+  EXPECT_TRUE(schedule_traits("interleaved").model_chunks);
+  EXPECT_FALSE(schedule_traits("interleaved").defers_weight_grads);
+  EXPECT_FALSE(schedule_traits("zb_h1").model_chunks);
+  EXPECT_TRUE(schedule_traits("zb_h1").defers_weight_grads);
+  EXPECT_THROW(schedule_traits("gpipe"), std::invalid_argument);
 }
 
 // Forwards a stage runs before its first backward (its warmup plus the first steady forward).
