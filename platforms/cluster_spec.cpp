@@ -23,6 +23,7 @@ PlatformSpec load_platform(const std::string& name_or_path, const std::string& b
 ClusterSpec parse_cluster_section(YamlMap& cluster) {
   ClusterSpec out;
   const std::string name = cluster.get_string("platform");
+  out.platform_at = cluster.location("platform");
   const std::string job_dir = std::filesystem::path(cluster.file()).parent_path().string();
   try {
     out.platform = load_platform(name, job_dir);

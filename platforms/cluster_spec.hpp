@@ -15,6 +15,9 @@ namespace clustersim::platforms {
 struct ClusterSpec {
   PlatformSpec platform;
   int gpus = 0;
+  /// Where the job names the platform (`cluster.platform`), for errors that the platform's
+  /// choice causes in other sections; empty for a cluster not read from a file.
+  SourceLocation platform_at;
 };
 
 /// Reads a job's `cluster:` mapping: `platform:` (a catalog name, or a path ending in .yaml,

@@ -119,7 +119,12 @@ std::string format_summary(const TopologySummary& s) {
   o << "platform          " << s.platform << ": " << s.description << "\n";
   o << "gpus              " << s.gpus << " x " << s.gpu_name << " on " << count_noun(s.nodes, "node", "nodes")
     << " of " << s.gpus_per_node << "\n";
-  o << "nvlink domains    " << s.nvlink_domains << " of " << count_noun(s.nvlink_domain_size, "GPU", "GPUs") << ", "
+  o << "nvlink domains    " << s.nvlink_domains << " of " << count_noun(s.nvlink_domain_size, "GPU", "GPUs");
+  // The last domain holds the GPUs left over when the count is not a multiple of its size.
+  if (const int rest = s.gpus - (s.nvlink_domains - 1) * s.nvlink_domain_size; rest < s.nvlink_domain_size) {
+    o << (s.nvlink_domains == 1 ? " (holding " : " (the last holds ") << rest << ")";
+  }
+  o << ", "
     << rate(s.nvlink_bandwidth_per_gpu) << " per GPU per direction, bisection "
     << rate(s.nvlink_bisection_per_domain) << " per domain\n";
   o << "fabric            " << s.fabric_kind << " fat-tree, " << s.tiers << " tiers of "

@@ -65,6 +65,24 @@ bool quote_closed(const std::string& text, std::size_t pos) {
 constexpr int kMaxYamlDepth = 64;
 constexpr long kMaxYamlNodes = 1000000;
 
+// For a parse error: the first line indented with a tab, which YAML forbids and yaml-cpp reports
+// as some other error at another line; empty when no line is.
+std::string tab_indent_hint(const std::string& text) {
+  int line = 1;
+  bool at_indent = true;
+  for (char c : text) {
+    if (c == '\n') {
+      ++line;
+      at_indent = true;
+    } else if (at_indent && c == '\t') {
+      return " (line " + std::to_string(line) + " is indented with a tab; YAML indents with spaces only)";
+    } else if (c != ' ') {
+      at_indent = false;
+    }
+  }
+  return "";
+}
+
 // Throws for a quoted scalar of `node` (keys included) left open at the end of the input, and
 // for nesting or expansion beyond the bounds above (at the line where it is found).
 void check_quotes(const YAML::Node& node, const std::string& text, const std::string& origin, int depth,
@@ -156,7 +174,8 @@ YAML::Node YamlMap::parse_document(const std::string& text, const std::string& o
   try {
     documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
-    throw SpecError(origin, e.mark.line >= 0 ? e.mark.line + 1 : 0, "", "invalid YAML: " + e.msg);
+    throw SpecError(origin, e.mark.line >= 0 ? e.mark.line + 1 : 0, "",
+                    "invalid YAML: " + e.msg + tab_indent_hint(text));
   }
   // A file is one document: what follows a '---' would otherwise be dropped unread, unknown keys
   // and all. Empty documents (a leading or trailing '---') hold nothing to drop.
@@ -379,6 +398,12 @@ bool YamlMap::is_scalar(const std::string& key) {
   known_.insert(key);
   YAML::Node value = node_[key];
   return value && value.IsScalar();
+}
+
+bool YamlMap::is_map(const std::string& key) {
+  known_.insert(key);
+  YAML::Node value = node_[key];
+  return value && value.IsMap();
 }
 
 std::vector<std::string> YamlMap::keys() const {

@@ -85,6 +85,8 @@ class YamlMap {
   std::vector<std::string> get_enum_list(const std::string& key, const std::vector<std::string>& allowed);
   /// True if the value at key is a scalar (and marks it known); false if absent.
   bool is_scalar(const std::string& key);
+  /// True if the value at key is a mapping (and marks it known); false if absent.
+  bool is_map(const std::string& key);
   /// All keys, in file order (marks none).
   std::vector<std::string> keys() const;
 

@@ -1,6 +1,7 @@
 #include "tools/accuracy_notes.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <utility>
 
 namespace clustersim::tools {
@@ -42,6 +43,16 @@ std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec, con
         std::string(kWhere));
   }
   return notes;
+}
+
+std::string mfu_note(const workloads::WorkloadSpec& spec) {
+  const double factor = spec.training.moe_capacity_factor;
+  if (spec.model.experts == 0 || !(factor > 0.0 && factor < 1.0)) return "";
+  std::ostringstream s;
+  s << "moe_capacity_factor " << factor << " < 1 drops routed tokens: MFU counts every token's "
+    << "top_k experts (Megatron's count) and overstates the work done; executed TFLOP/s counts "
+       "what ran";
+  return s.str();
 }
 
 std::string accuracy_summary(const std::vector<std::vector<std::string>>& runs) {

@@ -20,6 +20,12 @@ namespace clustersim::tools {
 std::vector<std::string> accuracy_notes(const workloads::WorkloadSpec& spec,
                                         const std::string& derived_gpu = "");
 
+/// How to read the job's MFU where its count is not the work done: with 0 < moe_capacity_factor
+/// < 1 Megatron's count still takes every token's top_k experts while the capacity drops some of
+/// them, so MFU overstates the work (and can exceed 100%); executed TFLOP/s counts what ran
+/// (docs/outputs.md, mfu_convention). Empty for other jobs. Never throws.
+std::string mfu_note(const workloads::WorkloadSpec& spec);
+
 /// The accuracy notes of several simulated runs (scale's points, sweep's configurations) as
 /// report lines "accuracy      NOTE", each note once in first-seen order, prefixed
 /// "(K of N runs) " when only K of the N runs carry it. Empty when none carries any. Never throws.

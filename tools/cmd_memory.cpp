@@ -100,7 +100,8 @@ int memory_command(const MemoryArgs& args) {
                                                  platform->gpu().host_memory_per_gpu.value);
   std::cout << report_text(report, job.origin);
   if (!args.json.empty()) write_text_file(args.json, report_json(report));
-  return 0;
+  // As `run` stops on such a job (exit 3), so that a script can gate on either command.
+  return report.fits() ? 0 : kExitOutOfMemory;
 }
 
 }  // namespace

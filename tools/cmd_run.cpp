@@ -186,7 +186,8 @@ void add_simulation_options(CLI::App& cmd, RunArgs& args) {
   cmd.add_option("--microbatches", args.microbatches,
                  "auto: a step with more microbatches per pipeline than two short "
                  "steady-state windows of its schedule is played as those windows and extended "
-                 "linearly (docs/engine.md); all (default): play every microbatch (always with --trace). "
+                 "linearly (docs/engine.md); all (default): play every microbatch (always with --trace "
+                 "or --profile, whose timelines show the step itself). "
                  "Overrides the job's simulation.microbatches")
       ->check(CLI::IsMember({"auto", "all"}));
 }

@@ -2,6 +2,7 @@
 // throughput, power, energy per token, cost per token and performance per TCO dollar, then the
 // same with failures (Monte-Carlo over a whole training run), and where B stops winning: the
 // relative speed and the NVLink-domain MTBF at which the two break even. docs/energy.md.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -63,6 +64,12 @@ std::string num(double v, int digits) {
   std::ostringstream o;
   o << std::fixed << std::setprecision(digits) << v;
   return o.str();
+}
+
+// `v` to `significant` digits, in fixed notation (at least 0 decimals).
+std::string significant(double v, int significant) {
+  const int magnitude = v == 0 ? 0 : static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  return num(v, std::max(0, significant - 1 - magnitude));
 }
 
 std::string interval(const energy::Estimate& e, double scale, int digits) {
@@ -133,7 +140,7 @@ void print_with_failures(std::ostream& out, const Side& a, const Side& b) {
        [](const Side& s) { return interval(s.failures.reliability.goodput, 100, 2); });
   both("cost to train ($M)", [](const Side& s) {
     const double wall_s = s.failures.reliability.wall_s.mean;
-    return num(wall_s * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 1);
+    return significant(wall_s * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 3);
   });
   both("perf/TCO with failures",
        [](const Side& s) { return num(s.tokens_per_usd_with_failures() / 1e6, 3); });
@@ -247,7 +254,8 @@ int tco_command(const TcoArgs& args) {
   check_output_paths({{"--json", args.json}}, {args.a, args.b});
   // Both jobs' reliability inputs before either simulation, which may take minutes.
   Job job_a = load_job(args.a), job_b = load_job(args.b);
-  for (const Job* job : {&job_a, &job_b}) check_reliability_section(*job);
+  // tco always runs with failures: a rack-scale job needs its domain MTBF, section or not.
+  for (const Job* job : {&job_a, &job_b}) (void)reliability_inputs(*job);
   const Side a = evaluate(std::move(job_a), args.replicas);
   const Side b = evaluate(std::move(job_b), args.replicas);
   std::ostringstream out;

@@ -48,11 +48,16 @@ energy::ReliabilityInputs reliability_inputs(const Job& job, std::optional<doubl
                             "one node; domain_mtbf applies to multi-node domains (NVL72 racks)");
   }
   if (has_multi_node_domains(job.cluster.platform) && !domain) {
-    throw reliability_error(job, "domain_mtbf",
-                            "platform '" + job.cluster.platform.name + "' has NVLink domains of " +
-                                std::to_string(job.cluster.platform.node.nvlink_domain_size) +
-                                " GPUs that fail as a unit (backplane, switch trays); no public "
-                                "MTBF exists: give reliability.domain_mtbf");
+    const std::string reason = "platform '" + job.cluster.platform.name + "' has NVLink domains of " +
+                               std::to_string(job.cluster.platform.node.nvlink_domain_size) +
+                               " GPUs that fail as a unit (backplane, switch trays); no public "
+                               "MTBF exists: give reliability.domain_mtbf";
+    // Without a reliability section, the line that asks for it is the platform's.
+    const auto& at = job.cluster.platform_at;
+    if (!has_reliability_section(job) && !at.file.empty()) {
+      throw at.error(reason + " (add a reliability: section)");
+    }
+    throw reliability_error(job, "domain_mtbf", reason);
   }
   if (domain) {
     if (r.recovery.spare_domains >= 0 && !r.domain_repair_given) {

@@ -173,6 +173,7 @@ void add_notes(RunReport& report, const Job& job, const TierOversubscription& ti
   report.replicas = identical ? "identical" : "full";
   report.replicas_note = replicas_note(job, tiers, identical);
   report.fabric_note = fabric_note(job, tiers);
+  report.mfu_note = mfu_note(job.workload);
   report.accuracy_notes = accuracy_notes(
       job.workload, derives_across_architectures(cost, job.cluster.platform.gpu.name)
                         ? job.cluster.platform.gpu.name
@@ -208,12 +209,13 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
     throw std::invalid_argument("microbatches must be auto or all, not '" + options.microbatches + "'");
   }
   // The windows `auto` plays; never with a timeline, which must show the step itself.
-  const auto window = engine_options.record_timeline ? std::nullopt : window_for(job.workload);
-  const bool windowed = window && options.microbatches == "auto";
+  const auto window = window_for(job.workload);
+  const bool windowed = window && options.microbatches == "auto" && !engine_options.record_timeline;
+  report.auto_overridden_by_timeline = window && options.microbatches == "auto" && !windowed;
   report.step = play_step(job, windowed ? window : std::nullopt, workload, power, *platform, cost,
                           engine_options);
   report.microbatches = job.workload.num_microbatches();
-  if (window) {
+  if (window && !engine_options.record_timeline) {
     (windowed ? report.microbatches_played : report.microbatches_window) = {window->first, window->second};
   }
   if (options.profile_rank) keep_profile(report, workload, options);
@@ -329,6 +331,7 @@ std::string report_json(const RunReport& r) {
   j["replicas"] = r.replicas;
   if (!r.replicas_note.empty()) j["replicas_note"] = r.replicas_note;
   if (!r.fabric_note.empty()) j["fabric_note"] = r.fabric_note;
+  if (!r.mfu_note.empty()) j["mfu_note"] = r.mfu_note;
   j["interference"] = r.interference;
   j["power_state"] = {{"applied", r.power_state},
                       {"compute_bound_share", r.compute_bound_share},
@@ -397,6 +400,9 @@ std::string notes_text(const RunReport& r) {
     out << "microbatches  " << r.microbatches << " per pipeline, played as steady-state windows of "
         << r.microbatches_played[0] << " and " << r.microbatches_played[1]
         << " extended linearly (docs/engine.md; simulation.microbatches: all plays every one)\n";
+  } else if (r.auto_overridden_by_timeline) {
+    out << "microbatches  " << r.microbatches << " per pipeline, all played: a timeline (--trace, "
+        << "--profile) shows the step itself, not --microbatches auto's windows\n";
   } else if (r.microbatches_window.size() == 2) {
     out << "microbatches  " << r.microbatches << " per pipeline, all played (--microbatches auto "
         << "would play steady-state windows of " << r.microbatches_window[0] << " and "
@@ -421,6 +427,7 @@ std::string report_text(const RunReport& r) {
   out << "step time     " << std::setprecision(3) << step << " s\n";
   out << "MFU           " << std::setprecision(1) << 100.0 * r.mfu << "% (" << r.mfu_convention
       << " convention, dense peak " << r.peak_tflops << " TFLOP/s)\n";
+  if (!r.mfu_note.empty()) out << "MFU note      " << r.mfu_note << "\n";
   out << "TFLOP/s/GPU   " << std::setprecision(1) << r.tflops_per_gpu << " model, "
       << r.achieved_tflops_per_gpu << " executed (causal attention, recompute included)\n";
   out << "tokens/s/GPU  " << std::setprecision(1) << r.tokens_per_s_per_gpu << "\n";

@@ -38,6 +38,9 @@ struct RunReport {
   double compute_bound_share = 0.0;
   double compute_bound_boost = 1.0;
   std::vector<std::string> cost_notes;  ///< op classes costed outside the measured grids
+  /// How to read MFU where it counts dropped tokens (tools/accuracy_notes.hpp mfu_note); empty
+  /// otherwise.
+  std::string mfu_note;
   /// Known limits of the model for this job (tools/accuracy_notes.hpp); empty when none applies.
   std::vector<std::string> accuracy_notes;
   /// Which table (or rule) served each op class, one line each; empty for the roofline model.
@@ -51,6 +54,9 @@ struct RunReport {
   /// The windows `microbatches: auto` would play where every microbatch was played instead
   /// (two counts; empty when auto would play the step whole too, or when it was windowed).
   std::vector<int> microbatches_window;
+  /// `microbatches: auto` was asked for a step it would window, and every microbatch was played
+  /// since a timeline (--trace, --profile) must show the step itself.
+  bool auto_overridden_by_timeline = false;
   double mfu = 0.0;              ///< model FLOPs / (step time x GPUs x dense peak)
   std::string mfu_convention;
   double peak_tflops = 0.0;      ///< dense datasheet peak of the precision used, TFLOP/s

@@ -350,10 +350,11 @@ Found check_batch(const WorkloadSpec& w) {
     return train("global_batch_size",
                  str(microbatches) + " microbatches per step x (" + str(m.trained_layers()) +
                      " layers + embedding and head) = " + str(passes) +
-                     " layer passes; the simulator plays each one and above " +
-                     str(kMaxLayerPasses) + " its programs would need more than 13 GiB: "
-                     "simulate fewer microbatches (once the pipeline is full, the step grows "
-                     "linearly with them)");
+                     " layer passes; the simulator generates each one (with --microbatches auto "
+                     "too, which counts the step's FLOPs and power state on the whole program) "
+                     "and above " + str(kMaxLayerPasses) + " its programs would need more than "
+                     "13 GiB: simulate fewer microbatches (once the pipeline is full, the step "
+                     "grows linearly with them)");
   }
   return std::nullopt;
 }

@@ -326,6 +326,10 @@ ModelSpec parse_model_section(YamlMap& root) {
     if (path.empty()) throw root.error("model", unknown_model_reason(name));
     return read_catalog_file(path, name);
   }
+  if (!root.is_map("model")) {
+    throw root.error("model", "expected a catalog model's name (model: llama3_70b) or a mapping "
+                              "(model: {catalog: llama3_70b, layers: 16}, or every field inline)");
+  }
   YamlMap map = root.get_map("model");
   ModelReader::reject_unknown_keys(map, {"catalog", "name"});
   ModelReader reader;

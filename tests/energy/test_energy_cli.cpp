@@ -206,6 +206,14 @@ TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
       run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_domain_mtbf.yaml"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("reliability.domain_mtbf"), std::string::npos) << r.output;
+  // Without a reliability section too, and before either job is simulated: the error names the
+  // line that chose the rack-scale platform (it had run both simulations, then named no line).
+  const auto none = run_cli("tco " + data("small_h100.yaml") + " " + data("gb200_no_reliability.yaml"));
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("gb200_no_reliability.yaml:3: cluster.platform: platform 'gb200_nvl72'"),
+            std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("give reliability.domain_mtbf"), std::string::npos) << none.output;
+  EXPECT_EQ(none.output.find("step time"), std::string::npos) << "must not simulate\n" << none.output;
 }
 
 TEST(EnergyCli, UnknownReliabilityKeyIsReportedWithItsLine) {

@@ -235,6 +235,17 @@ TEST(Topology, SummaryTextNamesTheFigures) {
     EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
 }
 
+// A GPU count that fills no whole number of NVLink domains: the summary says what the last
+// domain holds (it had said "2 of 72 GPUs" for 100 GPUs on NVL72 racks); whole domains say nothing.
+TEST(Topology, SummaryNamesAPartlyFilledNvlinkDomain) {
+  const PlatformSpec s = find_platform("gb200_nvl72");
+  const std::string text = format_summary(summarize(s, 100));
+  EXPECT_NE(text.find("nvlink domains    2 of 72 GPUs (the last holds 28),"), std::string::npos) << text;
+  EXPECT_NE(format_summary(summarize(s, 8)).find("1 of 72 GPUs (holding 8),"), std::string::npos);
+  EXPECT_NE(format_summary(summarize(s, 144)).find("2 of 72 GPUs, "), std::string::npos);
+  EXPECT_NE(format_summary(summarize(find_platform("hgx_h100"), 16)).find("2 of 8 GPUs, "), std::string::npos);
+}
+
 // One node is "1 node" in the summary and the run's platform line (both had said "1 nodes").
 TEST(Topology, OneNodeIsSingular) {
   const PlatformSpec s = find_platform("hgx_h100");

@@ -79,6 +79,22 @@ TEST(YamlSpec, ASecondDocumentIsAnErrorAtItsLine) {
   EXPECT_EQ(YamlMap::load_string("---\na: 1\n---\n", "job.yaml").get_int("a", 0, 9), 1);
 }
 
+// A tab in the indentation makes yaml-cpp report some other error; the message names its line.
+TEST(YamlSpec, AParseErrorNamesALineIndentedWithATab) {
+  try {
+    YamlMap::load_string("training:\n  seq_length: 8192\n\tmicro_batch_size: 1\n", "job.yaml");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("line 3 is indented with a tab"), std::string::npos) << e.what();
+  }
+  try {  // a tab inside a value is no indentation: no hint on another error
+    YamlMap::load_string("a: \"x\ty\"\nb: [1, 2\n", "job.yaml");
+    FAIL();
+  } catch (const SpecError& e) {
+    EXPECT_EQ(std::string(e.what()).find("tab"), std::string::npos) << e.what();
+  }
+}
+
 // yaml-cpp ends a quoted scalar left open at the end of the input as if it were closed.
 TEST(YamlSpec, AQuotedStringLeftOpenIsAnErrorAtItsLine) {
   for (const std::string text : {"a: 1\nname: \"mine\n", "a: 1\nname: 'mine\n", "a: 1\nname: \"mine \\\"\n"}) {

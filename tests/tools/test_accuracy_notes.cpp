@@ -119,4 +119,19 @@ TEST(AccuracyNotes, ReachTheTextAndTheJsonOfARun) {
 }
 
 }  // namespace
+// A capacity below 1 drops routed tokens that Megatron's MFU count still takes: the report says
+// how to read MFU then, and only then.
+TEST(AccuracyNotes, MfuNoteOnlyWhereTheCapacityDropsTokens) {
+  workloads::WorkloadSpec moe;
+  moe.model.experts = 8;
+  EXPECT_EQ(mfu_note(moe), "");  // dropless
+  moe.training.moe_capacity_factor = 1.25;
+  EXPECT_EQ(mfu_note(moe), "");
+  moe.training.moe_capacity_factor = 0.5;
+  EXPECT_EQ(mfu_note(moe).rfind("moe_capacity_factor 0.5 < 1 drops routed tokens", 0), 0u) << mfu_note(moe);
+  workloads::WorkloadSpec dense;
+  dense.training.moe_capacity_factor = 0.5;  // not a MoE job (the loader refuses it anyway)
+  EXPECT_EQ(mfu_note(dense), "");
+}
+
 }  // namespace clustersim::tools

@@ -280,6 +280,14 @@ TEST(Cli, DefaultJobFitsInMemory) {
   EXPECT_NE(r.output.find("\nfits\n"), std::string::npos) << r.output;
 }
 
+// `memory` on a job that does not fit prints its report (and JSON), then exits 3 as `run` does.
+TEST(Cli, MemoryExitsThreeWhenTheJobDoesNotFit) {
+  const auto r = run_cli("memory " + data("oom_job.yaml") + " --json " + tmp("oom_memory.json"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("OUT OF MEMORY"), std::string::npos) << r.output;
+  EXPECT_TRUE(read_json(tmp("oom_memory.json")).contains("oom"));
+}
+
 // Issue 5: `calib check` over the committed H200 tables.
 // scale and sweep print their runs' accuracy lines once, below their tables: a B200 job's
 // derived-GPU line (its kernel times derived from the H200's), an H100 job's none.

@@ -246,13 +246,15 @@ TEST(ScaleCli, CostColumnsAreEmptyWithoutAPrice) {
 
 // Every seed-study job of docs/studies reads and gets its memory estimate (no simulation): a
 // change of the job spec that breaks a study fails here, not when someone regenerates the
-// studies. A job the reader rejects exits 2.
+// studies. A job the reader rejects exits 2; one over memory exits 3 after its report.
 TEST(Studies, EveryStudyJobReads) {
   for (const char* name : {"llama3_70b_weak", "llama3_405b_weak", "llama3_405b_16k", "llama3_70b_sweep",
                            "llama3_70b_schedules", "llama3_405b_gb200_nvl72", "llama3_405b_gb300_nvl72",
                            "deepseek_v3_sweep", "deepseek_v3_combined", "deepseek_v3_offload"}) {
     const auto r = run_cli(std::string("memory ") + STUDIES_DIR + "/" + name + ".yaml");
-    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    // 3: read, and over the HBM as the memory model counts it (the weak-scaling studies start
+    // from S0's 64- and 576-GPU layouts, which the model puts over 80 GiB; docs/validation.md).
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << name << ": " << r.output;
     EXPECT_NE(r.output.find("peak"), std::string::npos) << name << ": " << r.output;
   }
 }

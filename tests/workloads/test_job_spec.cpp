@@ -111,6 +111,9 @@ TEST(JobSpec, WrongTypeIsRejected) {
   EXPECT_NO_THROW(parse_job(with_line(6, "  sequence_parallel: True"), 128));
   expect_error("model: gpt3_175b\nparallelism: 4\ntraining:\n  seq_length: 2048\n", 128, 2,
                "parallelism", "expected a mapping");
+  // model takes a catalog name or a mapping: a list is neither, and the message names both.
+  expect_error("model: [gpt3_175b]\nparallelism: {tp: 4}\ntraining:\n  seq_length: 2048\n", 128, 1,
+               "model", "expected a catalog model's name (model: llama3_70b) or a mapping");
 }
 
 TEST(JobSpec, OutOfRangeIsRejected) {
