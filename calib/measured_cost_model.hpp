@@ -92,6 +92,8 @@ class MeasuredCostModel : public sim::CostModel {
   /// seq_kv), the unmasked context-parallel blocks included): table_state.csv (runs 49-51 on
   /// an H200), on the GPUs that take the power state (H200, H100); 1 otherwise and without it.
   double sustained_state(const sim::Op& op) const override;
+  /// True where the GPU's rule takes the H200's power state and power_boost.csv was loaded.
+  bool has_power_state() const override;
   /// The rule's stated uncertainty (DerivationRule::uncertainty): for the measured GPU the
   /// tables' spread between GPUs and runs, for a derived one the derivation's stated range.
   sim::CostUncertainty uncertainty() const override;

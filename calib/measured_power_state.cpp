@@ -19,6 +19,10 @@ double MeasuredCostModel::clock_boost(const sim::Op& op, double share) const {
   return 1.0;
 }
 
+bool MeasuredCostModel::has_power_state() const {
+  return rule_.power_boost && !tables_->power_boost().empty();
+}
+
 double MeasuredCostModel::sustained_state(const sim::Op& op) const {
   if (!rule_.power_boost || !op.is_compute()) return 1.0;
   const PowerBoostTable& table = tables_->power_boost();

@@ -365,8 +365,7 @@ void apply_overrides(PlatformSpec& spec, YamlMap& overrides) {
                                      (power ? "power" : "economics") + ": section to override");
     }
     field->read(overrides, field->key, spec, true);
-    spec.overridden.push_back(key + "=" +
-                              (overrides.is_scalar(key) ? overrides.get_string(key) : "{...}"));
+    spec.overridden.push_back(key + "=" + overrides.flow_text(key));
   }
   overrides.finish();
   validate(spec, overrides, false);

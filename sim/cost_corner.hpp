@@ -42,6 +42,7 @@ class CornerCostModel : public CostModel {
   double held_sm_slowdown(const Op& op) const override;
   double clock_boost(const Op& op, double share) const override;
   double sustained_state(const Op& op) const override;
+  bool has_power_state() const override { return inner_->has_power_state(); }
   CostUncertainty uncertainty() const override { return bounds_; }
   /// The inner model's line, then which end of its bounds this is.
   std::string describe() const override;

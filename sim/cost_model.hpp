@@ -168,6 +168,9 @@ class CostModel {
     (void)op;
     return 1.0;
   }
+  /// Whether clock_boost and sustained_state hold a measured power state for this model's GPU;
+  /// false where both answer 1 for every op, so the power state changes nothing. Default: false.
+  virtual bool has_power_state() const { return false; }
   /// The stated uncertainty of this model's times (CostUncertainty). Default: none stated.
   virtual CostUncertainty uncertainty() const { return {}; }
   /// One line naming the model and the sources of its numbers (shown in reports).

@@ -400,6 +400,17 @@ bool YamlMap::is_scalar(const std::string& key) {
   return value && value.IsScalar();
 }
 
+std::string YamlMap::flow_text(const std::string& key) {
+  known_.insert(key);
+  YAML::Node value = node_[key];
+  if (!value) return "";
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << value;
+  return out.c_str();
+}
+
 bool YamlMap::is_map(const std::string& key) {
   known_.insert(key);
   YAML::Node value = node_[key];

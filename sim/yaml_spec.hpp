@@ -87,6 +87,9 @@ class YamlMap {
   bool is_scalar(const std::string& key);
   /// True if the value at key is a mapping (and marks it known); false if absent.
   bool is_map(const std::string& key);
+  /// The value at key as one line of flow YAML ("2", "{spine: 2}", "[a, b]"), for reports;
+  /// marks it known. Empty if absent.
+  std::string flow_text(const std::string& key);
   /// All keys, in file order (marks none).
   std::vector<std::string> keys() const;
 

@@ -229,7 +229,8 @@ RunReport simulate_job(const Job& job, const SimulateOptions& options) {
   }
   add_notes(report, job, tiers, engine_options.identical_dp_replicas, options.cost);
   report.interference = engine_options.interference;
-  report.power_state = options.power_state;
+  report.power_state = options.power_state && cost.has_power_state();
+  report.power_state_measured = cost.has_power_state();
   report.compute_bound_share = power.share;
   report.compute_bound_boost = power.boost;
   fill_rates(report, workload);
@@ -450,7 +451,9 @@ std::string report_text(const RunReport& r) {
       << (r.step.tp_estimated ? "estimated" : "played")
       << (r.step.tp_folded ? ", one rank per TP group played" : "") << "\n";
   out << notes_text(r);
-  out << "power state   " << (r.power_state ? "on" : "off") << ": GEMMs and attention "
+  out << "power state   "
+      << (r.power_state ? "on" : r.power_state_measured ? "off" : "none (the cost model has no measured one for this GPU)")
+      << ": GEMMs and attention "
       << std::fixed << std::setprecision(1) << r.compute_bound_share * 100.0
       << "% of rank 0's GPU compute in their sustained state, run " << std::setprecision(3)
       << r.compute_bound_boost << "x as fast as their tables (docs/cost-model.md)\n";

@@ -31,6 +31,9 @@ struct RunReport {
   std::string fabric_note;
   bool interference = true;      ///< compute/communication interference was applied
   bool power_state = true;       ///< the power state's clock boost was applied
+  /// The cost model holds a measured power state for the GPU (sim::CostModel::has_power_state);
+  /// false where none exists to apply (Blackwell GPUs, the roofline model).
+  bool power_state_measured = true;
   /// Rank 0: share of its GPU compute time in GEMMs and attention, each at its sustained time
   /// (sim::power_state_share), and how fast the power state made those ops against their
   /// tables (their time before / after; below 1 where the sustained-state ratio outweighs the

@@ -160,7 +160,7 @@ TEST(ClusterSection, OverridesChangeFigures) {
   EXPECT_DOUBLE_EQ(c.platform.fabric.oversubscription.spine, 1.0);  // untouched
   EXPECT_EQ(c.platform.node.nvlink_domain_size, 36);
   // Recorded as given, for the reports' job line.
-  EXPECT_EQ(c.platform.overridden, (std::vector<std::string>{"nic_bandwidth=800Gbps", "oversubscription={...}",
+  EXPECT_EQ(c.platform.overridden, (std::vector<std::string>{"nic_bandwidth=800Gbps", "oversubscription={leaf: 2}",
                                                             "nvlink_domain_size=36"}));
   EXPECT_TRUE(find_platform("gb200_nvl72").overridden.empty());
 }

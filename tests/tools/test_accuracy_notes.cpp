@@ -75,7 +75,12 @@ TEST(AccuracyNotes, BlackwellJobsUnderTheMeasuredModelGetTheDerivedGpuLineFirst)
   EXPECT_EQ(both[1], accuracy_notes(moe)[0]);
 
   const Job job = small_job("accuracy_notes_b200", "hgx_b200", "llama3_8b", "tp: 1, pp: 1");
-  EXPECT_NE(report_text(simulate_job(job, SimulateOptions{})).find("accuracy      derived GPU (B200): "),
+  const RunReport b200 = simulate_job(job, SimulateOptions{});
+  EXPECT_NE(report_text(b200).find("accuracy      derived GPU (B200): "), std::string::npos);
+  // The B200 takes no power state: the report does not say one was applied (it had said "on").
+  EXPECT_FALSE(b200.power_state);
+  EXPECT_FALSE(nlohmann::json::parse(report_json(b200))["power_state"]["applied"].get<bool>());
+  EXPECT_NE(report_text(b200).find("power state   none (the cost model has no measured one for this GPU)"),
             std::string::npos);
   SimulateOptions roofline;
   roofline.cost = "roofline";
