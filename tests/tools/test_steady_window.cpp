@@ -129,6 +129,12 @@ TEST(SteadyWindow, ATimelineOrFewMicrobatchesPlayEveryMicrobatch) {
   EXPECT_TRUE(traced.microbatches_played.empty());
   EXPECT_TRUE(traced.microbatches_window.empty());  // a timeline plays the step whole anyway
   EXPECT_FALSE(traced.step.timeline.empty());
+  // ... and the report says that it overrode auto (it had dropped the line silently).
+  EXPECT_TRUE(traced.auto_overridden_by_timeline);
+  EXPECT_NE(report_text(traced).find("microbatches  24 per pipeline, all played: a timeline"),
+            std::string::npos) << report_text(traced);
+  EXPECT_FALSE(run(many, "all", true).auto_overridden_by_timeline);
+  EXPECT_FALSE(few.auto_overridden_by_timeline);  // auto would not window it either
 }
 
 TEST(SteadyWindow, ExtendsEveryTimeAlongTheLine) {
