@@ -33,12 +33,19 @@ void write_plots(const validation::ValidationSummary& summary, const ValidateArg
   for (const auto& p : summary.points) {
     if (std::find(ids.begin(), ids.end(), p.id) == ids.end()) ids.push_back(p.id);
   }
+  std::vector<std::string> unplotted;
   for (const auto& id : ids) {
-    for (const auto& [suffix, spec] : validation::case_plots(summary, id)) {
+    const auto plots = validation::case_plots(summary, id);
+    if (plots.empty()) unplotted.push_back(id);
+    for (const auto& [suffix, spec] : plots) {
       const std::string path = args.plot_dir + "/" + id + suffix + ".svg";
       write_text_file(path, render_svg(spec));
       std::cout << "wrote " << path << "\n";
     }
+  }
+  // A chart needs two simulated points of one metric on one platform (docs/validation.md).
+  for (const auto& id : unplotted) {
+    std::cout << "no chart for " << id << ": it needs two simulated points of one metric\n";
   }
 }
 

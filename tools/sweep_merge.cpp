@@ -75,7 +75,7 @@ std::size_t check_shard_row(const std::string& file, int line, const CsvTable& t
   if (fingerprint != sweep->fingerprint) {
     throw SpecError(file, line, "sweep", "configuration " + id + " comes from sweep " + fingerprint +
                     ", the first shard's rows from " + sweep->fingerprint + ": the job file, --gpus, "
-                    "--space or --replicas differ, so these are not shards of one sweep");
+                    "--space, --replicas or --memory-margin differ, so these are not shards of one sweep");
   }
   if (space != sweep->space) {
     throw SpecError(file, line, "space", "configuration " + id + " counts a space of '" + space +

@@ -158,6 +158,16 @@ TEST(ReferenceSet, ErrorsNameFileLineAndField) {
   EXPECT_EQ(e.line(), 8);
   EXPECT_NE(e.reason().find("config.gpus does not list 16"), std::string::npos) << e.what();
 
+  // Figures with no GPU count anywhere: an error at `measured:` (they were a point at 0 GPUs
+  // that failed when simulated, exit 0); figures under by_gpus alone need none.
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S0\n"
+      "    config: {model: tiny}\n"
+      "    measured: {step_s: 0.5, by_gpus: {16: {step_s: 0.05}}}\n");
+  EXPECT_EQ(e.line(), 8);
+  EXPECT_NE(e.reason().find("figures outside by_gpus need the GPU count"), std::string::npos) << e.what();
+
   // validate --plot DIR writes DIR/<id>.svg: an id with a path in it would write elsewhere.
   e = parse_error(
       "  - id: ../escaped\n"
