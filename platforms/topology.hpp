@@ -105,22 +105,40 @@ class Topology {
   /// Largest GPU count the fabric holds with its own `tiers` (2 or 3; auto: the larger of the two).
   static long long max_gpus_any(const PlatformSpec& spec);
 
+  /// The platform this topology was built from.
   const PlatformSpec& spec() const { return spec_; }
+  /// GPUs of the job (the first `gpus` of the fabric, rank i on GPU i).
   int gpus() const { return gpus_; }
+  /// Nodes holding those GPUs (gpus / gpus_per_node, rounded up: part of one node counts 1).
   int nodes() const { return nodes_; }
   int cpus() const { return nodes_; }  ///< one CPU host per node, named cpu<node>
+  /// NVLink domains holding the GPUs; the last one partly filled where gpus is no multiple of
+  /// the domain size.
   int domains() const { return domains_; }
+  /// Scale-out NICs of those nodes (nics_per_node each).
   int nics() const { return nics_; }
+  /// Fat-tree tiers built (2 or 3).
   int tiers() const { return tiers_; }
+  /// Leaf switches built: whole scalable units on a rail-optimized fabric, the nodes' leaves
+  /// otherwise.
   int leaves() const { return leaves_; }
   int pods() const { return pods_; }            ///< spine groups (1 with 2 tiers)
+  /// Leaf switches per scalable unit.
   int leaves_per_su() const { return leaves_per_su_; }
+  /// Leaf switches per spine group.
   int leaves_per_pod() const { return leaves_per_pod_; }
 
+  /// Node of GPU `gpu`.
   int node_of(int gpu) const { return gpu / spec_.node.gpus_per_node; }
+  /// NVLink domain of GPU `gpu`.
   int domain_of(int gpu) const { return gpu / spec_.node.nvlink_domain_size; }
+  /// The NIC GPU `gpu` sends through: its node's NIC of its rail (gpus_per_node / nics_per_node
+  /// GPUs share one).
   int nic_of(int gpu) const;
+  /// The leaf switch NIC `nic` plugs into: its rail's leaf in its scalable unit (rail-optimized
+  /// fabrics), or its node's leaf (non-rail).
   int leaf_of_nic(int nic) const;
+  /// The spine group of leaf `leaf`.
   int pod_of_leaf(int leaf) const { return leaf / leaves_per_pod_; }
 
   /// Lanes sharing each tier's links. `lane_of_gpu[g]` is GPU g's lane, or -1 for a GPU the job
@@ -134,10 +152,13 @@ class Topology {
   /// Sum of the latencies of path(src, dst), s.
   double path_latency(int src, int dst) const;
 
+  /// Count, bandwidth and latency of the links of `kind`.
   const LinkClassInfo& link_class(LinkKind kind) const { return classes_[static_cast<int>(kind)]; }
   /// SimGrid name of a link ("nic_up_12", "pad_leaf_up").
   std::string link_name(LinkRef link) const;
+  /// SimGrid host name of GPU `gpu` ("gpu12").
   static std::string gpu_name(int gpu) { return "gpu" + std::to_string(gpu); }
+  /// SimGrid host name of node `node`'s CPU ("cpu1").
   static std::string cpu_name(int node) { return "cpu" + std::to_string(node); }
 
   /// Aggregate spine-facing capacity of one leaf, bytes/s per direction.
