@@ -22,12 +22,17 @@ class LogGrid {
   /// message names the first missing point).
   explicit LogGrid(const MeasuredSeries& series);
 
+  /// The measured series' key ("gemm/bf16/fwd", ...).
   const std::string& key() const { return key_; }
+  /// The CSV it was read from.
   const std::string& file() const { return file_; }
+  /// Number of axes.
   std::size_t dims() const { return axes_.size(); }
   /// Sorted distinct values of axis d (unit of the table: elements, bytes, ...).
   const std::vector<double>& axis(std::size_t d) const { return axes_[d]; }
+  /// Name of axis d (the CSV column: "m", "bytes", ...).
   const std::string& axis_name(std::size_t d) const { return names_[d]; }
+  /// Number of measured points.
   std::size_t size() const { return log_t_.size(); }
 
   /// True if every coordinate lies within its axis' measured range.

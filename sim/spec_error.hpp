@@ -17,9 +17,13 @@ class SpecError : public std::runtime_error {
   /// @param reason what is wrong and, where useful, what is expected
   SpecError(std::string file, int line, std::string field, std::string reason);
 
+  /// The input file as the user named it.
   const std::string& file() const { return file_; }
+  /// 1-based line in it, 0 if unknown.
   int line() const { return line_; }
+  /// Dotted path of the offending field ("parallelism.tp"), empty for the whole file.
   const std::string& field() const { return field_; }
+  /// What is wrong, without the file, line and field.
   const std::string& reason() const { return reason_; }
 
  private:

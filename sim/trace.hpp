@@ -235,8 +235,11 @@ struct Op {
   /// exchanges.
   double ep_held_slowdown = 1.0;
 
+  /// A GEMM, attention or memory-bound kernel (the first three OpShape alternatives).
   bool is_compute() const { return shape.index() <= 2; }
+  /// A collective of a communicator group.
   bool is_collective() const { return std::holds_alternative<CollectiveSpec>(shape); }
+  /// A point-to-point transfer between pipeline neighbours.
   bool is_p2p() const { return std::holds_alternative<P2PSpec>(shape); }
 };
 
