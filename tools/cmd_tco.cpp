@@ -68,7 +68,8 @@ std::string num(double v, int digits) {
 
 // `v` to `significant` digits, in fixed notation (at least 0 decimals).
 std::string significant(double v, int significant) {
-  const int magnitude = v == 0 ? 0 : static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  if (!std::isfinite(v) || v == 0) return num(v, significant - 1);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
   return num(v, std::max(0, significant - 1 - magnitude));
 }
 

@@ -43,7 +43,7 @@ void write_plots(const validation::ValidationSummary& summary, const ValidateArg
       std::cout << "wrote " << path << "\n";
     }
   }
-  // A chart needs two simulated points of one metric on one platform (docs/validation.md).
+  // A chart needs two simulated points of one metric (docs/validation.md).
   for (const auto& id : unplotted) {
     std::cout << "no chart for " << id << ": it needs two simulated points of one metric\n";
   }

@@ -34,7 +34,7 @@ bool measured_across_architectures(const std::string& gpu) {
   }
 }
 
-const CostModelKind& cost_model_kind(const std::string& name) {
+const std::map<std::string, CostModelKind>& cost_model_kinds() {
   static const std::map<std::string, CostModelKind> kKinds = {
       {"measured",
        {calib::measured_model_gpus,
@@ -51,8 +51,13 @@ const CostModelKind& cost_model_kind(const std::string& name) {
         [](const std::string&) { return false; },  // datasheet peaks x efficiencies per GPU
         false}},  // FlashAttention-3's published rates only
   };
-  const auto it = kKinds.find(name);
-  if (it == kKinds.end()) {
+  return kKinds;
+}
+
+const CostModelKind& cost_model_kind(const std::string& name) {
+  const auto& kinds = cost_model_kinds();
+  const auto it = kinds.find(name);
+  if (it == kinds.end()) {
     throw std::invalid_argument("cost model must be measured or roofline, not '" + name + "'");
   }
   return it->second;
@@ -60,7 +65,12 @@ const CostModelKind& cost_model_kind(const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> cost_model_names() { return {"measured", "roofline"}; }
+std::vector<std::string> cost_model_names() {
+  // The registry's names, sorted: "measured", the default, comes first.
+  std::vector<std::string> names;
+  for (const auto& [name, kind] : cost_model_kinds()) names.push_back(name);
+  return names;
+}
 
 bool costs_flash2(const std::string& name) { return cost_model_kind(name).costs_flash2; }
 

@@ -132,10 +132,6 @@ struct SimulateOptions {
 void override_replicas(SimulateOptions& options, const std::string& replicas);
 
 
-/// The NCCL protocol named `name` ("" -> Default, LL, LL128, Simple, auto).
-/// @throws std::invalid_argument for another name.
-sim::NcclProtocol nccl_protocol(const std::string& name);
-
 /// Options as the job's `simulation:` section sets them.
 SimulateOptions options_from_job(const Job& job);
 

@@ -326,7 +326,9 @@ sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
       {"collective", read_collective_shape}, {"p2p", read_p2p}};
   const auto it = kReaders.find(kind);
   if (it == kReaders.end()) {
-    throw f.error("kind", "'" + kind + "' is not one of: gemm, attention, mem, collective, p2p");
+    std::string known;
+    for (const auto& [name, reader] : kReaders) known += (known.empty() ? "" : ", ") + name;
+    throw f.error("kind", "'" + kind + "' is not one of: " + known);
   }
   return it->second(f);
 }

@@ -213,7 +213,17 @@ TEST(EnergyCli, RackScaleJobWithoutDomainMtbfIsASpecError) {
   EXPECT_NE(none.output.find("gb200_no_reliability.yaml:3: cluster.platform: platform 'gb200_nvl72'"),
             std::string::npos) << none.output;
   EXPECT_NE(none.output.find("give reliability.domain_mtbf"), std::string::npos) << none.output;
-  EXPECT_EQ(none.output.find("step time"), std::string::npos) << "must not simulate\n" << none.output;
+  // Before A is simulated: A's simulation would fail first (one replica cannot be reduced to
+  // identical ones), so only the early check reports B's missing input.
+  const auto early = run_cli("tco " + data("h100_single_replica.yaml") + " " +
+                             data("gb200_no_reliability.yaml") + " --replicas identical");
+  EXPECT_EQ(early.exit_code, 2) << early.output;
+  EXPECT_NE(early.output.find("gb200_no_reliability.yaml:3: cluster.platform"), std::string::npos)
+      << early.output;
+  const auto late = run_cli("tco " + data("h100_single_replica.yaml") + " " + data("small_h100.yaml") +
+                            " --replicas identical");
+  EXPECT_NE(late.exit_code, 0) << late.output;  // what A's simulation says, unseen above
+  EXPECT_NE(late.output.find("single data-parallel replica"), std::string::npos) << late.output;
 }
 
 TEST(EnergyCli, UnknownReliabilityKeyIsReportedWithItsLine) {

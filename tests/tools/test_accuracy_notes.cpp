@@ -123,7 +123,6 @@ TEST(AccuracyNotes, ReachTheTextAndTheJsonOfARun) {
   EXPECT_TRUE(dense["accuracy_notes"].empty());
 }
 
-}  // namespace
 // A capacity below 1 drops routed tokens that Megatron's MFU count still takes: the report says
 // how to read MFU then, and only then.
 TEST(AccuracyNotes, MfuNoteOnlyWhereTheCapacityDropsTokens) {
@@ -139,4 +138,5 @@ TEST(AccuracyNotes, MfuNoteOnlyWhereTheCapacityDropsTokens) {
   EXPECT_EQ(mfu_note(dense), "");
 }
 
+}  // namespace
 }  // namespace clustersim::tools

@@ -252,9 +252,12 @@ TEST(Studies, EveryStudyJobReads) {
                            "llama3_70b_schedules", "llama3_405b_gb200_nvl72", "llama3_405b_gb300_nvl72",
                            "deepseek_v3_sweep", "deepseek_v3_combined", "deepseek_v3_offload"}) {
     const auto r = run_cli(std::string("memory ") + STUDIES_DIR + "/" + name + ".yaml");
-    // 3: read, and over the HBM as the memory model counts it (the weak-scaling studies start
-    // from S0's 64- and 576-GPU layouts, which the model puts over 80 GiB; docs/validation.md).
-    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << name << ": " << r.output;
+    // 3: read, and over the HBM as the memory model counts it: the weak-scaling studies start
+    // from S0's 64- and 576-GPU BF16 layouts, which the model puts at 88.5 and 80.5 GiB
+    // (docs/validation.md); every other study fits.
+    const std::string n = name;
+    const bool over = n == "llama3_70b_weak" || n == "llama3_405b_weak";
+    EXPECT_EQ(r.exit_code, over ? 3 : 0) << name << ": " << r.output;
     EXPECT_NE(r.output.find("peak"), std::string::npos) << name << ": " << r.output;
   }
 }

@@ -166,7 +166,17 @@ TEST(ReferenceSet, ErrorsNameFileLineAndField) {
       "    config: {model: tiny}\n"
       "    measured: {step_s: 0.5, by_gpus: {16: {step_s: 0.05}}}\n");
   EXPECT_EQ(e.line(), 8);
-  EXPECT_NE(e.reason().find("figures outside by_gpus need the GPU count"), std::string::npos) << e.what();
+  EXPECT_NE(e.reason().find("figures outside by_gpus need the one GPU count"), std::string::npos) << e.what();
+  // by_seq figures take config.gpus' count: with two listed they have none of their own.
+  e = parse_error(
+      "  - id: a\n"
+      "    source: S3\n"
+      "    config: {model: tiny, gpus: [8, 16]}\n"
+      "    measured:\n"
+      "      by_seq:\n"
+      "        8192: [0.1, 141, 167, 16.3, 16.3]\n");
+  EXPECT_EQ(e.line(), 9);  // the measured mapping's first line
+  EXPECT_NE(e.reason().find("give config.gpus a single count"), std::string::npos) << e.what();
 
   // validate --plot DIR writes DIR/<id>.svg: an id with a path in it would write elsewhere.
   e = parse_error(

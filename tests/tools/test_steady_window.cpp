@@ -134,7 +134,7 @@ TEST(SteadyWindow, ATimelineOrFewMicrobatchesPlayEveryMicrobatch) {
   EXPECT_NE(report_text(traced).find("microbatches  24 per pipeline, all played: a timeline"),
             std::string::npos) << report_text(traced);
   EXPECT_FALSE(run(many, "all", true).auto_overridden_by_timeline);
-  EXPECT_FALSE(few.auto_overridden_by_timeline);  // auto would not window it either
+  EXPECT_FALSE(run(job, "auto", true).auto_overridden_by_timeline);  // auto would not window it either
 }
 
 TEST(SteadyWindow, ExtendsEveryTimeAlongTheLine) {

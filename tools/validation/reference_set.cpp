@@ -322,12 +322,13 @@ void read_measured(Block m, ReferenceCase& rc) {
     throw m.map.error("", "nothing to compare: give step_s, mfu, tflops_per_gpu, <gpu>_tflops, "
                           "by_gpus or by_seq");
   }
-  // Figures outside by_gpus take config.gpus: without it they were measured at no stated count
-  // (a malformed file, refused here rather than reported as a point at 0 GPUs).
-  if (rc.config.gpus.empty() &&
+  // Figures with no count of their own (by_seq, buckets) take config.gpus' one count: without
+  // one they were measured at no stated count (a malformed file, refused here rather than
+  // reported as a point at 0 GPUs). Top-level figures take every count config.gpus lists.
+  if (rc.config.gpus.size() != 1 &&
       std::any_of(rc.points.begin(), rc.points.end(), [](const MeasuredPoint& p) { return p.gpus == 0; })) {
-    throw m.map.error("", "figures outside by_gpus need the GPU count they were measured at: give "
-                          "config.gpus, or put them under measured.by_gpus");
+    throw m.map.error("", "figures outside by_gpus need the one GPU count they were measured at: "
+                          "give config.gpus a single count, or put them under measured.by_gpus");
   }
 }
 

@@ -77,11 +77,9 @@ void check_case_filter(const ReferenceSet& set, const ValidateOptions& options) 
   for (const auto& id : options.cases) {
     const bool known = std::any_of(set.cases.begin(), set.cases.end(),
                                    [&](const ReferenceCase& rc) { return rc.id == id; });
-    if (!known) {
-      std::string ids;
-      for (const auto& rc : set.cases) ids += (ids.empty() ? "" : ", ") + rc.id;
-      throw SpecError(set.file, 0, "cases", "no case with id '" + id + "' (the file's: " + ids + ")");
-    }
+    std::string ids;  // the file's, for the message
+    for (const auto& rc : set.cases) ids += (ids.empty() ? "" : ", ") + rc.id;
+    if (!known) throw SpecError(set.file, 0, "cases", "no case with id '" + id + "' (the file's: " + ids + ")");
   }
 }
 
@@ -203,14 +201,13 @@ std::string point_detail(const PointOutcome& o) {
   return d.str();
 }
 
+// A step under a second keeps 3 significant digits (0.004 s had printed as 0.00).
 std::string fmt_metric(Metric m, double v) {
+  const bool short_step = m == Metric::StepTime && v > 0 && v < 1;
   std::ostringstream s;
-  int digits = m == Metric::Mfu ? 3 : (m == Metric::StepTime ? 2 : 1);
-  if (m == Metric::StepTime && v > 0 && v < 1) {
-    // A step under a second keeps 3 significant digits (0.004 s had printed as 0.00).
-    digits = std::max(digits, 2 - static_cast<int>(std::floor(std::log10(v))));
-  }
-  s << std::fixed << std::setprecision(digits) << v;
+  s << std::fixed << std::setprecision(short_step ? 2 - static_cast<int>(std::floor(std::log10(v)))
+                                                  : (m == Metric::Mfu ? 3 : (m == Metric::StepTime ? 2 : 1)))
+    << v;
   return s.str();
 }
 
