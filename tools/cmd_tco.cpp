@@ -15,6 +15,7 @@
 
 #include "sim/spec_error.hpp"
 #include "tools/commands.hpp"
+#include "tools/csv.hpp"
 #include "tools/svg_plot.hpp"
 #include "tools/reliability_report.hpp"
 #include "tools/simulate.hpp"
@@ -64,13 +65,6 @@ std::string num(double v, int digits) {
   std::ostringstream o;
   o << std::fixed << std::setprecision(digits) << v;
   return o.str();
-}
-
-// `v` to `significant` digits, in fixed notation (at least 0 decimals).
-std::string significant(double v, int significant) {
-  if (!std::isfinite(v) || v == 0) return num(v, significant - 1);
-  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
-  return num(v, std::max(0, significant - 1 - magnitude));
 }
 
 std::string interval(const energy::Estimate& e, double scale, int digits) {
@@ -141,7 +135,7 @@ void print_with_failures(std::ostream& out, const Side& a, const Side& b) {
        [](const Side& s) { return interval(s.failures.reliability.goodput, 100, 2); });
   both("cost to train ($M)", [](const Side& s) {
     const double wall_s = s.failures.reliability.wall_s.mean;
-    return significant(wall_s * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 3);
+    return significant_number(wall_s * s.run.gpus * s.energy.gpu_hour.total() / 3600 / 1e6, 3);
   });
   both("perf/TCO with failures",
        [](const Side& s) { return num(s.tokens_per_usd_with_failures() / 1e6, 3); });

@@ -1,5 +1,6 @@
 #include "tools/csv.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <sstream>
@@ -128,6 +129,12 @@ std::string csv_number(double value, int digits) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(digits) << value;
   return s.str();
+}
+
+std::string significant_number(double value, int significant) {
+  if (!std::isfinite(value) || value == 0) return csv_number(value, significant - 1);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  return csv_number(value, std::max(0, significant - 1 - magnitude));
 }
 
 }  // namespace clustersim::tools

@@ -34,4 +34,8 @@ std::optional<double> parse_number(const std::string& text);
 /// A number with `digits` digits after the point ("12.345"); deterministic.
 std::string csv_number(double value, int digits);
 
+/// A number to `significant` significant digits in fixed notation, never fewer than 0 digits
+/// after the point ("0.00400", "18.4", "318"); zero and non-finite values with significant - 1.
+std::string significant_number(double value, int significant);
+
 }  // namespace clustersim::tools

@@ -7,7 +7,6 @@
 #include <fstream>
 #include <istream>
 #include <limits>
-#include <map>
 #include <ostream>
 #include <set>
 #include <stdexcept>
@@ -316,21 +315,19 @@ sim::OpShape read_p2p(JsonFields& f) {
   return sim::P2PSpec{f.get_enum("send_to", kPeers), f.get_enum("recv_from", kPeers)};
 }
 
-sim::OpShape read_collective_shape(JsonFields& f) { return read_collective(f); }
-
-// An op's shape by its `kind` (docs/trace-format.md).
+// An op's shape by its `kind` (docs/trace-format.md): the reader at the kind's place in kKinds,
+// the order of OpShape's alternatives, which the writer names them by.
 sim::OpShape read_shape(JsonFields& f, const std::string& kind) {
   using Reader = sim::OpShape (*)(JsonFields&);
-  static const std::map<std::string, Reader> kReaders = {
-      {"gemm", read_gemm}, {"attention", read_attention}, {"mem", read_mem},
-      {"collective", read_collective_shape}, {"p2p", read_p2p}};
-  const auto it = kReaders.find(kind);
-  if (it == kReaders.end()) {
-    std::string known;
-    for (const auto& [name, reader] : kReaders) known += (known.empty() ? "" : ", ") + name;
-    throw f.error("kind", "'" + kind + "' is not one of: " + known);
+  static constexpr std::array<Reader, kKinds.size()> kReaders = {
+      read_gemm, read_attention, read_mem,
+      [](JsonFields& fields) -> sim::OpShape { return read_collective(fields); }, read_p2p};
+  for (std::size_t i = 0; i < kKinds.size(); ++i) {
+    if (kind == kKinds[i]) return kReaders[i](f);
   }
-  return it->second(f);
+  std::string known;
+  for (const char* name : kKinds) known += (known.empty() ? "" : ", ") + std::string(name);
+  throw f.error("kind", "'" + kind + "' is not one of: " + known);
 }
 
 std::vector<std::uint32_t> read_deps(JsonFields& f, std::size_t index) {

@@ -13,6 +13,7 @@
 
 #include "sim/spec_error.hpp"
 #include "sim/units.hpp"
+#include "tools/csv.hpp"
 #include "tools/simulate.hpp"
 #include "tools/step_figures.hpp"
 #include "tools/validation/case_job.hpp"
@@ -77,9 +78,10 @@ void check_case_filter(const ReferenceSet& set, const ValidateOptions& options) 
   for (const auto& id : options.cases) {
     const bool known = std::any_of(set.cases.begin(), set.cases.end(),
                                    [&](const ReferenceCase& rc) { return rc.id == id; });
+    if (known) continue;
     std::string ids;  // the file's, for the message
     for (const auto& rc : set.cases) ids += (ids.empty() ? "" : ", ") + rc.id;
-    if (!known) throw SpecError(set.file, 0, "cases", "no case with id '" + id + "' (the file's: " + ids + ")");
+    throw SpecError(set.file, 0, "cases", "no case with id '" + id + "' (the file's: " + ids + ")");
   }
 }
 
@@ -203,12 +205,8 @@ std::string point_detail(const PointOutcome& o) {
 
 // A step under a second keeps 3 significant digits (0.004 s had printed as 0.00).
 std::string fmt_metric(Metric m, double v) {
-  const bool short_step = m == Metric::StepTime && v > 0 && v < 1;
-  std::ostringstream s;
-  s << std::fixed << std::setprecision(short_step ? 2 - static_cast<int>(std::floor(std::log10(v)))
-                                                  : (m == Metric::Mfu ? 3 : (m == Metric::StepTime ? 2 : 1)))
-    << v;
-  return s.str();
+  if (m == Metric::StepTime && v > 0 && v < 1) return significant_number(v, 3);
+  return csv_number(v, m == Metric::Mfu ? 3 : (m == Metric::StepTime ? 2 : 1));
 }
 
 }  // namespace
